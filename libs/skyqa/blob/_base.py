@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class BlobInfo:
+    """What is known about a stored object; mirrors the ``BlobRef`` protobuf message."""
+
+    key: str
+    sha256: str
+    size: int
+    content_type: str = "application/octet-stream"
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """Synchronous, thread-safe object store.
+
+    Services run their CPU-bound work in worker threads, so a blocking interface keeps call
+    sites simple; async code wraps calls in ``asyncio.to_thread``. Every ``put`` is atomic: a
+    reader sees either the previous object or the complete new one, never a partial write.
+    """
+
+    def put(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> BlobInfo: ...
+
+    def get(self, key: str) -> bytes: ...
+
+    def head(self, key: str) -> BlobInfo | None: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def list(self, prefix: str) -> list[str]: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def ping(self) -> bool: ...
+
+    def describe(self) -> str: ...

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import urllib3
+from minio import Minio
+from minio.error import S3Error
+
+from skyqa.blob._base import BlobInfo, sha256_hex
+from skyqa.errors import BlobNotFound, TransientError
+from skyqa.keys import validate_key
+
+_MISSING = {"NoSuchKey", "NoSuchObject", "ResourceNotFound"}
+
+
+class S3BlobStore:
+    """MinIO / S3 backend through the ``minio`` SDK.
+
+    S3 PUTs are atomic, so a reader never sees a partial object. The sha256 travels as
+    user metadata. Connection failures become :class:`TransientError` so the bus retries the
+    message with a delay instead of dropping it.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        access_key: str,
+        secret_key: str,
+        bucket: str,
+        *,
+        secure: bool = False,
+        region: str | None = None,
+        create_bucket: bool = False,
+    ) -> None:
+        # Few quick retries here: the bus owns the long retry with back-off.
+        http = urllib3.PoolManager(
+            timeout=urllib3.Timeout(connect=5, read=60),
+            retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]),
+            maxsize=16,
+        )
+        self.client = Minio(
+            endpoint=endpoint,
+            access_key=access_key,
+            secret_key=secret_key,
+            secure=secure,
+            region=region,
+            http_client=http,
+        )
+        self.endpoint = endpoint
+        self.bucket = bucket
+        if create_bucket:
+            self._call(self._create_bucket)
+
+    def _create_bucket(self) -> None:
+        if not self.client.bucket_exists(bucket_name=self.bucket):
+            self.client.make_bucket(bucket_name=self.bucket)
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except S3Error:
+            raise
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientError(f"S3 endpoint {self.endpoint} unreachable: {exc}") from exc
+
+    def put(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> BlobInfo:
+        validate_key(key)
+        digest = sha256_hex(data)
+        self._call(
+            self.client.put_object,
+            bucket_name=self.bucket,
+            object_name=key,
+            data=io.BytesIO(data),
+            length=len(data),
+            content_type=content_type,
+            metadata={"sha256": digest},
+        )
+        return BlobInfo(key=key, sha256=digest, size=len(data), content_type=content_type)
+
+    def get(self, key: str) -> bytes:
+        validate_key(key)
+        try:
+            response = self._call(self.client.get_object, bucket_name=self.bucket, object_name=key)
+        except S3Error as exc:
+            if exc.code in _MISSING:
+                raise BlobNotFound(f"no object at {key!r}") from None
+            raise
+        try:
+            return bytes(response.read())
+        finally:
+            response.close()
+            response.release_conn()
+
+    def head(self, key: str) -> BlobInfo | None:
+        validate_key(key)
+        try:
+            stat = self._call(self.client.stat_object, bucket_name=self.bucket, object_name=key)
+        except S3Error as exc:
+            if exc.code in _MISSING:
+                return None
+            raise
+        meta = {k.lower(): v for k, v in (stat.metadata or {}).items()}
+        digest = meta.get("x-amz-meta-sha256")
+        if digest is None:
+            digest = sha256_hex(self.get(key))
+        return BlobInfo(key, str(digest), int(stat.size or 0), str(stat.content_type or ""))
+
+    def exists(self, key: str) -> bool:
+        return self.head(key) is not None
+
+    def list(self, prefix: str) -> list[str]:
+        objects = self._call(
+            self.client.list_objects, bucket_name=self.bucket, prefix=prefix, recursive=True
+        )
+        return sorted(str(o.object_name) for o in self._call(list, objects))
+
+    def delete(self, key: str) -> None:
+        validate_key(key)
+        self._call(self.client.remove_object, bucket_name=self.bucket, object_name=key)
+
+    def ping(self) -> bool:
+        try:
+            return bool(self.client.bucket_exists(bucket_name=self.bucket))
+        except Exception:
+            return False
+
+    def describe(self) -> str:
+        return f"s3://{self.endpoint}/{self.bucket}"

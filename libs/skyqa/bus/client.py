@@ -1,0 +1,393 @@
+"""A thin typed wrapper over nats-py JetStream.
+
+Rules it enforces (see shared/reference/infra-notes.md for why each exists):
+
+- streams and durable consumers are declared with ``add_*`` and read back: nats-py's
+  ``pull_subscribe(config=...)`` silently ignores changes to an existing durable;
+- retries are ``nak(delay)`` with the delay computed in code, because consumer back-off
+  does not apply to explicit NAKs;
+- after ``max_deliver`` failed deliveries, or at once for input that can never succeed, the
+  payload goes to the dead-letter stream with its reason and the message is terminated;
+- every publish carries ``Nats-Msg-Id`` so a retried publish is deduplicated;
+- shutdown unsubscribes pull subscriptions before draining, or drain hangs for its timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import nats
+import nats.errors
+import nats.js.errors
+from google.protobuf.message import DecodeError, Message
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext, api
+
+from skyqa.blob import sha256_hex
+from skyqa.bus import topology
+from skyqa.bus.kv import JsonKV
+from skyqa.bus.retry import retry_delay
+from skyqa.errors import InvalidInput
+from skyqa.runtime.settings import BusSettings
+from skyqa.v1 import common_pb2
+
+log = logging.getLogger("skyqa.bus")
+
+M = TypeVar("M", bound=Message)
+
+MSG_ID = "Nats-Msg-Id"
+RUN_ID = "Skyqa-Run-Id"
+TRACE_ID = "Skyqa-Trace-Id"
+MSG_TYPE = "Skyqa-Type"
+SERVICE = "Skyqa-Service"
+
+
+class ConsumerConfigMismatch(RuntimeError):
+    """A durable exists with settings that cannot be changed in place."""
+
+
+@dataclass
+class Delivery:
+    """What a handler knows about the message it is processing."""
+
+    subject: str
+    run_id: str
+    trace_id: str
+    num_delivered: int
+    headers: dict[str, str]
+    _msg: Msg
+
+    async def in_progress(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._msg.in_progress()
+
+
+Handler = Callable[[M, Delivery], Awaitable[None]]
+FailureHook = Callable[[common_pb2.ErrorEvent], Awaitable[None]]
+
+
+@dataclass
+class _Registration(Generic[M]):
+    spec: topology.ConsumerSpec
+    message_type: type[M]
+    handler: Handler[M]
+    stage: str
+    concurrency: int
+    subs: list[Any] = field(default_factory=list)
+
+
+class BusMetrics:
+    """Hooks the service runtime fills with Prometheus metrics; no-ops by default."""
+
+    def handled(self, subject: str, outcome: str, seconds: float) -> None: ...
+
+    def published(self, subject: str) -> None: ...
+
+    def in_flight(self, delta: int) -> None: ...
+
+
+class Bus:
+    def __init__(
+        self, settings: BusSettings, service: str, metrics: BusMetrics | None = None
+    ) -> None:
+        self.settings = settings
+        self.service = service
+        self.metrics = metrics or BusMetrics()
+        self.nc: NATS | None = None
+        self._js: JetStreamContext | None = None
+        self._registrations: list[_Registration[Any]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = asyncio.Event()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.failure_hook: FailureHook | None = None
+        self.last_fetch_at = time.monotonic()
+
+    # -- connection ---------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        async def on_error(exc: Exception) -> None:
+            log.warning("nats error: %s", exc)
+
+        self.nc = await nats.connect(
+            self.settings.nats_url,
+            name=self.service,
+            connect_timeout=self.settings.connect_timeout_s,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=1,
+            allow_reconnect=True,
+            drain_timeout=self.settings.drain_timeout_s,
+            error_cb=on_error,
+        )
+        self._js = self.nc.jetstream()
+
+    @property
+    def js(self) -> JetStreamContext:
+        if self._js is None:
+            raise RuntimeError("bus is not connected")
+        return self._js
+
+    @property
+    def connected(self) -> bool:
+        return self.nc is not None and self.nc.is_connected
+
+    # -- topology -----------------------------------------------------------------------
+
+    async def ensure_streams(self, specs: list[topology.StreamSpec] | None = None) -> None:
+        for spec in specs or topology.streams(self.settings.duplicate_window_s):
+            config = api.StreamConfig(
+                name=spec.name,
+                subjects=list(spec.subjects),
+                retention=api.RetentionPolicy.LIMITS,
+                storage=api.StorageType.FILE,
+                max_age=spec.max_age_s,
+                duplicate_window=spec.duplicate_window_s,
+                max_msgs_per_subject=spec.max_msgs_per_subject,
+            )
+            try:
+                await self.js.stream_info(spec.name)
+                await self.js.update_stream(config)
+            except nats.js.errors.NotFoundError:
+                await self.js.add_stream(config)
+
+    async def ensure_consumer(self, spec: topology.ConsumerSpec) -> None:
+        config = api.ConsumerConfig(
+            durable_name=spec.durable,
+            ack_policy=api.AckPolicy.EXPLICIT,
+            deliver_policy=api.DeliverPolicy.ALL,
+            filter_subject=spec.filter_subject,
+            ack_wait=spec.ack_wait_s,
+            max_deliver=spec.max_deliver,
+            max_ack_pending=spec.max_ack_pending,
+        )
+        try:
+            await self.js.add_consumer(spec.stream, config)
+        except nats.js.errors.APIError as exc:
+            raise ConsumerConfigMismatch(
+                f"consumer {spec.durable} on {spec.stream} cannot be updated ({exc.description}); "
+                "delete it or choose a new durable name"
+            ) from exc
+        info = await self.js.consumer_info(spec.stream, spec.durable)
+        actual = info.config
+        expected = {
+            "filter_subject": spec.filter_subject,
+            "ack_wait": spec.ack_wait_s,
+            "max_deliver": spec.max_deliver,
+            "max_ack_pending": spec.max_ack_pending,
+        }
+        drift = {k: (v, getattr(actual, k)) for k, v in expected.items() if getattr(actual, k) != v}
+        if drift:
+            raise ConsumerConfigMismatch(f"consumer {spec.durable} kept old settings: {drift}")
+
+    async def kv(self, bucket: str, history: int = 1) -> JsonKV:
+        try:
+            store = await self.js.key_value(bucket)
+        except nats.js.errors.BucketNotFoundError:
+            store = await self.js.create_key_value(bucket=bucket, history=history)
+        return JsonKV(store)
+
+    # -- publishing ---------------------------------------------------------------------
+
+    async def publish(
+        self,
+        subject: str,
+        message: Message,
+        *,
+        msg_id: str,
+        run_id: str = "",
+        trace_id: str = "",
+        headers: dict[str, str] | None = None,
+    ) -> api.PubAck:
+        """Publish a protobuf message; ``msg_id`` must be derived from the business key."""
+        all_headers = {
+            MSG_ID: msg_id,
+            MSG_TYPE: message.DESCRIPTOR.full_name,
+            SERVICE: self.service,
+            RUN_ID: run_id,
+            TRACE_ID: trace_id or uuid.uuid4().hex,
+            **(headers or {}),
+        }
+        ack = await self.js.publish(subject, message.SerializeToString(), headers=all_headers)
+        self.metrics.published(subject)
+        return ack
+
+    # -- consuming ----------------------------------------------------------------------
+
+    def handle(
+        self,
+        spec: topology.ConsumerSpec,
+        message_type: type[M],
+        handler: Handler[M],
+        *,
+        stage: str,
+        concurrency: int = 1,
+    ) -> None:
+        self._registrations.append(
+            _Registration(spec, message_type, handler, stage, max(1, concurrency))
+        )
+
+    async def start(self) -> None:
+        for reg in self._registrations:
+            await self.ensure_consumer(reg.spec)
+            for i in range(reg.concurrency):
+                sub = await self.js.pull_subscribe_bind(
+                    durable=reg.spec.durable, stream=reg.spec.stream
+                )
+                reg.subs.append(sub)
+                self._tasks.append(
+                    asyncio.create_task(self._fetch_loop(reg, sub), name=f"{reg.spec.durable}-{i}")
+                )
+
+    async def _fetch_loop(self, reg: _Registration[Any], sub: Any) -> None:
+        while not self._stopping.is_set():
+            self.last_fetch_at = time.monotonic()
+            try:
+                msgs = await sub.fetch(1, timeout=self.settings.fetch_timeout_s)
+            except nats.errors.TimeoutError:
+                continue
+            except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
+                if self._stopping.is_set():
+                    return
+                await asyncio.sleep(0.5)
+                continue
+            except Exception as exc:  # server restart, API hiccups: keep the worker alive
+                if self._stopping.is_set():
+                    return
+                log.warning("fetch on %s failed: %s", reg.spec.durable, exc)
+                await asyncio.sleep(1.0)
+                continue
+            for msg in msgs:
+                await self._dispatch(reg, msg)
+
+    async def _dispatch(self, reg: _Registration[Any], msg: Msg) -> None:
+        self._in_flight += 1
+        self._idle.clear()
+        self.metrics.in_flight(1)
+        started = time.perf_counter()
+        headers = dict(msg.headers or {})
+        num_delivered = int(msg.metadata.num_delivered or 1)
+        run_id = headers.get(RUN_ID, "")
+        outcome = "ack"
+        ticker = asyncio.create_task(self._keep_alive(msg, reg.spec.ack_wait_s))
+        try:
+            try:
+                decoded = reg.message_type.FromString(msg.data)
+            except DecodeError as exc:
+                raise InvalidInput(
+                    f"payload is not a valid {reg.message_type.DESCRIPTOR.full_name}: {exc}"
+                ) from None
+            run_id = run_id or str(getattr(decoded, "run_id", "") or "")
+            delivery = Delivery(
+                msg.subject, run_id, headers.get(TRACE_ID, ""), num_delivered, headers, msg
+            )
+            await reg.handler(decoded, delivery)
+            await msg.ack()
+        except InvalidInput as exc:
+            outcome = "dlq"
+            await self._give_up(reg, msg, run_id, exc.reason, str(exc), num_delivered)
+        except Exception as exc:
+            if num_delivered >= reg.spec.max_deliver:
+                outcome = "dlq"
+                log.exception("giving up on %s after %d deliveries", msg.subject, num_delivered)
+                reason = "max_deliver_exceeded"
+                await self._give_up(reg, msg, run_id, reason, f"{type(exc).__name__}: {exc}", num_delivered)
+            else:
+                outcome = "nak"
+                delay = retry_delay(num_delivered, self.settings.retry_base_s, self.settings.retry_max_s)
+                log.warning(
+                    "handler for %s failed (delivery %d), retrying in %.1fs: %s: %s",
+                    msg.subject, num_delivered, delay, type(exc).__name__, exc,
+                )
+                with contextlib.suppress(Exception):
+                    await msg.nak(delay=delay)
+        finally:
+            ticker.cancel()
+            self.metrics.handled(reg.spec.filter_subject, outcome, time.perf_counter() - started)
+            self.metrics.in_flight(-1)
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.set()
+
+    async def _keep_alive(self, msg: Msg, ack_wait_s: float) -> None:
+        # Long renders and fusions would otherwise be redelivered to another replica mid-job.
+        while True:
+            await asyncio.sleep(max(0.5, ack_wait_s / 3))
+            with contextlib.suppress(Exception):
+                await msg.in_progress()
+
+    async def _give_up(
+        self,
+        reg: _Registration[Any],
+        msg: Msg,
+        run_id: str,
+        reason: str,
+        message: str,
+        deliveries: int,
+    ) -> None:
+        digest = sha256_hex(msg.data)
+        event = common_pb2.ErrorEvent(
+            run_id=run_id,
+            stage=reg.stage,
+            subject=msg.subject,
+            reason=reason,
+            message=message[:2000],
+            service=self.service,
+            deliveries=deliveries,
+            payload_sha256=digest,
+        )
+        log.error("rejecting %s for run %r: %s: %s", msg.subject, run_id, reason, message)
+        stream_seq = msg.metadata.sequence.stream if msg.metadata.sequence else 0
+        try:
+            await self.js.publish(
+                topology.dlq_subject(msg.subject),
+                msg.data,
+                headers={
+                    MSG_ID: f"dlq:{reg.spec.stream}:{stream_seq}",
+                    "Skyqa-Original-Subject": msg.subject,
+                    "Skyqa-Consumer": reg.spec.durable,
+                    "Skyqa-Reason": reason,
+                    "Skyqa-Error": message[:1000],
+                    "Skyqa-Deliveries": str(deliveries),
+                    RUN_ID: run_id,
+                },
+            )
+            await self.publish(
+                topology.error_subject(reg.stage),
+                event,
+                msg_id=f"error:{reg.spec.stream}:{stream_seq}",
+                run_id=run_id,
+            )
+            if self.failure_hook is not None:
+                await self.failure_hook(event)
+            await msg.term()
+        except Exception:
+            # Leave the message unacked: it is redelivered and rejected again later.
+            log.exception("could not dead-letter %s; it will be redelivered", msg.subject)
+
+    # -- shutdown -----------------------------------------------------------------------
+
+    async def stop(self, timeout_s: float = 30.0) -> None:
+        self._stopping.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for reg in self._registrations:
+            for sub in reg.subs:
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
+            reg.subs.clear()
+        if self.nc is not None and not self.nc.is_closed:
+            with contextlib.suppress(Exception):
+                await self.nc.drain()

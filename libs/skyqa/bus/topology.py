@@ -1,0 +1,84 @@
+"""Subjects, streams and consumers: the one place that names them.
+
+Events live in ``SKYQA_EVENTS`` (limits retention, so several roles can read the same
+subject); progress, errors and dead letters have streams of their own so their retention can
+differ. Every service declares the whole topology at start-up; declarations are idempotent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from skyqa.keys import validate_id
+
+EVENT_DOMAINS = ("scan", "capture", "fusion", "landmark", "label", "mission", "render", "qa", "eval")
+
+SCAN_REQUESTED = "skyqa.v1.scan.requested"
+CAPTURE_JOB = "skyqa.v1.capture.job"
+CAPTURE_COMPLETED = "skyqa.v1.capture.completed"
+FUSION_COMPLETED = "skyqa.v1.fusion.completed"
+
+DAY = 24 * 3600.0
+
+
+def progress_subject(run_id: str) -> str:
+    return f"skyqa.v1.progress.{validate_id(run_id, 'run id')}"
+
+
+def error_subject(stage: str) -> str:
+    return f"skyqa.v1.error.{validate_id(stage, 'stage')}"
+
+
+def dlq_subject(subject: str) -> str:
+    return f"skyqa.v1.dlq.{subject}"
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    name: str
+    subjects: tuple[str, ...]
+    max_age_s: float = 7 * DAY
+    duplicate_window_s: float = 600.0
+    max_msgs_per_subject: int = -1
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """A durable pull consumer; every replica of a role binds the same durable."""
+
+    durable: str
+    stream: str
+    filter_subject: str
+    ack_wait_s: float = 60.0
+    max_deliver: int = 5
+    max_ack_pending: int = 64
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+EVENTS_STREAM = "SKYQA_EVENTS"
+PROGRESS_STREAM = "SKYQA_PROGRESS"
+ERRORS_STREAM = "SKYQA_ERRORS"
+DLQ_STREAM = "SKYQA_DLQ"
+
+
+def streams(duplicate_window_s: float = 600.0) -> list[StreamSpec]:
+    return [
+        StreamSpec(
+            EVENTS_STREAM,
+            tuple(f"skyqa.v1.{d}.>" for d in EVENT_DOMAINS),
+            duplicate_window_s=duplicate_window_s,
+        ),
+        StreamSpec(
+            PROGRESS_STREAM,
+            ("skyqa.v1.progress.>",),
+            max_age_s=2 * DAY,
+            duplicate_window_s=duplicate_window_s,
+            max_msgs_per_subject=100_000,
+        ),
+        StreamSpec(ERRORS_STREAM, ("skyqa.v1.error.>",), max_age_s=30 * DAY),
+        StreamSpec(DLQ_STREAM, ("skyqa.v1.dlq.>",), max_age_s=30 * DAY),
+    ]
+
+
+RUNS_BUCKET = "skyqa-runs"
+FANIN_BUCKET = "skyqa-fanin"

@@ -1,0 +1,20 @@
+"""Pydantic models of every handoff file and of the run state, validated where written and read."""
+
+from skyqa.contracts.base import Contract, dump_json, load_json
+from skyqa.contracts.capture import FrameRow, PoseENU
+from skyqa.contracts.fusion import ClassEntry, FusionMeta, InstanceEntry, InstanceTable
+from skyqa.contracts.runs import RunState, StageState
+
+__all__ = [
+    "ClassEntry",
+    "Contract",
+    "FrameRow",
+    "FusionMeta",
+    "InstanceEntry",
+    "InstanceTable",
+    "PoseENU",
+    "RunState",
+    "StageState",
+    "dump_json",
+    "load_json",
+]

@@ -1,0 +1,90 @@
+"""Progress events on ``skyqa.v1.progress.<run_id>`` plus the run state in KV."""
+
+from __future__ import annotations
+
+import time
+
+from skyqa.bus import Bus, JsonKV, topology
+from skyqa.contracts import RunState, StageState
+from skyqa.v1 import common_pb2
+
+_STATUS = {
+    common_pb2.RUN_STATUS_PENDING: "pending",
+    common_pb2.RUN_STATUS_RUNNING: "running",
+    common_pb2.RUN_STATUS_COMPLETED: "completed",
+    common_pb2.RUN_STATUS_FAILED: "failed",
+}
+_RANK = {"pending": 0, "running": 1, "completed": 2, "failed": 3}
+
+# The stage whose completion completes the whole run; later stages move this forward.
+FINAL_STAGE = "fusion"
+
+
+def status_name(value: int) -> str:
+    return _STATUS.get(value, "pending")  # type: ignore[call-overload]
+
+
+def apply_progress(state: RunState, event: common_pb2.Progress, now: float) -> RunState:
+    """Fold one progress event into the run state; never moves a stage backwards."""
+    status = status_name(event.status)
+    stage = state.stages.get(event.stage, StageState())
+    if _RANK[status] >= _RANK[stage.status]:
+        stage.status = status  # type: ignore[assignment]
+        stage.message = event.message or stage.message
+    stage.done = max(stage.done, int(event.done))
+    stage.total = max(stage.total, int(event.total))
+    stage.updated_at = now
+    state.stages[event.stage] = stage
+    state.updated_at = now
+    if status == "failed":
+        state.status = "failed"
+        if event.message and event.message not in state.errors:
+            state.errors.append(event.message)
+    elif state.status != "failed":
+        final = state.stages.get(FINAL_STAGE)
+        state.status = "completed" if final and final.status == "completed" else "running"
+    return state
+
+
+class ProgressReporter:
+    def __init__(self, bus: Bus, runs: JsonKV, service: str) -> None:
+        self.bus = bus
+        self.runs = runs
+        self.service = service
+
+    async def report(
+        self,
+        run_id: str,
+        stage: str,
+        done: int,
+        total: int,
+        status: int = common_pb2.RUN_STATUS_RUNNING,
+        message: str = "",
+        scene_id: str = "",
+        outputs: dict[str, str] | None = None,
+    ) -> None:
+        event = common_pb2.Progress(
+            run_id=run_id,
+            stage=stage,
+            done=done,
+            total=total,
+            status=status,  # type: ignore[arg-type]
+            message=message,
+            service=self.service,
+        )
+        now = time.time()
+
+        def fold(doc: dict[str, object] | None) -> dict[str, object]:
+            state = RunState.model_validate(doc) if doc else RunState(run_id=run_id, created_at=now)
+            if scene_id:
+                state.scene_id = scene_id
+            state.outputs.update(outputs or {})
+            return apply_progress(state, event, now).model_dump(mode="json")
+
+        await self.runs.update(run_id, fold)
+        await self.bus.publish(
+            topology.progress_subject(run_id),
+            event,
+            msg_id=f"progress:{run_id}:{stage}:{done}:{total}:{status}",
+            run_id=run_id,
+        )

@@ -1,0 +1,155 @@
+"""The service runtime: bus + store + handlers + FastAPI health and metrics endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from skyqa.blob import BlobStore, open_store
+from skyqa.bus import Bus, FanInTracker, JsonKV, topology
+from skyqa.runtime.metrics import ServiceMetrics
+from skyqa.runtime.progress import ProgressReporter
+from skyqa.runtime.settings import Settings
+from skyqa.v1 import common_pb2
+
+log = logging.getLogger("skyqa.service")
+
+Setup = Callable[["Service"], Awaitable[None]]
+
+
+class Service:
+    """One skyqa service: wire handlers in ``setup`` and call :meth:`run` or :meth:`start`.
+
+    Liveness (``/healthz``) only says the event loop and fetch loops tick; readiness
+    (``/readyz``) checks the bus connection and the blob store, so an outage of a dependency
+    takes the service out of rotation instead of restarting it.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        settings: Settings,
+        setup: Setup,
+        *,
+        store: BlobStore | None = None,
+    ) -> None:
+        self.name = name
+        self.settings = settings
+        self.metrics = ServiceMetrics(name)
+        self.bus = Bus(settings.bus, name, self.metrics)
+        self.store = store if store is not None else open_store(settings.store)
+        self._setup = setup
+        self.runs: JsonKV | None = None
+        self.fanin: FanInTracker | None = None
+        self.progress: ProgressReporter | None = None
+        self.app = self._build_app()
+        self._server: uvicorn.Server | None = None
+        self._server_task: asyncio.Task[Any] | None = None
+        self.port: int | None = None
+        self._draining = False
+        self.started_at = time.time()
+
+    # -- HTTP -------------------------------------------------------------------------
+
+    def _build_app(self) -> FastAPI:
+        app = FastAPI(title=f"skyqa {self.name}", version="0.1.0")
+
+        @app.get("/healthz")
+        async def healthz() -> dict[str, Any]:
+            return {"status": "ok", "service": self.name, "uptime_s": time.time() - self.started_at}
+
+        @app.get("/readyz")
+        async def readyz() -> Response:
+            store_ok = await asyncio.to_thread(self.store.ping)
+            checks = {
+                "bus": self.bus.connected,
+                "store": store_ok,
+                "draining": self._draining,
+            }
+            ok = checks["bus"] and checks["store"] and not self._draining
+            return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
+
+        @app.get("/metrics")
+        async def metrics() -> Response:
+            return Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+        return app
+
+    async def _serve_http(self) -> None:
+        config = uvicorn.Config(
+            self.app,
+            host=self.settings.http.host,
+            port=self.settings.http.port,
+            log_level="warning",
+            lifespan="off",
+        )
+        self._server = uvicorn.Server(config)
+        self._server_task = asyncio.create_task(self._server.serve())
+        while not self._server.started:
+            if self._server_task.done():
+                self._server_task.result()
+                raise RuntimeError(f"{self.name}: HTTP server stopped during start-up")
+            await asyncio.sleep(0.02)
+        sock = self._server.servers[0].sockets[0]
+        self.port = int(sock.getsockname()[1])
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def start(self, http: bool = True) -> None:
+        await self.bus.connect()
+        await self.bus.ensure_streams()
+        self.runs = await self.bus.kv(topology.RUNS_BUCKET)
+        self.fanin = FanInTracker(await self.bus.kv(topology.FANIN_BUCKET))
+        self.progress = ProgressReporter(self.bus, self.runs, self.name)
+        self.bus.failure_hook = self._on_failure
+        await self._setup(self)
+        await self.bus.start()
+        if http:
+            await self._serve_http()
+        log.info("%s started (store %s, http port %s)", self.name, self.store.describe(), self.port)
+
+    async def _on_failure(self, event: common_pb2.ErrorEvent) -> None:
+        if event.run_id and self.progress is not None:
+            await self.progress.report(
+                event.run_id,
+                event.stage,
+                0,
+                0,
+                common_pb2.RUN_STATUS_FAILED,
+                f"{event.reason}: {event.message}",
+            )
+
+    async def stop(self) -> None:
+        self._draining = True
+        await self.bus.stop()
+        if self._server is not None:
+            self._server.should_exit = True
+            if self._server_task is not None:
+                with contextlib.suppress(Exception):
+                    await self._server_task
+
+    async def run(self) -> None:
+        """Run until SIGINT/SIGTERM."""
+        import signal
+
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await self.start()
+        await stop.wait()
+        await self.stop()
+
+    def require(self) -> tuple[ProgressReporter, FanInTracker]:
+        if self.progress is None or self.fanin is None:
+            raise RuntimeError(f"{self.name} is not started")
+        return self.progress, self.fanin

@@ -1,0 +1,95 @@
+"""Configuration for every service: environment variables (``SKYQA_`` prefix, ``__`` for nesting)
+over an optional YAML file (``SKYQA_CONFIG``) over defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from skyqa.errors import InvalidInput
+
+
+class ConfigError(InvalidInput):
+    reason = "invalid_config"
+
+
+class StoreSettings(BaseModel):
+    backend: Literal["local", "s3"] = "local"
+    local_root: Path = Path(".skyqa/store")
+    s3_endpoint: str = "127.0.0.1:9000"
+    s3_access_key: str = "skyqa"
+    s3_secret_key: SecretStr = SecretStr("")
+    s3_bucket: str = "skyqa"
+    s3_secure: bool = False
+    s3_region: str | None = None
+    s3_create_bucket: bool = False
+
+
+class BusSettings(BaseModel):
+    nats_url: str = "nats://127.0.0.1:4222"
+    connect_timeout_s: float = Field(5.0, gt=0)
+    ack_wait_s: float = Field(60.0, gt=0)
+    max_deliver: int = Field(5, ge=1, le=100)
+    retry_base_s: float = Field(1.0, gt=0)
+    retry_max_s: float = Field(30.0, gt=0)
+    fetch_timeout_s: float = Field(2.0, gt=0)
+    drain_timeout_s: float = Field(10.0, gt=0)
+    duplicate_window_s: float = Field(600.0, gt=0)
+
+
+class HttpSettings(BaseModel):
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SKYQA_", env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_json: bool = False
+    concurrency: int = Field(1, ge=1, le=64)
+    store: StoreSettings = StoreSettings()
+    bus: BusSettings = BusSettings()
+    http: HttpSettings = HttpSettings()
+    scenes_dir: Path | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_path = os.environ.get("SKYQA_CONFIG")
+        if config_path:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_path))
+        return tuple(sources)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Load settings, turning every problem into one :class:`ConfigError` line."""
+    config_path = os.environ.get("SKYQA_CONFIG")
+    if config_path and not Path(config_path).is_file():
+        raise ConfigError(f"SKYQA_CONFIG points to {config_path!r}, which is not a file")
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        raise ConfigError(f"invalid configuration at {where}: {first['msg']}") from None
+    except (ValueError, OSError) as exc:  # malformed YAML and unreadable files
+        raise ConfigError(f"cannot read configuration: {exc}") from None

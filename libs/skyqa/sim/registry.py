@@ -1,0 +1,63 @@
+"""Scene catalog: which scene ids exist and how to open a simulator on one."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+from skyqa.errors import UnknownScene
+from skyqa.sim.builtin import BuiltinSimulator
+from skyqa.sim.city import generate_city
+from skyqa.sim.protocol import Simulator
+from skyqa.sim.scene import Scene, load_mesh_scene
+
+# id -> (seed, blocks)
+BUILTIN_SCENES: dict[str, tuple[int, int]] = {
+    "demo_city": (7, 5),
+    "tiny_town": (3, 2),
+}
+_PROCEDURAL = re.compile(r"^procedural_(\d{1,9})_(\d{1,2})$")
+
+_cache: dict[tuple[str, str], Scene] = {}
+_lock = threading.Lock()
+
+
+def known_scenes(scenes_dir: Path | None = None) -> list[str]:
+    names = sorted(BUILTIN_SCENES)
+    if scenes_dir is not None and scenes_dir.is_dir():
+        names += sorted(p.parent.name for p in scenes_dir.glob("*/scene.yaml"))
+    return names
+
+
+def load_scene(scene_id: str, scenes_dir: Path | None = None) -> Scene:
+    """Resolve a scene id: built-in, ``procedural_<seed>_<blocks>``, or ``<scenes_dir>/<id>/scene.yaml``."""
+    key = (scene_id, str(scenes_dir))
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+        if scene_id in BUILTIN_SCENES:
+            seed, blocks = BUILTIN_SCENES[scene_id]
+            scene = generate_city(scene_id, seed, blocks)
+        elif (m := _PROCEDURAL.match(scene_id)) and 1 <= int(m.group(2)) <= 12:
+            scene = generate_city(scene_id, int(m.group(1)), int(m.group(2)))
+        elif scenes_dir is not None and (scenes_dir / scene_id / "scene.yaml").is_file():
+            scene = load_mesh_scene(scenes_dir / scene_id / "scene.yaml", scene_id)
+        else:
+            raise UnknownScene(
+                f"unknown scene {scene_id!r}; known: {', '.join(known_scenes(scenes_dir))}, "
+                "or procedural_<seed>_<blocks 1-12>"
+            )
+        _cache[key] = scene
+        return scene
+
+
+def open_simulator(backend: str, scene_id: str, scenes_dir: Path | None = None) -> Simulator:
+    if backend == "builtin":
+        return BuiltinSimulator(load_scene(scene_id, scenes_dir))
+    if backend == "airsim":
+        raise UnknownScene(
+            "the airsim backend needs a running simulator configured per deployment "
+            "(skyqa.sim.airsim.AirSimSimulator); it is not available in this process"
+        )
+    raise UnknownScene(f"unknown simulator backend {backend!r}; use 'builtin' or 'airsim'")
