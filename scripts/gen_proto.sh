@@ -13,7 +13,7 @@ cd "$root"
 python -m grpc_tools.protoc -I proto \
   --python_out="$target" --mypy_out="$target" \
   --grpc_python_out="$target" --mypy_grpc_out="$target" \
-  proto/skyqa/v1/*.proto
+  proto/skyqa/v1/*.proto 2> >(grep -v "^Writing mypy" >&2)
 # gRPC stubs are only kept for files that declare a service.
 for f in "$target"/skyqa/v1/*_pb2_grpc.py; do
   base="$(basename "$f" _pb2_grpc.py)"

@@ -43,6 +43,10 @@ def validate_id(value: str, what: str) -> str:
     return value
 
 
+def is_valid_id(value: str) -> bool:
+    return bool(_ID.match(value))
+
+
 def run_prefix(run_id: str) -> str:
     return f"runs/{validate_id(run_id, 'run id')}"
 

@@ -366,12 +366,16 @@ class Bus:
                 msg_id=f"error:{reg.spec.stream}:{stream_seq}",
                 run_id=run_id,
             )
-            if self.failure_hook is not None:
-                await self.failure_hook(event)
             await msg.term()
         except Exception:
             # Leave the message unacked: it is redelivered and rejected again later.
             log.exception("could not dead-letter %s; it will be redelivered", msg.subject)
+            return
+        if self.failure_hook is not None:
+            try:
+                await self.failure_hook(event)
+            except Exception:
+                log.exception("failure hook for %s raised", msg.subject)
 
     # -- shutdown -----------------------------------------------------------------------
 

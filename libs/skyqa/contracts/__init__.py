@@ -1,7 +1,7 @@
 """Pydantic models of every handoff file and of the run state, validated where written and read."""
 
 from skyqa.contracts.base import Contract, dump_json, load_json
-from skyqa.contracts.capture import FrameRow, PoseENU
+from skyqa.contracts.capture import FrameRow, PoseENU, SemanticClassRow, SemanticClassTable
 from skyqa.contracts.fusion import ClassEntry, FusionMeta, InstanceEntry, InstanceTable
 from skyqa.contracts.runs import RunState, StageState
 
@@ -14,6 +14,8 @@ __all__ = [
     "InstanceTable",
     "PoseENU",
     "RunState",
+    "SemanticClassRow",
+    "SemanticClassTable",
     "StageState",
     "dump_json",
     "load_json",

@@ -32,3 +32,18 @@ class FrameRow(Contract):
     point_count: int
     point_source: Literal["lidar", "lidar_empty"]
     intrinsics: dict[str, float]
+
+
+class SemanticClassRow(Contract):
+    id: int
+    name: str
+    category: str
+    stuff: bool
+
+
+class SemanticClassTable(Contract):
+    """``pcd_map/<scene>.classes.json``: the simulator's class table, so fusion needs no simulator."""
+
+    scene_id: str
+    backend: str
+    classes: list[SemanticClassRow]

@@ -16,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from skyqa.blob import BlobStore, open_store
 from skyqa.bus import Bus, FanInTracker, JsonKV, topology
+from skyqa.keys import is_valid_id
 from skyqa.runtime.metrics import ServiceMetrics
 from skyqa.runtime.progress import ProgressReporter
 from skyqa.runtime.settings import Settings
@@ -118,7 +119,8 @@ class Service:
         log.info("%s started (store %s, http port %s)", self.name, self.store.describe(), self.port)
 
     async def _on_failure(self, event: common_pb2.ErrorEvent) -> None:
-        if event.run_id and self.progress is not None:
+        # A request whose run id is itself invalid has no run to mark failed.
+        if event.run_id and is_valid_id(event.run_id) and self.progress is not None:
             await self.progress.report(
                 event.run_id,
                 event.stage,

@@ -41,14 +41,16 @@ class CameraSettings(_message.Message):
         width: _builtins.int = ...,
         height: _builtins.int = ...,
         fov_deg: _builtins.float = ...,
-        pitch_deg: _builtins.float = ...,
+        pitch_deg: _builtins.float | None = ...,
         jpeg_quality: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_pitch_deg", b"_pitch_deg", "pitch_deg", b"pitch_deg"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["fov_deg", b"fov_deg", "height", b"height", "jpeg_quality", b"jpeg_quality", "pitch_deg", b"pitch_deg", "width", b"width"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_pitch_deg", b"_pitch_deg", "fov_deg", b"fov_deg", "height", b"height", "jpeg_quality", b"jpeg_quality", "pitch_deg", b"pitch_deg", "width", b"width"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__pitch_deg: _TypeAlias = _typing.Literal["pitch_deg"]  # noqa: Y015
+    _WhichOneofArgType__pitch_deg: _TypeAlias = _typing.Literal["_pitch_deg", b"_pitch_deg"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__pitch_deg) -> _WhichOneofReturnType__pitch_deg | None: ...
 
 Global___CameraSettings: _TypeAlias = CameraSettings  # noqa: Y015
 
@@ -77,17 +79,24 @@ class LidarSettings(_message.Message):
         self,
         *,
         channels: _builtins.int = ...,
-        vfov_upper_deg: _builtins.float = ...,
-        vfov_lower_deg: _builtins.float = ...,
+        vfov_upper_deg: _builtins.float | None = ...,
+        vfov_lower_deg: _builtins.float | None = ...,
         horizontal_samples: _builtins.int = ...,
         range_m: _builtins.float = ...,
         mount_pitch_deg: _abc.Iterable[_builtins.float] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_vfov_lower_deg", b"_vfov_lower_deg", "_vfov_upper_deg", b"_vfov_upper_deg", "vfov_lower_deg", b"vfov_lower_deg", "vfov_upper_deg", b"vfov_upper_deg"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["channels", b"channels", "horizontal_samples", b"horizontal_samples", "mount_pitch_deg", b"mount_pitch_deg", "range_m", b"range_m", "vfov_lower_deg", b"vfov_lower_deg", "vfov_upper_deg", b"vfov_upper_deg"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_vfov_lower_deg", b"_vfov_lower_deg", "_vfov_upper_deg", b"_vfov_upper_deg", "channels", b"channels", "horizontal_samples", b"horizontal_samples", "mount_pitch_deg", b"mount_pitch_deg", "range_m", b"range_m", "vfov_lower_deg", b"vfov_lower_deg", "vfov_upper_deg", b"vfov_upper_deg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__vfov_lower_deg: _TypeAlias = _typing.Literal["vfov_lower_deg"]  # noqa: Y015
+    _WhichOneofArgType__vfov_lower_deg: _TypeAlias = _typing.Literal["_vfov_lower_deg", b"_vfov_lower_deg"]  # noqa: Y015
+    _WhichOneofReturnType__vfov_upper_deg: _TypeAlias = _typing.Literal["vfov_upper_deg"]  # noqa: Y015
+    _WhichOneofArgType__vfov_upper_deg: _TypeAlias = _typing.Literal["_vfov_upper_deg", b"_vfov_upper_deg"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__vfov_lower_deg) -> _WhichOneofReturnType__vfov_lower_deg | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__vfov_upper_deg) -> _WhichOneofReturnType__vfov_upper_deg | None: ...
 
 Global___LidarSettings: _TypeAlias = LidarSettings  # noqa: Y015
 

@@ -1,0 +1,83 @@
+"""Encoders and decoders of per-frame media files.
+
+- RGB: JPEG at the requested quality (4:2:0, no EXIF, deterministic bytes).
+- Segmentation: RGB PNG with R = class id, G/B = instance id low/high byte (CARLA's layout),
+  so one lossless file carries both maps.
+- Depth: 16-bit PNG in centimetres (0 = no return, max 655.34 m).
+- LiDAR: ``.npy`` of a structured array (x, y, z, semantic, instance), deterministic bytes.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from skyqa.errors import InvalidInput
+
+LIDAR_DTYPE = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("semantic", "<u2"), ("instance", "<u4")])
+DEPTH_SCALE = 100.0
+
+
+def encode_jpeg(rgb: NDArray[np.uint8], quality: int) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(rgb, "RGB").save(buf, format="JPEG", quality=int(quality), subsampling=2, optimize=False)
+    return buf.getvalue()
+
+
+def encode_segmentation(semantic: NDArray[np.integer], instance: NDArray[np.integer]) -> bytes:
+    if int(np.max(semantic, initial=0)) > 255 or int(np.max(instance, initial=0)) > 65535:
+        raise ValueError("segmentation PNG holds class ids < 256 and instance ids < 65536")
+    img = np.stack(
+        [semantic.astype(np.uint8), (instance & 255).astype(np.uint8), (instance >> 8).astype(np.uint8)], -1
+    )
+    buf = io.BytesIO()
+    Image.fromarray(img, "RGB").save(buf, format="PNG", compress_level=6)
+    return buf.getvalue()
+
+
+def decode_segmentation(data: bytes) -> tuple[NDArray[np.uint16], NDArray[np.uint32]]:
+    img = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+    semantic = img[:, :, 0].astype(np.uint16)
+    instance = img[:, :, 1].astype(np.uint32) | (img[:, :, 2].astype(np.uint32) << 8)
+    return semantic, instance
+
+
+def encode_depth(depth: NDArray[np.floating]) -> bytes:
+    cm = np.where(np.isfinite(depth), np.round(depth * DEPTH_SCALE), 0)
+    cm = np.where(cm > 65534, 0, cm).astype(np.uint16)
+    buf = io.BytesIO()
+    Image.fromarray(cm).save(buf, format="PNG", compress_level=6)
+    return buf.getvalue()
+
+
+def decode_depth(data: bytes) -> NDArray[np.float32]:
+    cm = np.asarray(Image.open(io.BytesIO(data))).astype(np.float32)
+    return np.where(cm > 0, cm / DEPTH_SCALE, np.inf).astype(np.float32)
+
+
+def encode_lidar(points: NDArray[np.floating], semantic: NDArray[np.integer], instance: NDArray[np.integer]) -> bytes:
+    arr = np.zeros(len(points), dtype=LIDAR_DTYPE)
+    arr["x"], arr["y"], arr["z"] = points[:, 0], points[:, 1], points[:, 2]
+    arr["semantic"], arr["instance"] = semantic, instance
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+def decode_lidar(data: bytes) -> NDArray[np.void]:
+    try:
+        arr = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise InvalidInput(f"LiDAR chunk is not a valid .npy file: {exc}") from None
+    if arr.dtype != LIDAR_DTYPE:
+        raise InvalidInput(f"LiDAR chunk has dtype {arr.dtype}, expected {LIDAR_DTYPE}")
+    return arr
+
+
+def encode_png(img: NDArray[np.uint8]) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, format="PNG")
+    return buf.getvalue()

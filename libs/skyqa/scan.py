@@ -1,0 +1,201 @@
+"""Scan requests: profile defaults, validation with one-line messages, the pose grid, run ids.
+
+Both the CLI/gateway (before publishing) and the capture service (on receipt) apply the same
+defaults and validation, so a request is judged the same wherever it enters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+from skyqa.errors import InvalidScanRequest
+from skyqa.keys import validate_id
+from skyqa.sim.camera import Pose
+from skyqa.sim.protocol import LidarSpec
+from skyqa.v1 import common_pb2, scan_pb2
+
+MAX_POSES = 20_000
+MAX_EXTENT_M = 20_000.0
+PROFILES = ("preview", "release")
+
+
+def lidar_range_auto(spacing_x: float, spacing_y: float) -> float:
+    """UAV-DualCog's auto range: clamp(hypot(dx, dy) * 1.5, 60, 140)."""
+    return float(min(140.0, max(60.0, math.hypot(spacing_x, spacing_y) * 1.5)))
+
+
+def default_request(scene_id: str, profile: str = "preview") -> scan_pb2.ScanRequest:
+    """The demo scan of a scene: a grid at one altitude, two LiDARs (level and pitched 90)."""
+    if profile not in PROFILES:
+        raise InvalidScanRequest(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
+    req = scan_pb2.ScanRequest(scene_id=scene_id, profile=profile)
+    return apply_defaults(req)
+
+
+def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
+    """Fill unset fields from the profile; explicit values are kept."""
+    out = scan_pb2.ScanRequest()
+    out.CopyFrom(req)
+    release = out.profile == "release"
+    out.profile = out.profile or "preview"
+    out.backend = out.backend or "builtin"
+    if not out.HasField("bound"):
+        out.bound.CopyFrom(common_pb2.MapBound(xmin=-120, xmax=120, ymin=-120, ymax=120, zmin=0, zmax=100))
+    out.spacing_x_m = out.spacing_x_m or 40.0
+    out.spacing_y_m = out.spacing_y_m or 40.0
+    if not out.altitudes_m:
+        out.altitudes_m.append(60.0)
+    if not out.yaw_deg:
+        out.yaw_deg.append(0.0)
+    cam = out.camera
+    cam.width = cam.width or (4096 if release else 640)
+    cam.height = cam.height or (3072 if release else 480)
+    cam.fov_deg = cam.fov_deg or 72.0
+    if not cam.HasField("pitch_deg"):
+        cam.pitch_deg = -60.0
+    cam.jpeg_quality = cam.jpeg_quality or 80
+    lidar = out.lidar
+    lidar.channels = lidar.channels or (128 if release else 32)
+    if not lidar.HasField("vfov_upper_deg"):
+        lidar.vfov_upper_deg = 45.0
+    if not lidar.HasField("vfov_lower_deg"):
+        lidar.vfov_lower_deg = -45.0
+    lidar.horizontal_samples = lidar.horizontal_samples or (2048 if release else 1024)
+    lidar.range_m = lidar.range_m or lidar_range_auto(out.spacing_x_m, out.spacing_y_m)
+    if not lidar.mount_pitch_deg:
+        lidar.mount_pitch_deg.extend([0.0, 90.0])
+    fusion = out.fusion
+    fusion.voxel_size_m = fusion.voxel_size_m or (0.05 if release else 0.2)
+    fusion.instance_voxel_size_m = fusion.instance_voxel_size_m or 1.0
+    fusion.instance_min_points = fusion.instance_min_points or 20
+    fusion.coverage_grid_m = fusion.coverage_grid_m or 1.0
+    out.poses_per_job = out.poses_per_job or 8
+    return out
+
+
+def _finite(*values: float) -> bool:
+    return all(math.isfinite(v) for v in values)
+
+
+def validate(req: scan_pb2.ScanRequest) -> None:
+    """Raise :class:`InvalidScanRequest` naming the first problem."""
+
+    def bad(msg: str) -> InvalidScanRequest:
+        return InvalidScanRequest(msg)
+
+    try:
+        validate_id(req.run_id, "run id")
+        validate_id(req.scene_id, "scene id")
+    except Exception as exc:
+        raise bad(str(exc)) from None
+    if req.backend not in ("builtin", "airsim"):
+        raise bad(f"backend must be 'builtin' or 'airsim', got {req.backend!r}")
+    if req.profile not in PROFILES:
+        raise bad(f"profile must be one of {', '.join(PROFILES)}, got {req.profile!r}")
+    b = req.bound
+    if not _finite(b.xmin, b.xmax, b.ymin, b.ymax, b.zmin, b.zmax):
+        raise bad("MapBound has a non-finite value")
+    if not (b.xmin < b.xmax and b.ymin < b.ymax and b.zmin <= b.zmax):
+        raise bad(f"MapBound must have xmin < xmax, ymin < ymax, zmin <= zmax; got {list(_bound(b))}")
+    if max(b.xmax - b.xmin, b.ymax - b.ymin, b.zmax - b.zmin) > MAX_EXTENT_M:
+        raise bad(f"MapBound spans more than {MAX_EXTENT_M:.0f} m")
+    if not (_finite(req.spacing_x_m, req.spacing_y_m) and req.spacing_x_m > 0 and req.spacing_y_m > 0):
+        raise bad("pose spacing must be positive metres")
+    if not req.altitudes_m or not _finite(*req.altitudes_m):
+        raise bad("altitudes must be a non-empty list of finite metres")
+    for z in req.altitudes_m:
+        if not b.zmin <= z <= b.zmax:
+            raise bad(f"altitude {z} m lies outside MapBound z range [{b.zmin}, {b.zmax}]")
+    if not req.yaw_deg or len(req.yaw_deg) > 36 or not _finite(*req.yaw_deg):
+        raise bad("yaw sweep must hold 1 to 36 finite angles")
+    c = req.camera
+    if not (16 <= c.width <= 8192 and 16 <= c.height <= 8192):
+        raise bad(f"camera resolution must be within 16..8192 px, got {c.width}x{c.height}")
+    if not (_finite(c.fov_deg, c.pitch_deg) and 10 <= c.fov_deg <= 170 and -90 <= c.pitch_deg <= 90):
+        raise bad("camera fov must be 10..170 degrees and pitch -90..90 degrees")
+    if not 1 <= c.jpeg_quality <= 100:
+        raise bad(f"jpeg quality must be 1..100, got {c.jpeg_quality}")
+    try:
+        lidar_spec(req).validate()
+    except ValueError as exc:
+        raise bad(str(exc)) from None
+    f = req.fusion
+    if not (_finite(f.voxel_size_m, f.instance_voxel_size_m, f.coverage_grid_m)):
+        raise bad("fusion sizes must be finite")
+    if not (0.005 <= f.voxel_size_m <= 5 and 0.1 <= f.instance_voxel_size_m <= 10 and 0.1 <= f.coverage_grid_m <= 50):
+        raise bad("fusion voxel must be 0.005..5 m, instance voxel 0.1..10 m, coverage grid 0.1..50 m")
+    if not 1 <= req.poses_per_job <= 1000:
+        raise bad(f"poses per job must be 1..1000, got {req.poses_per_job}")
+    n = pose_count(req)
+    if n > MAX_POSES:
+        raise bad(f"the scan has {n} poses, more than the limit of {MAX_POSES}; widen the spacing")
+    if n * c.width * c.height > 2_000_000_000:
+        raise bad("the scan asks for more than 2 gigapixels; lower the resolution or the pose count")
+
+
+def _bound(b: common_pb2.MapBound) -> tuple[float, ...]:
+    return (b.xmin, b.xmax, b.ymin, b.ymax, b.zmin, b.zmax)
+
+
+def _axis(lo: float, hi: float, step: float) -> list[float]:
+    n = int(math.floor((hi - lo) / step + 1e-9)) + 1
+    return [round(lo + i * step, 6) for i in range(n)]
+
+
+def pose_count(req: scan_pb2.ScanRequest) -> int:
+    b = req.bound
+    nx = int(math.floor((b.xmax - b.xmin) / req.spacing_x_m + 1e-9)) + 1
+    ny = int(math.floor((b.ymax - b.ymin) / req.spacing_y_m + 1e-9)) + 1
+    return nx * ny * len(req.altitudes_m) * len(req.yaw_deg)
+
+
+def poses(req: scan_pb2.ScanRequest) -> list[Pose]:
+    """The sampled poses in UAV-DualCog order: altitude, then x, then y, then yaw."""
+    b = req.bound
+    out = []
+    for z in req.altitudes_m:
+        for x in _axis(b.xmin, b.xmax, req.spacing_x_m):
+            for y in _axis(b.ymin, b.ymax, req.spacing_y_m):
+                for yaw in req.yaw_deg:
+                    out.append(Pose(x, y, z, yaw, req.camera.pitch_deg, 0.0))
+    return out
+
+
+def lidar_spec(req: scan_pb2.ScanRequest) -> LidarSpec:
+    lidar = req.lidar
+    return LidarSpec(
+        channels=lidar.channels,
+        vfov_upper_deg=lidar.vfov_upper_deg,
+        vfov_lower_deg=lidar.vfov_lower_deg,
+        horizontal_samples=lidar.horizontal_samples,
+        range_m=lidar.range_m,
+        mount_pitch_deg=tuple(lidar.mount_pitch_deg),
+    )
+
+
+def run_id_for(req: scan_pb2.ScanRequest) -> str:
+    """A deterministic run id: the same request resumes the same run."""
+    body = scan_pb2.ScanRequest()
+    body.CopyFrom(req)
+    body.run_id = ""
+    digest = hashlib.sha256(body.SerializeToString(deterministic=True)).hexdigest()[:12]
+    return f"{req.scene_id}-{digest}"[:96]
+
+
+def overlaps(req: scan_pb2.ScanRequest, extent: tuple[float, float, float, float]) -> bool:
+    b = req.bound
+    return b.xmin < extent[1] and b.xmax > extent[0] and b.ymin < extent[3] and b.ymax > extent[2]
+
+
+__all__ = [
+    "apply_defaults",
+    "default_request",
+    "lidar_range_auto",
+    "lidar_spec",
+    "overlaps",
+    "pose_count",
+    "poses",
+    "run_id_for",
+    "validate",
+]

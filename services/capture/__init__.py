@@ -1,0 +1,1 @@
+"""Capture service: plans a scan into pose batches and captures each batch."""

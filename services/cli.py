@@ -1,0 +1,237 @@
+"""``skyqa`` command line: run the services, submit scans, follow runs.
+
+Exit codes: 0 done, 1 the run failed, 2 bad input or configuration (one line says what to fix).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from skyqa import scan
+from skyqa.contracts import RunState
+from skyqa.errors import InvalidInput
+from skyqa.runtime import Settings, configure_logging, load_settings
+from skyqa.runtime.progress import FINAL_STAGE
+from skyqa.v1 import scan_pb2
+
+from services.embedded import Embedded, publish_scan, read_run, wait_for_run
+from services.registry import SERVICES
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+err = Console(stderr=True)
+out = Console()
+
+STAGES = ("capture", FINAL_STAGE)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+def _settings(**overrides: object) -> Settings:
+    try:
+        return load_settings(**overrides)
+    except InvalidInput as exc:
+        raise _fail(str(exc)) from None
+
+
+def build_request(
+    scene: str,
+    profile: str,
+    run_id: str | None,
+    bound: str | None,
+    spacing: float | None,
+    altitude: list[float] | None,
+    seed: int,
+) -> scan_pb2.ScanRequest:
+    req = scan_pb2.ScanRequest(scene_id=scene, profile=profile, seed=seed)
+    if bound:
+        try:
+            values = [float(v) for v in bound.split(",")]
+        except ValueError:
+            raise InvalidInput(f"--bound needs six numbers xmin,xmax,ymin,ymax,zmin,zmax, got {bound!r}") from None
+        if len(values) != 6:
+            raise InvalidInput(f"--bound needs six numbers xmin,xmax,ymin,ymax,zmin,zmax, got {len(values)}")
+        req.bound.xmin, req.bound.xmax, req.bound.ymin, req.bound.ymax, req.bound.zmin, req.bound.zmax = values
+    if spacing is not None:
+        req.spacing_x_m = req.spacing_y_m = spacing
+        if spacing <= 0:
+            raise InvalidInput("--spacing must be positive metres")
+    if altitude:
+        req.altitudes_m.extend(altitude)
+    if profile not in scan.PROFILES:
+        raise InvalidInput(f"--profile must be one of {', '.join(scan.PROFILES)}")
+    full = scan.apply_defaults(req)
+    full.run_id = run_id or scan.run_id_for(full)
+    scan.validate(full)
+    return full
+
+
+def _follow(nats_url: str, run_id: str, timeout_s: float) -> RunState:
+    with Progress(
+        TextColumn("{task.description:<9}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[message]}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as bars:
+        tasks = {s: bars.add_task(s, total=None, message="waiting") for s in STAGES}
+
+        def show(state: RunState) -> None:
+            for name, task in tasks.items():
+                st = state.stages.get(name)
+                if st is not None:
+                    bars.update(task, completed=st.done, total=st.total or None, message=f"{st.status} {st.message}"[:70])
+
+        return asyncio.run(wait_for_run(nats_url, run_id, FINAL_STAGE, timeout_s, show))
+
+
+def _report(state: RunState, store_root: Path | None) -> None:
+    if state.status == "failed":
+        raise _fail(f"run {state.run_id} failed: {'; '.join(state.errors) or 'see service logs'}", 1)
+    out.print(f"[bold green]run {state.run_id} completed[/]")
+    for name, key in sorted(state.outputs.items()):
+        where = (store_root / key) if store_root is not None else key
+        out.print(f"  {name:<17} {where}")
+
+
+SceneOpt = Annotated[str, typer.Option("--scene", help="scene id: demo_city, tiny_town, procedural_<seed>_<blocks>")]
+ProfileOpt = Annotated[str, typer.Option("--profile", help="preview (fast) or release (4096x3072 stills)")]
+BoundOpt = Annotated[str | None, typer.Option("--bound", help="MapBound xmin,xmax,ymin,ymax,zmin,zmax (m)")]
+SpacingOpt = Annotated[float | None, typer.Option("--spacing", help="pose spacing in x and y (m)")]
+AltOpt = Annotated[list[float] | None, typer.Option("--altitude", help="capture altitude (m), repeatable")]
+
+
+@app.command()
+def demo(
+    data_dir: Annotated[Path, typer.Option("--data-dir", help="where NATS data and the store live")] = Path(".skyqa"),
+    scene: SceneOpt = "demo_city",
+    profile: ProfileOpt = "preview",
+    bound: BoundOpt = None,
+    spacing: SpacingOpt = None,
+    altitude: AltOpt = None,
+    timeout: Annotated[float, typer.Option(help="seconds to wait for the run")] = 1800.0,
+) -> None:
+    """Start everything embedded, scan the demo scene, wait, and print where the outputs are."""
+    settings = _settings()
+    configure_logging("WARNING")
+    try:
+        req = build_request(scene, profile, None, bound, spacing, altitude, 0)
+    except InvalidInput as exc:
+        raise _fail(str(exc)) from None
+
+    async def main() -> RunState:
+        async with Embedded(data_dir, settings) as env:
+            assert env.nats_url is not None
+            err.print(f"embedded NATS at {env.nats_url}; store at {data_dir / 'store'}")
+            for svc in env.running:
+                err.print(f"  {svc.name:<9} http://127.0.0.1:{svc.port}/readyz  /metrics")
+            await publish_scan(env.nats_url, req)
+            err.print(f"scan of {req.scene_id} submitted as run {req.run_id}")
+            return await asyncio.to_thread(_follow, env.nats_url, req.run_id, timeout)
+
+    state = asyncio.run(main())
+    _report(state, Path(data_dir) / "store")
+
+
+@app.command()
+def up(
+    data_dir: Annotated[Path, typer.Option("--data-dir")] = Path(".skyqa"),
+    nats_url: Annotated[str | None, typer.Option(help="use this NATS instead of starting one")] = None,
+    nats_port: Annotated[int, typer.Option(help="port of the embedded nats-server")] = 4222,
+) -> None:
+    """Run a local nats-server and every service in this process until Ctrl-C."""
+    settings = _settings()
+    configure_logging(settings.log_level, settings.log_json)
+
+    async def main() -> None:
+        async with Embedded(data_dir, settings, nats_url=nats_url, nats_port=None if nats_url else nats_port) as env:
+            err.print(f"NATS {env.nats_url}; store {data_dir / 'store'}; services: {', '.join(SERVICES)}")
+            for svc in env.running:
+                err.print(f"  {svc.name:<9} http://127.0.0.1:{svc.port}/healthz")
+            await asyncio.Event().wait()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        err.print("stopped")
+
+
+@app.command("scan")
+def scan_cmd(
+    scene: SceneOpt = "demo_city",
+    profile: ProfileOpt = "preview",
+    run_id: Annotated[str | None, typer.Option("--run-id", help="default: derived from the request")] = None,
+    bound: BoundOpt = None,
+    spacing: SpacingOpt = None,
+    altitude: AltOpt = None,
+    nats_url: Annotated[str | None, typer.Option(help="default: SKYQA_BUS__NATS_URL")] = None,
+    wait: Annotated[bool, typer.Option(help="follow progress until the run ends")] = True,
+    timeout: float = 1800.0,
+) -> None:
+    """Publish a scan request and show live progress."""
+    settings = _settings()
+    url = nats_url or settings.bus.nats_url
+    try:
+        req = build_request(scene, profile, run_id, bound, spacing, altitude, 0)
+    except InvalidInput as exc:
+        raise _fail(str(exc)) from None
+    try:
+        asyncio.run(publish_scan(url, req))
+    except OSError as exc:
+        raise _fail(f"cannot reach NATS at {url}: {exc}; start it with 'skyqa up'") from None
+    err.print(f"run {req.run_id} submitted")
+    if wait:
+        state = _follow(url, req.run_id, timeout)
+        _report(state, settings.store.local_root if settings.store.backend == "local" else None)
+    else:
+        out.print(req.run_id)
+
+
+@app.command()
+def status(
+    run_id: str,
+    nats_url: Annotated[str | None, typer.Option(help="default: SKYQA_BUS__NATS_URL")] = None,
+) -> None:
+    """Print the state of a run (read from JetStream KV; no service needed)."""
+    settings = _settings()
+    url = nats_url or settings.bus.nats_url
+    try:
+        state = asyncio.run(read_run(url, run_id))
+    except OSError as exc:
+        raise _fail(f"cannot reach NATS at {url}: {exc}") from None
+    if state is None:
+        raise _fail(f"no run {run_id!r}", 1)
+    out.print_json(json.dumps(state.model_dump(mode="json")))
+
+
+@app.command()
+def serve(name: Annotated[str, typer.Argument(help=f"one of: {', '.join(SERVICES)}")]) -> None:
+    """Run one service with settings from SKYQA_* env vars (the container command)."""
+    if name not in SERVICES:
+        raise _fail(f"unknown service {name!r}; choose one of {', '.join(SERVICES)}")
+    settings = _settings()
+    configure_logging(settings.log_level, settings.log_json)
+    try:
+        asyncio.run(SERVICES[name](settings, None).run())
+    except OSError as exc:
+        raise _fail(f"{name} cannot start: {exc}", 1) from None
+
+
+def main() -> None:
+    app(prog_name="skyqa")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Embedded mode: a local nats-server, the local blob store and every service in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skyqa.blob import BlobStore, LocalBlobStore
+from skyqa.bus import Bus, JsonKV, topology
+from skyqa.contracts import RunState
+from skyqa.runtime import Service, Settings
+from skyqa.runtime.settings import BusSettings
+from skyqa.servers import NatsServer
+from skyqa.v1 import scan_pb2
+
+from services.registry import SERVICES
+
+
+@dataclass
+class Embedded:
+    """Start with ``async with Embedded(data_dir) as env:``; ``env.nats_url`` is where to publish."""
+
+    data_dir: Path
+    settings: Settings = field(default_factory=Settings)
+    nats_url: str | None = None  # use an existing server instead of starting one
+    nats_port: int | None = None
+    store: BlobStore | None = None
+    services: list[str] = field(default_factory=lambda: list(SERVICES))
+    http: bool = True
+    running: list[Service] = field(default_factory=list)
+    nats_server: NatsServer | None = None
+
+    async def __aenter__(self) -> Embedded:
+        self.data_dir = Path(self.data_dir)
+        if self.nats_url is None:
+            self.nats_server = await asyncio.to_thread(
+                NatsServer(self.data_dir / "nats", port=self.nats_port).start
+            )
+            self.nats_url = self.nats_server.url
+        if self.store is None:
+            self.store = LocalBlobStore(self.data_dir / "store")
+        settings = self.settings.model_copy(deep=True)
+        settings.bus.nats_url = self.nats_url
+        settings.http.port = 0
+        try:
+            for name in self.services:
+                svc = SERVICES[name](settings, self.store)
+                await svc.start(http=self.http)
+                self.running.append(svc)
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for svc in reversed(self.running):
+            with contextlib.suppress(Exception):
+                await svc.stop()
+        self.running.clear()
+        if self.nats_server is not None:
+            await asyncio.to_thread(self.nats_server.stop)
+
+
+@contextlib.asynccontextmanager
+async def client_bus(nats_url: str) -> AsyncIterator[Bus]:
+    """A short-lived bus connection for CLI commands."""
+    bus = Bus(BusSettings(nats_url=nats_url, connect_timeout_s=5), "skyqa-cli")
+    await bus.connect()
+    try:
+        yield bus
+    finally:
+        await bus.stop()
+
+
+async def publish_scan(nats_url: str, req: scan_pb2.ScanRequest) -> None:
+    async with client_bus(nats_url) as bus:
+        await bus.ensure_streams()
+        await bus.publish(topology.SCAN_REQUESTED, req, msg_id=f"scan:{req.run_id}", run_id=req.run_id)
+
+
+async def _read(runs: JsonKV, run_id: str) -> RunState | None:
+    doc, _ = await runs.get(run_id)
+    return RunState.model_validate(doc) if doc else None
+
+
+async def read_run(nats_url: str, run_id: str) -> RunState | None:
+    async with client_bus(nats_url) as bus:
+        return await _read(await bus.kv(topology.RUNS_BUCKET), run_id)
+
+
+async def wait_for_run(
+    nats_url: str,
+    run_id: str,
+    final_stage: str,
+    timeout_s: float,
+    on_state: Callable[[RunState], None] | None = None,
+) -> RunState:
+    """Poll the run state in KV until ``final_stage`` completes or the run fails."""
+    deadline = time.monotonic() + timeout_s
+    async with client_bus(nats_url) as bus:
+        runs = await bus.kv(topology.RUNS_BUCKET)
+        while time.monotonic() < deadline:
+            state = await _read(runs, run_id)
+            if state is not None:
+                if on_state is not None:
+                    on_state(state)
+                stage = state.stages.get(final_stage)
+                if state.status == "failed" or (stage is not None and stage.status == "completed"):
+                    return state
+            await asyncio.sleep(0.25)
+    raise TimeoutError(f"run {run_id} did not finish within {timeout_s:.0f} s")

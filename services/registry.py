@@ -1,0 +1,18 @@
+"""Every implemented service, by name. The composition root for the CLI and compose."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from skyqa.blob import BlobStore
+from skyqa.runtime import Service, Settings
+
+from services.capture import app as capture_app
+from services.fusion import app as fusion_app
+
+Factory = Callable[[Settings, BlobStore | None], Service]
+
+SERVICES: dict[str, Factory] = {
+    "capture": capture_app.create,
+    "fusion": fusion_app.create,
+}
