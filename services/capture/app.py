@@ -23,7 +23,7 @@ STAGE = "capture"
 NAME = "capture"
 
 PLANNER = topology.ConsumerSpec("capture-planner", topology.EVENTS_STREAM, topology.SCAN_REQUESTED)
-WORKER = topology.ConsumerSpec("capture-worker", topology.EVENTS_STREAM, topology.CAPTURE_JOB, ack_wait_s=120.0)
+WORKER = topology.ConsumerSpec("capture-worker", topology.EVENTS_STREAM, topology.CAPTURE_JOB)
 
 
 def frames_manifest_key(run_id: str, scene_id: str) -> str:

@@ -14,7 +14,7 @@ from services.fusion.fuse import fuse
 STAGE = "fusion"
 NAME = "fusion"
 
-CONSUMER = topology.ConsumerSpec("fusion", topology.EVENTS_STREAM, topology.CAPTURE_COMPLETED, ack_wait_s=300.0)
+CONSUMER = topology.ConsumerSpec("fusion", topology.EVENTS_STREAM, topology.CAPTURE_COMPLETED)
 
 
 async def setup(svc: Service) -> None:

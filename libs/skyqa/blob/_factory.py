@@ -7,7 +7,7 @@ from skyqa.blob._local import LocalBlobStore
 from skyqa.blob._s3 import S3BlobStore
 
 if TYPE_CHECKING:
-    from skyqa.runtime.settings import StoreSettings
+    from skyqa.settings import StoreSettings
 
 
 def open_store(settings: StoreSettings) -> BlobStore:

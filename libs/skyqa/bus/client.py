@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 import uuid
@@ -36,7 +37,7 @@ from skyqa.bus import topology
 from skyqa.bus.kv import JsonKV
 from skyqa.bus.retry import retry_delay
 from skyqa.errors import InvalidInput
-from skyqa.runtime.settings import BusSettings
+from skyqa.settings import BusSettings
 from skyqa.v1 import common_pb2
 
 log = logging.getLogger("skyqa.bus")
@@ -159,7 +160,15 @@ class Bus:
             except nats.js.errors.NotFoundError:
                 await self.js.add_stream(config)
 
+    def _resolve(self, spec: topology.ConsumerSpec) -> topology.ConsumerSpec:
+        return dataclasses.replace(
+            spec,
+            ack_wait_s=spec.ack_wait_s or self.settings.ack_wait_s,
+            max_deliver=spec.max_deliver or self.settings.max_deliver,
+        )
+
     async def ensure_consumer(self, spec: topology.ConsumerSpec) -> None:
+        spec = self._resolve(spec)
         config = api.ConsumerConfig(
             durable_name=spec.durable,
             ack_policy=api.AckPolicy.EXPLICIT,
@@ -231,6 +240,7 @@ class Bus:
         stage: str,
         concurrency: int = 1,
     ) -> None:
+        spec = self._resolve(spec)
         self._registrations.append(
             _Registration(spec, message_type, handler, stage, max(1, concurrency))
         )
@@ -277,7 +287,7 @@ class Bus:
         num_delivered = int(msg.metadata.num_delivered or 1)
         run_id = headers.get(RUN_ID, "")
         outcome = "ack"
-        ticker = asyncio.create_task(self._keep_alive(msg, reg.spec.ack_wait_s))
+        ticker = asyncio.create_task(self._keep_alive(msg, float(reg.spec.ack_wait_s or 30.0)))
         try:
             try:
                 decoded = reg.message_type.FromString(msg.data)
@@ -295,7 +305,7 @@ class Bus:
             outcome = "dlq"
             await self._give_up(reg, msg, run_id, exc.reason, str(exc), num_delivered)
         except Exception as exc:
-            if num_delivered >= reg.spec.max_deliver:
+            if num_delivered >= (reg.spec.max_deliver or 1):
                 outcome = "dlq"
                 log.exception("giving up on %s after %d deliveries", msg.subject, num_delivered)
                 reason = "max_deliver_exceeded"

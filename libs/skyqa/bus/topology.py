@@ -7,7 +7,7 @@ differ. Every service declares the whole topology at start-up; declarations are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from skyqa.keys import validate_id
 
@@ -44,15 +44,18 @@ class StreamSpec:
 
 @dataclass(frozen=True)
 class ConsumerSpec:
-    """A durable pull consumer; every replica of a role binds the same durable."""
+    """A durable pull consumer; every replica of a role binds the same durable.
+
+    ``ack_wait_s`` and ``max_deliver`` left as ``None`` take the bus settings, so one
+    deployment setting tunes every consumer.
+    """
 
     durable: str
     stream: str
     filter_subject: str
-    ack_wait_s: float = 60.0
-    max_deliver: int = 5
+    ack_wait_s: float | None = None
+    max_deliver: int | None = None
     max_ack_pending: int = 64
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 EVENTS_STREAM = "SKYQA_EVENTS"

@@ -3,7 +3,7 @@
 from skyqa.runtime.logs import configure_logging
 from skyqa.runtime.progress import ProgressReporter, apply_progress
 from skyqa.runtime.service import Service
-from skyqa.runtime.settings import ConfigError, Settings, load_settings
+from skyqa.settings import ConfigError, Settings, load_settings
 
 __all__ = [
     "ConfigError",

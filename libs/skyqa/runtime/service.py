@@ -19,7 +19,7 @@ from skyqa.bus import Bus, FanInTracker, JsonKV, topology
 from skyqa.keys import is_valid_id
 from skyqa.runtime.metrics import ServiceMetrics
 from skyqa.runtime.progress import ProgressReporter
-from skyqa.runtime.settings import Settings
+from skyqa.settings import Settings
 from skyqa.v1 import common_pb2
 
 log = logging.getLogger("skyqa.service")

@@ -175,7 +175,7 @@ class _Builder:
             self.tank(cx - inner / 4, cy - inner / 4)
             self.tank(cx + inner / 4, cy - inner / 4) if self.rng.random() < 0.6 else self.chimney(cx + inner / 4, cy - inner / 4)
             for i in range(int(self.rng.integers(2, 5))):
-                self.container(cx - 6.0 + i * 3.2, cy + inner / 4, 90.0)
+                self.container(cx - 12.0 + i * 3.2, cy + inner / 4, 90.0)
             if self.rng.random() < 0.5:
                 self.water_tower(cx + inner / 4, cy + inner / 4)
         else:

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 from pydantic_settings import (
     BaseSettings,
@@ -37,7 +38,7 @@ class StoreSettings(BaseModel):
 class BusSettings(BaseModel):
     nats_url: str = "nats://127.0.0.1:4222"
     connect_timeout_s: float = Field(5.0, gt=0)
-    ack_wait_s: float = Field(60.0, gt=0)
+    ack_wait_s: float = Field(30.0, gt=0)
     max_deliver: int = Field(5, ge=1, le=100)
     retry_base_s: float = Field(1.0, gt=0)
     retry_max_s: float = Field(30.0, gt=0)
@@ -91,5 +92,6 @@ def load_settings(**overrides: Any) -> Settings:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
         raise ConfigError(f"invalid configuration at {where}: {first['msg']}") from None
-    except (ValueError, OSError) as exc:  # malformed YAML and unreadable files
-        raise ConfigError(f"cannot read configuration: {exc}") from None
+    except (ValueError, OSError, yaml.YAMLError) as exc:  # malformed YAML, unreadable files
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"cannot read configuration {config_path}: {detail}") from None

@@ -1,0 +1,71 @@
+import math
+
+import numpy as np
+import pytest
+
+from skyqa.sim import Pose, rotation_matrix
+from skyqa.sim.airsim import (
+    LabelMap,
+    decode_depth,
+    decode_lidar,
+    decode_rgb,
+    decode_segmentation,
+    enu_to_ned,
+    pose_to_ned,
+    quaternion_from_euler,
+)
+
+
+def quat_to_matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def test_enu_to_ned() -> None:
+    assert enu_to_ned(1.0, 2.0, 3.0) == (1.0, -2.0, -3.0)
+
+
+@pytest.mark.parametrize("pose", [Pose(0, 0, 0, 0, 0, 0), Pose(5, -3, 40, 30, -20, 0), Pose(0, 0, 0, -120, 45, 10)])
+def test_ned_orientation_matches_enu_forward(pose: Pose) -> None:
+    """The vehicle's forward axis must point the same way in both frames."""
+    _, q = pose_to_ned(pose)
+    fwd_ned = quat_to_matrix(*q)[:, 0]
+    fwd_enu = rotation_matrix(pose.yaw_deg, pose.pitch_deg, pose.roll_deg)[:, 0]
+    # NED (north-ish x, y right, z down) vs our ENU with (x, y, z)_ned = (x, -y, -z)_enu;
+    # AirSim pitch is positive nose-up, which points -z in NED
+    np.testing.assert_allclose(fwd_ned, [fwd_enu[0], -fwd_enu[1], -fwd_enu[2]], atol=1e-9)
+
+
+def test_quaternion_is_unit() -> None:
+    q = quaternion_from_euler(0.3, -0.2, 1.1)
+    assert math.isclose(sum(v * v for v in q), 1.0)
+
+
+def test_decode_rgb_bgr_flavour() -> None:
+    bgr = bytes([1, 2, 3] * 4)
+    img = decode_rgb(bgr, 2, 2, bgr=True)
+    assert img[0, 0].tolist() == [3, 2, 1]
+    with pytest.raises(ValueError, match="does not match"):
+        decode_rgb(b"\x00" * 5, 2, 2, bgr=False)
+
+
+def test_decode_depth_marks_no_hit() -> None:
+    d = decode_depth([1.0, 2.0, 65504.0, 4.0], 2, 2)
+    assert d[0, 1] == 2.0 and np.isinf(d[1, 0])
+
+
+def test_segmentation_and_lidar_labels() -> None:
+    labels = LabelMap([(r"Building_.*", "office_tower"), (r"Ground.*", "ground")])
+    rgb = np.array([[[10, 20, 30], [40, 50, 60]], [[10, 20, 30], [0, 0, 0]]], dtype=np.uint8)
+    sem, inst = decode_segmentation(rgb, {(10, 20, 30): "Building_12", (40, 50, 60): "Ground_3"}, labels)
+    assert sem.tolist() == [[11, 1], [11, 0]] and inst.tolist() == [[1, 0], [1, 0]]
+    pts, s, i = decode_lidar([1, 2, 3, 4, 5, 6], ["building_12", "Tree_1"], labels)
+    assert pts.tolist() == [[1, -2, -3], [4, -5, -6]]
+    assert s.tolist() == [11, 0] and i.tolist() == [1, 0]  # same object name, same instance
+    with pytest.raises(ValueError, match="labels"):
+        decode_lidar([1, 2, 3], ["a", "b"], labels)

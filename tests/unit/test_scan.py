@@ -1,0 +1,85 @@
+import math
+
+import pytest
+
+from skyqa import scan
+from skyqa.errors import InvalidScanRequest
+from skyqa.v1 import scan_pb2
+
+
+def valid(**changes: object) -> scan_pb2.ScanRequest:
+    req = scan.default_request("demo_city")
+    req.run_id = "r1"
+    for path, value in changes.items():
+        target = req
+        *parents, leaf = path.split("__")
+        for p in parents:
+            target = getattr(target, p)
+        setattr(target, leaf, value)
+    return req
+
+
+def test_defaults_are_valid_and_keep_explicit_values() -> None:
+    req = valid()
+    scan.validate(req)
+    assert req.camera.pitch_deg == -60.0
+    explicit = scan_pb2.ScanRequest(scene_id="demo_city", run_id="r")
+    explicit.camera.pitch_deg = 0.0  # level camera is a real choice, not "unset"
+    assert scan.apply_defaults(explicit).camera.pitch_deg == 0.0
+    assert scan.default_request("demo_city", "release").camera.width == 4096
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"bound__xmin": 10.0, "bound__xmax": -10.0}, "xmin < xmax"),
+        ({"bound__ymax": math.nan}, "non-finite"),
+        ({"camera__width": 0}, "resolution"),
+        ({"spacing_x_m": -5.0}, "spacing"),
+        ({"spacing_x_m": 0.01, "spacing_y_m": 0.01}, "poses"),
+        ({"camera__jpeg_quality": 101}, "jpeg"),
+        ({"backend": "unreal"}, "backend"),
+        ({"scene_id": "../etc"}, "scene id"),
+        ({"run_id": ""}, "run id"),
+        ({"lidar__channels": 999}, "channels"),
+        ({"fusion__voxel_size_m": 50.0}, "voxel"),
+    ],
+)
+def test_validation_names_the_problem(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidScanRequest, match=message):
+        scan.validate(valid(**changes))
+
+
+def test_altitude_outside_bound() -> None:
+    req = valid()
+    req.altitudes_m[:] = [500.0]
+    with pytest.raises(InvalidScanRequest, match="outside MapBound"):
+        scan.validate(req)
+
+
+def test_pose_grid_order_and_count() -> None:
+    req = valid()
+    req.bound.xmin, req.bound.xmax, req.bound.ymin, req.bound.ymax = 0, 20, 0, 10
+    req.spacing_x_m, req.spacing_y_m = 10, 10
+    req.altitudes_m[:] = [30, 60]
+    req.yaw_deg[:] = [0, 90]
+    poses = scan.poses(req)
+    assert len(poses) == scan.pose_count(req) == 3 * 2 * 2 * 2
+    # altitude, then x, then y, then yaw (UAV-DualCog's loop order)
+    assert [(p.z, p.x, p.y, p.yaw_deg) for p in poses[:5]] == [
+        (30, 0, 0, 0), (30, 0, 0, 90), (30, 0, 10, 0), (30, 0, 10, 90), (30, 10, 0, 0),
+    ]  # fmt: skip
+
+
+def test_run_id_is_deterministic_and_content_addressed() -> None:
+    a, b = valid(), valid()
+    assert scan.run_id_for(a) == scan.run_id_for(b)
+    b.camera.width = 320
+    assert scan.run_id_for(a) != scan.run_id_for(b)
+    assert scan.run_id_for(a).startswith("demo_city-")
+
+
+def test_lidar_auto_range() -> None:
+    assert scan.lidar_range_auto(30, 30) == pytest.approx(63.64, abs=0.01)
+    assert scan.lidar_range_auto(1, 1) == 60.0
+    assert scan.lidar_range_auto(200, 200) == 140.0

@@ -1,0 +1,84 @@
+import numpy as np
+import pytest
+
+from skyqa import media
+from skyqa.bus import retry_delay
+from skyqa.contracts import RunState
+from skyqa.runtime import ConfigError, apply_progress, load_settings
+from skyqa.v1 import common_pb2
+
+
+def test_settings_env_over_yaml(tmp_path, monkeypatch) -> None:
+    cfg = tmp_path / "skyqa.yaml"
+    cfg.write_text("bus:\n  nats_url: nats://yaml:4222\n  max_deliver: 7\nstore:\n  backend: s3\n")
+    monkeypatch.setenv("SKYQA_CONFIG", str(cfg))
+    monkeypatch.setenv("SKYQA_BUS__NATS_URL", "nats://env:4222")
+    s = load_settings()
+    assert s.bus.nats_url == "nats://env:4222"
+    assert s.bus.max_deliver == 7
+    assert s.store.backend == "s3"
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "message"),
+    [
+        ("SKYQA_BUS__MAX_DELIVER", "0", "bus.max_deliver"),
+        ("SKYQA_STORE__BACKEND", "ftp", "store.backend"),
+        ("SKYQA_HTTP__PORT", "http", "http.port"),
+    ],
+)
+def test_invalid_settings_give_one_line(monkeypatch, env: str, value: str, message: str) -> None:
+    monkeypatch.setenv(env, value)
+    with pytest.raises(ConfigError, match=message):
+        load_settings()
+
+
+def test_missing_or_bad_config_file(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("SKYQA_CONFIG", str(tmp_path / "nope.yaml"))
+    with pytest.raises(ConfigError, match="not a file"):
+        load_settings()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("bus: [unclosed")
+    monkeypatch.setenv("SKYQA_CONFIG", str(bad))
+    with pytest.raises(ConfigError):
+        load_settings()
+
+
+def test_retry_delay_is_exponential_and_capped() -> None:
+    assert [retry_delay(n, 1.0, 10.0) for n in (1, 2, 3, 4, 5, 6)] == [1, 2, 4, 8, 10, 10]
+
+
+def test_segmentation_and_depth_roundtrip() -> None:
+    sem = np.array([[0, 10], [70, 255]], dtype=np.uint16)
+    inst = np.array([[0, 300], [65535, 1]], dtype=np.uint32)
+    s2, i2 = media.decode_segmentation(media.encode_segmentation(sem, inst))
+    assert np.array_equal(s2, sem) and np.array_equal(i2, inst)
+    depth = np.array([[1.234, np.inf], [600.0, 0.5]], dtype=np.float32)
+    back = media.decode_depth(media.encode_depth(depth))
+    assert back[0, 0] == pytest.approx(1.23) and np.isinf(back[0, 1]) and back[1, 0] == pytest.approx(600.0)
+    with pytest.raises(ValueError):
+        media.encode_segmentation(np.array([[300]]), np.array([[1]]))
+
+
+def test_lidar_file_is_deterministic_and_checked() -> None:
+    pts = np.array([[1, 2, 3]], dtype=np.float32)
+    a = media.encode_lidar(pts, np.array([4]), np.array([5]))
+    assert a == media.encode_lidar(pts, np.array([4]), np.array([5]))
+    assert media.decode_lidar(a)["instance"][0] == 5
+    with pytest.raises(Exception, match="LiDAR"):
+        media.decode_lidar(b"garbage")
+
+
+def test_progress_never_moves_a_stage_backwards() -> None:
+    state = RunState(run_id="r")
+    ev = lambda done, status: common_pb2.Progress(run_id="r", stage="capture", done=done, total=4, status=status)  # noqa: E731
+    apply_progress(state, ev(3, common_pb2.RUN_STATUS_RUNNING), 1.0)
+    apply_progress(state, ev(1, common_pb2.RUN_STATUS_RUNNING), 2.0)  # late, out of order
+    assert state.stages["capture"].done == 3
+    apply_progress(state, ev(4, common_pb2.RUN_STATUS_COMPLETED), 3.0)
+    apply_progress(state, ev(2, common_pb2.RUN_STATUS_RUNNING), 4.0)
+    assert state.stages["capture"].status == "completed" and state.status == "running"
+    apply_progress(state, common_pb2.Progress(run_id="r", stage="fusion", done=1, total=1, status=3), 5.0)
+    assert state.status == "completed"
+    apply_progress(state, common_pb2.Progress(run_id="r", stage="fusion", status=4, message="boom"), 6.0)
+    assert state.status == "failed" and state.errors == ["boom"]

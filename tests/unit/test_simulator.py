@@ -1,0 +1,156 @@
+from collections import Counter
+
+import numpy as np
+import pytest
+import yaml
+
+from skyqa.errors import InvalidInput, UnknownScene
+from skyqa.sim import (
+    CATEGORIES,
+    BuiltinSimulator,
+    CameraSpec,
+    LidarSpec,
+    Pose,
+    load_mesh_scene,
+    load_scene,
+    project,
+)
+from skyqa.sim.city import generate_city
+
+
+@pytest.fixture(scope="module")
+def town() -> BuiltinSimulator:
+    return BuiltinSimulator(load_scene("tiny_town"))
+
+
+def test_city_covers_types_and_categories() -> None:
+    scene = load_scene("demo_city")
+    things = scene.things()
+    assert len({o.semantic.name for o in things}) >= 8
+    assert {o.semantic.category for o in things} == set(CATEGORIES)
+    heights = {round(float(o.size[2])) for o in things if o.semantic.category == "building"}
+    assert len(heights) >= 4  # buildings of several heights
+    colours = {o.colour_name for o in things if o.semantic.category == "building"}
+    assert len(colours) >= 3
+    ids = [o.instance_id for o in things]
+    assert len(ids) == len(set(ids)) and min(ids) == 1
+
+
+def test_city_is_seeded() -> None:
+    a, b, c = generate_city("x", 11, 3), generate_city("x", 11, 3), generate_city("x", 12, 3)
+    assert [o.vertices.tobytes() for o in a.objects] == [o.vertices.tobytes() for o in b.objects]
+    assert [o.vertices.tobytes() for o in a.objects] != [o.vertices.tobytes() for o in c.objects]
+
+
+@pytest.mark.parametrize("scene_id", ["demo_city", "procedural_1_4", "procedural_2_4", "procedural_3_4"])
+def test_objects_do_not_overlap(scene_id: str) -> None:
+    scene = load_scene(scene_id)
+    boxes = [(o.aabb_min, o.aabb_max, o) for o in scene.things() if o.semantic.name != "bridge"]
+    for i, (lo1, hi1, o1) in enumerate(boxes):
+        for lo2, hi2, o2 in boxes[i + 1 :]:
+            overlap = np.minimum(hi1, hi2) - np.maximum(lo1, lo2)
+            assert not np.all(overlap > 0.5), (o1.semantic.name, o2.semantic.name)
+
+
+def test_unknown_scene_is_a_clear_error() -> None:
+    with pytest.raises(UnknownScene, match="known: demo_city"):
+        load_scene("atlantis")
+
+
+def test_render_is_deterministic_and_labelled(town: BuiltinSimulator) -> None:
+    cam = CameraSpec(160, 120, 72.0)
+    pose = Pose(-40, -40, 35, 45, -35)
+    a, b = town.render(pose, cam), town.render(pose, cam)
+    assert np.array_equal(a.rgb, b.rgb) and np.array_equal(a.instance, b.instance)
+    assert a.rgb.shape == (120, 160, 3) and a.rgb.std() > 10
+    assert set(np.unique(a.semantic)) >= {1, 2}  # ground and road in view
+    # stuff has no instance id; things keep their class consistently
+    assert not np.any(a.instance[np.isin(a.semantic, [1, 2])])
+    by_id = {o.instance_id: o.semantic.id for o in town.scene.things()}
+    for iid in np.unique(a.instance[a.instance > 0]):
+        assert set(np.unique(a.semantic[a.instance == iid])) == {by_id[int(iid)]}
+
+
+def test_nadir_depth_is_planar_distance(town: BuiltinSimulator) -> None:
+    scene = town.scene
+    # find a spot of open ground: the camera looks straight down from 50 m
+    frame = town.render(Pose(0.0, 0.0, 50.0, 0.0, -90.0), CameraSpec(64, 48, 60.0))
+    ground = frame.semantic <= 2
+    assert ground.any()
+    top_of_ground = 0.06 if (frame.semantic == 2).any() else 0.0
+    assert np.all(frame.depth[ground] <= 50.0 + 1e-3)
+    assert np.all(frame.depth[ground] >= 50.0 - top_of_ground - 0.01)
+    assert scene.extent[0] < 0 < scene.extent[1]
+
+
+def test_projected_object_centre_is_labelled_with_that_object(town: BuiltinSimulator) -> None:
+    cam = CameraSpec(200, 150, 60.0)
+    tanks = [o for o in town.scene.things() if o.size[2] > 6]
+    obj = tanks[0]
+    c = obj.center
+    eye = c + np.array([-30.0, -30.0, 25.0])
+    from skyqa.sim import look_at
+
+    pose = Pose(*eye, *look_at(eye, c))
+    frame = town.render(pose, cam)
+    px, _ = project(c[None, :], pose, cam.intrinsics)
+    u, v = int(px[0, 0]), int(px[0, 1])
+    assert frame.instance[v, u] == obj.instance_id
+
+
+def test_lidar_points_lie_on_their_labelled_objects(town: BuiltinSimulator) -> None:
+    spec = LidarSpec(channels=16, horizontal_samples=256, range_m=80.0, mount_pitch_deg=(0.0, 90.0))
+    scan = town.lidar(Pose(0, 0, 30, 0, 0, 0), spec)
+    assert len(scan.points) > 1000
+    dist = np.linalg.norm(scan.points - np.array([0, 0, 30]), axis=1)
+    assert dist.max() <= 80.0 + 1e-3
+    objects = {o.instance_id: o for o in town.scene.things()}
+    counts = Counter(int(i) for i in scan.instance if i > 0)
+    assert counts
+    for iid in counts:
+        pts = scan.points[scan.instance == iid]
+        o = objects[iid]
+        assert np.all(pts >= o.aabb_min - 0.05) and np.all(pts <= o.aabb_max + 0.05)
+
+
+def test_lidar_spec_validation() -> None:
+    with pytest.raises(ValueError, match="channels"):
+        LidarSpec(channels=0).validate()
+    with pytest.raises(ValueError, match="vertical FOV"):
+        LidarSpec(vfov_lower_deg=10, vfov_upper_deg=5).validate()
+
+
+def test_mesh_scene_from_ply_and_label_map(tmp_path) -> None:
+    import open3d as o3d
+
+    box = o3d.geometry.TriangleMesh.create_box(4, 4, 10)
+    box.translate((-2, -2, 0))
+    o3d.io.write_triangle_mesh(str(tmp_path / "tower.ply"), box)
+    ground = o3d.geometry.TriangleMesh.create_box(100, 100, 0.1)
+    ground.translate((-50, -50, -0.1))
+    o3d.io.write_triangle_mesh(str(tmp_path / "ground.obj"), ground)
+    (tmp_path / "scene.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "objects": [
+                    {"mesh": "tower.ply", "class": "office_tower", "colour": "blue", "instance_id": 5},
+                    {"mesh": "ground.obj", "class": "ground"},
+                ]
+            }
+        )
+    )
+    scene = load_mesh_scene(tmp_path / "scene.yaml", "block")
+    sim = BuiltinSimulator(scene)
+    frame = sim.render(Pose(0, 0, 40, 0, -90), CameraSpec(32, 32, 40.0))
+    assert frame.instance[16, 16] == 5
+    assert frame.depth[16, 16] == pytest.approx(30.0, abs=1e-3)
+    assert frame.semantic[0, 0] == 1 and frame.instance[0, 0] == 0
+
+
+def test_mesh_scene_errors_are_clear(tmp_path) -> None:
+    (tmp_path / "scene.yaml").write_text("objects: [{mesh: missing.ply, class: tree}]")
+    with pytest.raises(InvalidInput, match="missing"):
+        load_mesh_scene(tmp_path / "scene.yaml")
+    (tmp_path / "scene.yaml").write_text("objects: [{mesh: a.ply, class: spaceship}]")
+    with pytest.raises(InvalidInput, match="not built in"):
+        load_mesh_scene(tmp_path / "scene.yaml")
