@@ -48,8 +48,11 @@ def test_objects_do_not_overlap(scene_id: str) -> None:
     boxes = [(o.aabb_min, o.aabb_max, o) for o in scene.things() if o.semantic.name != "bridge"]
     for i, (lo1, hi1, o1) in enumerate(boxes):
         for lo2, hi2, o2 in boxes[i + 1 :]:
-            overlap = np.minimum(hi1, hi2) - np.maximum(lo1, lo2)
-            assert not np.all(overlap > 0.5), (o1.semantic.name, o2.semantic.name)
+            overlap = np.clip(np.minimum(hi1, hi2) - np.maximum(lo1, lo2), 0, None)
+            smaller = min(np.prod(hi1 - lo1), np.prod(hi2 - lo2))
+            # boxes of round objects may touch at their corners; a real intersection
+            # shares a sizeable part of the smaller box
+            assert np.prod(overlap) < 0.05 * smaller, (o1.semantic.name, o2.semantic.name)
 
 
 def test_unknown_scene_is_a_clear_error() -> None:
