@@ -20,7 +20,7 @@ def bus_settings(nats_server: NatsServer) -> BusSettings:
 
 @pytest.fixture
 def settings(bus_settings: BusSettings) -> Settings:
-    return Settings(bus=bus_settings)
+    return Settings(bus=bus_settings, http={"port": 0})
 
 
 @pytest.fixture

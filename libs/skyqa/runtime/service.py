@@ -97,8 +97,12 @@ class Service:
         self._server_task = asyncio.create_task(self._server.serve())
         while not self._server.started:
             if self._server_task.done():
-                self._server_task.result()
-                raise RuntimeError(f"{self.name}: HTTP server stopped during start-up")
+                # uvicorn exits the process on a bind failure; turn that into an error
+                with contextlib.suppress(SystemExit):
+                    self._server_task.result()
+                raise OSError(
+                    f"{self.name}: cannot serve HTTP on {config.host}:{config.port} (address in use?)"
+                )
             await asyncio.sleep(0.02)
         sock = self._server.servers[0].sockets[0]
         self.port = int(sock.getsockname()[1])
