@@ -26,8 +26,8 @@ from services.embedded import Embedded, publish_scan, read_run, wait_for_run
 from services.registry import SERVICES
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 
 STAGES = ("capture", FINAL_STAGE)
 
@@ -190,7 +190,7 @@ def scan_cmd(
     try:
         asyncio.run(publish_scan(url, req))
     except OSError as exc:
-        raise _fail(f"cannot reach NATS at {url}: {exc}; start it with 'skyqa up'") from None
+        raise _fail(f"cannot reach NATS at {url}; start it with 'skyqa up' ({exc})") from None
     err.print(f"run {req.run_id} submitted")
     if wait:
         state = _follow(url, req.run_id, timeout)

@@ -69,7 +69,7 @@ class Embedded:
 async def client_bus(nats_url: str) -> AsyncIterator[Bus]:
     """A short-lived bus connection for CLI commands."""
     bus = Bus(BusSettings(nats_url=nats_url, connect_timeout_s=5), "skyqa-cli")
-    await bus.connect()
+    await bus.connect(retry_forever=False)
     try:
         yield bus
     finally:

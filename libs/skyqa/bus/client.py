@@ -115,20 +115,26 @@ class Bus:
 
     # -- connection ---------------------------------------------------------------------
 
-    async def connect(self) -> None:
-        async def on_error(exc: Exception) -> None:
-            log.warning("nats error: %s", exc)
+    async def connect(self, retry_forever: bool = True) -> None:
+        """Connect; services retry forever (readiness reports the outage), clients fail fast."""
 
-        self.nc = await nats.connect(
-            self.settings.nats_url,
-            name=self.service,
-            connect_timeout=self.settings.connect_timeout_s,
-            max_reconnect_attempts=-1,
-            reconnect_time_wait=1,
-            allow_reconnect=True,
-            drain_timeout=self.settings.drain_timeout_s,
-            error_cb=on_error,
-        )
+        async def on_error(exc: Exception) -> None:
+            # a failing client reports once through the raised error; services log every retry
+            log.log(logging.WARNING if retry_forever else logging.DEBUG, "nats error: %s", exc)
+
+        try:
+            self.nc = await nats.connect(
+                self.settings.nats_url,
+                name=self.service,
+                connect_timeout=self.settings.connect_timeout_s,
+                max_reconnect_attempts=-1 if retry_forever else 1,  # 0 loops forever in nats-py
+                reconnect_time_wait=1,
+                allow_reconnect=retry_forever,
+                drain_timeout=self.settings.drain_timeout_s,
+                error_cb=on_error,
+            )
+        except (nats.errors.Error, OSError) as exc:
+            raise ConnectionError(f"cannot connect to NATS at {self.settings.nats_url}: {exc}") from exc
         self._js = self.nc.jetstream()
 
     @property
