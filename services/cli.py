@@ -14,7 +14,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from skyqa import scan
 from skyqa.contracts import RunState
 from skyqa.errors import InvalidInput
@@ -58,10 +57,19 @@ def build_request(
         try:
             values = [float(v) for v in bound.split(",")]
         except ValueError:
-            raise InvalidInput(f"--bound needs six numbers xmin,xmax,ymin,ymax,zmin,zmax, got {bound!r}") from None
+            raise InvalidInput(
+                f"--bound needs six numbers xmin,xmax,ymin,ymax,zmin,zmax, got {bound!r}"
+            ) from None
         if len(values) != 6:
             raise InvalidInput(f"--bound needs six numbers xmin,xmax,ymin,ymax,zmin,zmax, got {len(values)}")
-        req.bound.xmin, req.bound.xmax, req.bound.ymin, req.bound.ymax, req.bound.zmin, req.bound.zmax = values
+        (
+            req.bound.xmin,
+            req.bound.xmax,
+            req.bound.ymin,
+            req.bound.ymax,
+            req.bound.zmin,
+            req.bound.zmax,
+        ) = values
     if spacing is not None:
         req.spacing_x_m = req.spacing_y_m = spacing
         if spacing <= 0:
@@ -92,7 +100,12 @@ def _follow(nats_url: str, run_id: str, timeout_s: float) -> RunState:
             for name, task in tasks.items():
                 st = state.stages.get(name)
                 if st is not None:
-                    bars.update(task, completed=st.done, total=st.total or None, message=f"{st.status} {st.message}"[:70])
+                    bars.update(
+                        task,
+                        completed=st.done,
+                        total=st.total or None,
+                        message=f"{st.status} {st.message}"[:70],
+                    )
 
         return asyncio.run(wait_for_run(nats_url, run_id, FINAL_STAGE, timeout_s, show))
 
@@ -106,7 +119,9 @@ def _report(state: RunState, store_root: Path | None) -> None:
         out.print(f"  {name:<17} {where}")
 
 
-SceneOpt = Annotated[str, typer.Option("--scene", help="scene id: demo_city, tiny_town, procedural_<seed>_<blocks>")]
+SceneOpt = Annotated[
+    str, typer.Option("--scene", help="scene id: demo_city, tiny_town, procedural_<seed>_<blocks>")
+]
 ProfileOpt = Annotated[str, typer.Option("--profile", help="preview (fast) or release (4096x3072 stills)")]
 BoundOpt = Annotated[str | None, typer.Option("--bound", help="MapBound xmin,xmax,ymin,ymax,zmin,zmax (m)")]
 SpacingOpt = Annotated[float | None, typer.Option("--spacing", help="pose spacing in x and y (m)")]
@@ -115,7 +130,9 @@ AltOpt = Annotated[list[float] | None, typer.Option("--altitude", help="capture 
 
 @app.command()
 def demo(
-    data_dir: Annotated[Path, typer.Option("--data-dir", help="where NATS data and the store live")] = Path(".skyqa"),
+    data_dir: Annotated[Path, typer.Option("--data-dir", help="where NATS data and the store live")] = Path(
+        ".skyqa"
+    ),
     scene: SceneOpt = "demo_city",
     profile: ProfileOpt = "preview",
     bound: BoundOpt = None,
@@ -156,7 +173,9 @@ def up(
     configure_logging(settings.log_level, settings.log_json)
 
     async def main() -> None:
-        async with Embedded(data_dir, settings, nats_url=nats_url, nats_port=None if nats_url else nats_port) as env:
+        async with Embedded(
+            data_dir, settings, nats_url=nats_url, nats_port=None if nats_url else nats_port
+        ) as env:
             err.print(f"NATS {env.nats_url}; store {data_dir / 'store'}; services: {', '.join(SERVICES)}")
             for svc in env.running:
                 err.print(f"  {svc.name:<9} http://127.0.0.1:{svc.port}/healthz")

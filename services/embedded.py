@@ -13,8 +13,8 @@ from skyqa.blob import BlobStore, LocalBlobStore
 from skyqa.bus import Bus, JsonKV, topology
 from skyqa.contracts import RunState
 from skyqa.runtime import Service, Settings
-from skyqa.settings import BusSettings
 from skyqa.servers import NatsServer
+from skyqa.settings import BusSettings
 from skyqa.v1 import scan_pb2
 
 from services.registry import SERVICES

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from skyqa.servers import NatsServer, SeaweedS3
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,7 +31,12 @@ def encode_segmentation(semantic: NDArray[np.integer], instance: NDArray[np.inte
     if int(np.max(semantic, initial=0)) > 255 or int(np.max(instance, initial=0)) > 65535:
         raise ValueError("segmentation PNG holds class ids < 256 and instance ids < 65536")
     img = np.stack(
-        [semantic.astype(np.uint8), (instance & 255).astype(np.uint8), (instance >> 8).astype(np.uint8)], -1
+        [
+            semantic.astype(np.uint8),
+            (instance & 255).astype(np.uint8),
+            (instance >> 8).astype(np.uint8),
+        ],
+        -1,
     )
     buf = io.BytesIO()
     Image.fromarray(img, "RGB").save(buf, format="PNG", compress_level=6)
@@ -41,7 +46,7 @@ def encode_segmentation(semantic: NDArray[np.integer], instance: NDArray[np.inte
 def decode_segmentation(data: bytes) -> tuple[NDArray[np.uint16], NDArray[np.uint32]]:
     img = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
     semantic = img[:, :, 0].astype(np.uint16)
-    instance = img[:, :, 1].astype(np.uint32) | (img[:, :, 2].astype(np.uint32) << 8)
+    instance = (img[:, :, 1].astype(np.uint32) | (img[:, :, 2].astype(np.uint32) << 8)).astype(np.uint32)
     return semantic, instance
 
 
@@ -58,7 +63,9 @@ def decode_depth(data: bytes) -> NDArray[np.float32]:
     return np.where(cm > 0, cm / DEPTH_SCALE, np.inf).astype(np.float32)
 
 
-def encode_lidar(points: NDArray[np.floating], semantic: NDArray[np.integer], instance: NDArray[np.integer]) -> bytes:
+def encode_lidar(
+    points: NDArray[np.floating], semantic: NDArray[np.integer], instance: NDArray[np.integer]
+) -> bytes:
     arr = np.zeros(len(points), dtype=LIDAR_DTYPE)
     arr["x"], arr["y"], arr["z"] = points[:, 0], points[:, 1], points[:, 2]
     arr["semantic"], arr["instance"] = semantic, instance
@@ -74,7 +81,8 @@ def decode_lidar(data: bytes) -> NDArray[np.void]:
         raise InvalidInput(f"LiDAR chunk is not a valid .npy file: {exc}") from None
     if arr.dtype != LIDAR_DTYPE:
         raise InvalidInput(f"LiDAR chunk has dtype {arr.dtype}, expected {LIDAR_DTYPE}")
-    return arr
+    out: NDArray[np.void] = arr
+    return out
 
 
 def encode_png(img: NDArray[np.uint8]) -> bytes:

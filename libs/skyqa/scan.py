@@ -123,7 +123,11 @@ def validate(req: scan_pb2.ScanRequest) -> None:
     f = req.fusion
     if not (_finite(f.voxel_size_m, f.instance_voxel_size_m, f.coverage_grid_m)):
         raise bad("fusion sizes must be finite")
-    if not (0.005 <= f.voxel_size_m <= 5 and 0.1 <= f.instance_voxel_size_m <= 10 and 0.1 <= f.coverage_grid_m <= 50):
+    if not (
+        0.005 <= f.voxel_size_m <= 5
+        and 0.1 <= f.instance_voxel_size_m <= 10
+        and 0.1 <= f.coverage_grid_m <= 50
+    ):
         raise bad("fusion voxel must be 0.005..5 m, instance voxel 0.1..10 m, coverage grid 0.1..50 m")
     if not 1 <= req.poses_per_job <= 1000:
         raise bad(f"poses per job must be 1..1000, got {req.poses_per_job}")
@@ -139,14 +143,14 @@ def _bound(b: common_pb2.MapBound) -> tuple[float, ...]:
 
 
 def _axis(lo: float, hi: float, step: float) -> list[float]:
-    n = int(math.floor((hi - lo) / step + 1e-9)) + 1
+    n = math.floor((hi - lo) / step + 1e-9) + 1
     return [round(lo + i * step, 6) for i in range(n)]
 
 
 def pose_count(req: scan_pb2.ScanRequest) -> int:
     b = req.bound
-    nx = int(math.floor((b.xmax - b.xmin) / req.spacing_x_m + 1e-9)) + 1
-    ny = int(math.floor((b.ymax - b.ymin) / req.spacing_y_m + 1e-9)) + 1
+    nx = math.floor((b.xmax - b.xmin) / req.spacing_x_m + 1e-9) + 1
+    ny = math.floor((b.ymax - b.ymin) / req.spacing_y_m + 1e-9) + 1
     return nx * ny * len(req.altitudes_m) * len(req.yaw_deg)
 
 

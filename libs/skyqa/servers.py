@@ -41,7 +41,7 @@ def _wait_http(url: str, timeout_s: float, proc: subprocess.Popen[bytes], what: 
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with code {proc.returncode} during start-up")
         try:
-            with urllib.request.urlopen(url, timeout=1) as resp:  # noqa: S310 - loopback URL we built
+            with urllib.request.urlopen(url, timeout=1) as resp:
                 if resp.status == 200:
                     return
         except OSError:
@@ -93,7 +93,10 @@ class NatsServer:
             stderr=subprocess.STDOUT,
         )  # fmt: skip
         _wait_http(
-            f"http://127.0.0.1:{self.monitor_port}/healthz?js-enabled-only=true", timeout_s, self.proc, "nats-server"
+            f"http://127.0.0.1:{self.monitor_port}/healthz?js-enabled-only=true",
+            timeout_s,
+            self.proc,
+            "nats-server",
         )
         return self
 
@@ -118,7 +121,7 @@ class SeaweedS3:
     auto-created, so code under test must create them like it would on MinIO."""
 
     access_key = "skyqa-test"
-    secret_key = "skyqa-test-secret-key"  # noqa: S105 - throwaway credential for a loopback test server
+    secret_key = "skyqa-test-secret-key"
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = Path(data_dir)

@@ -6,7 +6,6 @@ import asyncio
 import threading
 
 from google.protobuf import json_format
-
 from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
@@ -34,7 +33,9 @@ def classes_key(run_id: str, scene_id: str) -> str:
     return f"{keys.pcd_map(run_id, scene_id)}/{scene_id}.classes.json"
 
 
-def assemble(store: BlobStore, run_id: str, scene_id: str, backend: str, sim: Simulator) -> tuple[common_pb2.BlobRef, list[FrameRow]]:
+def assemble(
+    store: BlobStore, run_id: str, scene_id: str, backend: str, sim: Simulator
+) -> tuple[common_pb2.BlobRef, list[FrameRow]]:
     """Merge the per-job manifests into ``frames_manifest.jsonl`` ordered by frame index."""
     prefix = f"{keys.pcd_map(run_id, scene_id)}/manifests/"
     rows: list[FrameRow] = []
@@ -43,7 +44,11 @@ def assemble(store: BlobStore, run_id: str, scene_id: str, backend: str, sim: Si
     rows.sort(key=lambda r: r.frame_idx)
     body = dump_jsonl(rows)
     info = store.put(frames_manifest_key(run_id, scene_id), body, "application/x-ndjson")
-    store.put(f"{keys.pcd_map(run_id, scene_id)}/{scene_id}.frames_manifest.jsonl", body, "application/x-ndjson")
+    store.put(
+        f"{keys.pcd_map(run_id, scene_id)}/{scene_id}.frames_manifest.jsonl",
+        body,
+        "application/x-ndjson",
+    )
     table = SemanticClassTable(
         scene_id=scene_id,
         backend=backend,
@@ -80,7 +85,12 @@ async def setup(svc: Service) -> None:
             "application/json",
         )
         await progress.report(
-            full.run_id, STAGE, 0, len(jobs), message=f"{frames} poses in {len(jobs)} jobs", scene_id=full.scene_id
+            full.run_id,
+            STAGE,
+            0,
+            len(jobs),
+            message=f"{frames} poses in {len(jobs)} jobs",
+            scene_id=full.scene_id,
         )
         for job in jobs:
             await svc.bus.publish(
@@ -96,20 +106,42 @@ async def setup(svc: Service) -> None:
         sim = await asyncio.to_thread(simulator, req.backend, req.scene_id)
         rows = await asyncio.to_thread(capture_job, job, sim, svc.store, svc.metrics.frames.labels(NAME).inc)
         fan = await fanin.mark_done(f"{job.run_id}.{STAGE}", str(job.job_index), job.job_count)
-        await progress.report(job.run_id, STAGE, fan.done, fan.total, message=f"job {job.job_index}: {len(rows)} frames")
+        await progress.report(
+            job.run_id,
+            STAGE,
+            fan.done,
+            fan.total,
+            message=f"job {job.job_index}: {len(rows)} frames",
+        )
         if fan.complete and not fan.announced:
-            ref, frames = await asyncio.to_thread(assemble, svc.store, job.run_id, req.scene_id, req.backend, sim)
+            ref, frames = await asyncio.to_thread(
+                assemble, svc.store, job.run_id, req.scene_id, req.backend, sim
+            )
             count = len(frames)
             failed = sum(1 for r in frames if r.point_source != "lidar")
             done = capture_pb2.CaptureCompleted(
-                run_id=job.run_id, scene_id=req.scene_id, scan=req, frames_manifest=ref, frames=count, failed_frames=failed
+                run_id=job.run_id,
+                scene_id=req.scene_id,
+                scan=req,
+                frames_manifest=ref,
+                frames=count,
+                failed_frames=failed,
             )
             await svc.bus.publish(
-                topology.CAPTURE_COMPLETED, done, msg_id=f"capture-completed:{job.run_id}", run_id=job.run_id, trace_id=d.trace_id
+                topology.CAPTURE_COMPLETED,
+                done,
+                msg_id=f"capture-completed:{job.run_id}",
+                run_id=job.run_id,
+                trace_id=d.trace_id,
             )
             await fanin.mark_announced(f"{job.run_id}.{STAGE}")
             await progress.report(
-                job.run_id, STAGE, fan.total, fan.total, common_pb2.RUN_STATUS_COMPLETED, f"{count} frames captured",
+                job.run_id,
+                STAGE,
+                fan.total,
+                fan.total,
+                common_pb2.RUN_STATUS_COMPLETED,
+                f"{count} frames captured",
                 outputs={"frames_manifest": ref.key},
             )
 

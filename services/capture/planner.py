@@ -31,7 +31,12 @@ def plan_jobs(req: scan_pb2.ScanRequest, scenes_dir: Path | None) -> list[captur
             job.poses.add(
                 frame_idx=i,
                 pose=common_pb2.Pose(
-                    x=pose.x, y=pose.y, z=pose.z, yaw_deg=pose.yaw_deg, pitch_deg=pose.pitch_deg, roll_deg=pose.roll_deg
+                    x=pose.x,
+                    y=pose.y,
+                    z=pose.z,
+                    yaw_deg=pose.yaw_deg,
+                    pitch_deg=pose.pitch_deg,
+                    roll_deg=pose.roll_deg,
                 ),
             )
         jobs.append(job)

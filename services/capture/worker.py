@@ -52,7 +52,11 @@ def capture_job(
             scan_ = sim.lidar(Pose(p.x, p.y, p.z, p.yaw_deg, 0.0, 0.0), lidar)
             points = len(scan_.points)
             store.put(fk["rgb.jpg"], media.encode_jpeg(frame.rgb, req.camera.jpeg_quality), "image/jpeg")
-            store.put(fk["seg.png"], media.encode_segmentation(frame.semantic, frame.instance), "image/png")
+            store.put(
+                fk["seg.png"],
+                media.encode_segmentation(frame.semantic, frame.instance),
+                "image/png",
+            )
             store.put(fk["depth.png"], media.encode_depth(frame.depth), "image/png")
             # written last: its presence marks the frame complete
             store.put(fk["lidarseg.npy"], media.encode_lidar(scan_.points, scan_.semantic, scan_.instance))

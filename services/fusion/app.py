@@ -25,7 +25,11 @@ async def setup(svc: Service) -> None:
         result = await asyncio.to_thread(fuse, done, svc.store)
         svc.metrics.points.labels(NAME).inc(result.points)
         await svc.bus.publish(
-            topology.FUSION_COMPLETED, result, msg_id=f"fusion-completed:{done.run_id}", run_id=done.run_id, trace_id=d.trace_id
+            topology.FUSION_COMPLETED,
+            result,
+            msg_id=f"fusion-completed:{done.run_id}",
+            run_id=done.run_id,
+            trace_id=d.trace_id,
         )
         await progress.report(
             done.run_id,
@@ -33,7 +37,8 @@ async def setup(svc: Service) -> None:
             1,
             1,
             common_pb2.RUN_STATUS_COMPLETED,
-            f"{result.points} points, {result.instance_count} instances, coverage {result.coverage_ratio:.2f}",
+            f"{result.points} points, {result.instance_count} instances, "
+            f"coverage {result.coverage_ratio:.2f}",
             outputs={
                 "cloud_pcd": result.cloud_pcd.key,
                 "instances": result.instances.key,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from skyqa import keys, media
 from skyqa.blob import BlobStore
 from skyqa.contracts import (
@@ -43,15 +42,22 @@ def output_keys(run_id: str, scene_id: str) -> dict[str, str]:
 
 def _ref(info: object) -> common_pb2.BlobRef:
     return common_pb2.BlobRef(
-        key=info.key, sha256=info.sha256, size=info.size, content_type=info.content_type  # type: ignore[attr-defined]
+        key=info.key,
+        sha256=info.sha256,
+        size=info.size,
+        content_type=info.content_type,  # type: ignore[attr-defined]
     )
 
 
 def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.FusionCompleted:
     run_id, scene_id, req = done.run_id, done.scene_id, done.scan
-    rows = [load_json(FrameRow, line) for line in store.get(done.frames_manifest.key).splitlines() if line.strip()]
+    rows = [
+        load_json(FrameRow, line) for line in store.get(done.frames_manifest.key).splitlines() if line.strip()
+    ]
     table = load_json(
-        SemanticClassTable, store.get(f"{keys.pcd_map(run_id, scene_id)}/{scene_id}.classes.json"), "class table"
+        SemanticClassTable,
+        store.get(f"{keys.pcd_map(run_id, scene_id)}/{scene_id}.classes.json"),
+        "class table",
     )
     classes = {c.id: c for c in table.classes}
     chunks = [media.decode_lidar(store.get(r.lidar_segmentation_path)) for r in rows if r.point_count > 0]
@@ -120,15 +126,21 @@ def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.Fus
         )
         for r in present
     ]
-    inst_table = InstanceTable(scene_id=scene_id, instance_source=source, classes=class_entries, instances=entries)
+    inst_table = InstanceTable(
+        scene_id=scene_id, instance_source=source, classes=class_entries, instances=entries
+    )
 
     out = output_keys(run_id, scene_id)
     infos = {
         "cloud_pcd": store.put(out["cloud_pcd"], write_pcd(cloud)),
         "cloud_npy": store.put(out["cloud_npy"], _npy(cloud)),
         "instances": store.put(out["instances"], dump_json(inst_table), "application/json"),
-        "preview_topdown": store.put(out["preview_topdown"], render_topdown(fused.points, class_id), "image/png"),
-        "preview_oblique": store.put(out["preview_oblique"], render_oblique(fused.points, class_id), "image/png"),
+        "preview_topdown": store.put(
+            out["preview_topdown"], render_topdown(fused.points, class_id), "image/png"
+        ),
+        "preview_oblique": store.put(
+            out["preview_oblique"], render_oblique(fused.points, class_id), "image/png"
+        ),
     }
     coverage = coverage_ratio(fused.points, cfg.coverage_grid_m)
     lo = fused.points.min(axis=0) if len(fused.points) else np.zeros(3)

@@ -9,13 +9,27 @@ from pathlib import Path
 
 import pytest
 
-ARGS = ["--scene", "tiny_town", "--bound", "-50,50,-50,50,0,80", "--spacing", "25", "--altitude", "45"]
+ARGS = [
+    "--scene",
+    "tiny_town",
+    "--bound",
+    "-50,50,-50,50,0,80",
+    "--spacing",
+    "25",
+    "--altitude",
+    "45",
+]
 
 
 def skyqa(*args: str, cwd: Path | None = None, timeout: float = 400) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKYQA_")}
     return subprocess.run(
-        [sys.executable, "-m", "services.cli", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
+        [sys.executable, "-m", "services.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
     )
 
 
@@ -41,12 +55,21 @@ def two_demo_runs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Pa
 
 def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]]) -> None:
     out = two_demo_runs[0]
-    for name in ("cloud_pcd", "instances", "meta", "preview_topdown", "preview_oblique", "frames_manifest"):
+    for name in (
+        "cloud_pcd",
+        "instances",
+        "meta",
+        "preview_topdown",
+        "preview_oblique",
+        "frames_manifest",
+    ):
         assert out[name].is_file(), name
     assert out["preview_oblique"].read_bytes().startswith(b"\x89PNG")
 
 
-def test_same_scene_config_seed_gives_byte_identical_outputs(two_demo_runs: list[dict[str, Path]]) -> None:
+def test_same_scene_config_seed_gives_byte_identical_outputs(
+    two_demo_runs: list[dict[str, Path]],
+) -> None:
     a, b = two_demo_runs
     for name in ("frames_manifest", "instances", "meta", "cloud_pcd", "preview_topdown"):
         assert a[name].read_bytes() == b[name].read_bytes(), name
@@ -56,7 +79,8 @@ def test_rerun_resumes_the_finished_run(tmp_path: Path) -> None:
     first = skyqa("demo", "--data-dir", str(tmp_path), *ARGS)
     assert first.returncode == 0, first.stderr[-2000:]
     again = skyqa("demo", "--data-dir", str(tmp_path), *ARGS)
-    assert again.returncode == 0 and "completed" in again.stdout
+    assert again.returncode == 0
+    assert "completed" in again.stdout
 
 
 @pytest.mark.parametrize(
@@ -79,6 +103,11 @@ def test_bad_input_exits_2_with_one_line(args: list[str], message: str) -> None:
 def test_bad_config_exits_2(tmp_path: Path) -> None:
     env = {**os.environ, "SKYQA_BUS__MAX_DELIVER": "0"}
     result = subprocess.run(
-        [sys.executable, "-m", "services.cli", "status", "x"], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "services.cli", "status", "x"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
-    assert result.returncode == 2 and "bus.max_deliver" in result.stderr
+    assert result.returncode == 2
+    assert "bus.max_deliver" in result.stderr

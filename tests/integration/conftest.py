@@ -3,7 +3,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-
 from skyqa.blob import S3BlobStore
 from skyqa.bus import Bus
 from skyqa.servers import NatsServer, SeaweedS3
@@ -14,7 +13,12 @@ from skyqa.settings import BusSettings, Settings
 def bus_settings(nats_server: NatsServer) -> BusSettings:
     # short timings so retries and redeliveries happen within a test
     return BusSettings(
-        nats_url=nats_server.url, ack_wait_s=3.0, max_deliver=3, retry_base_s=0.2, retry_max_s=1.0, fetch_timeout_s=0.5
+        nats_url=nats_server.url,
+        ack_wait_s=3.0,
+        max_deliver=3,
+        retry_base_s=0.2,
+        retry_max_s=1.0,
+        fetch_timeout_s=0.5,
     )
 
 
@@ -34,6 +38,10 @@ async def bus(bus_settings: BusSettings) -> AsyncIterator[Bus]:
 
 @pytest.fixture
 def s3_store(s3_server: SeaweedS3, unique: str) -> Iterator[S3BlobStore]:
-    yield S3BlobStore(
-        s3_server.endpoint, s3_server.access_key, s3_server.secret_key, f"skyqa-{unique}", create_bucket=True
+    return S3BlobStore(
+        s3_server.endpoint,
+        s3_server.access_key,
+        s3_server.secret_key,
+        f"skyqa-{unique}",
+        create_bucket=True,
     )

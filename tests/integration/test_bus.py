@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import time
 
 import pytest
 from nats.js import api
-
 from skyqa.bus import Bus, ConsumerConfigMismatch, Delivery, FanInTracker, topology
 from skyqa.settings import BusSettings
 from skyqa.v1 import common_pb2
@@ -32,20 +32,29 @@ async def test_publish_consume_ack_and_dedupe(bus: Bus, unique: str) -> None:
 
     async def handler(msg: common_pb2.Progress, d: Delivery) -> None:
         seen.append(msg.message)
-        assert d.run_id == "run-a" and d.num_delivered == 1
+        assert d.run_id == "run-a"
+        assert d.num_delivered == 1
 
     s = spec(unique)
     bus.handle(s, common_pb2.Progress, handler, stage="test")
     await bus.start()
-    first = await bus.publish(s.filter_subject, common_pb2.Progress(message="one"), msg_id=f"m-{unique}", run_id="run-a")
-    again = await bus.publish(s.filter_subject, common_pb2.Progress(message="one"), msg_id=f"m-{unique}", run_id="run-a")
-    await bus.publish(s.filter_subject, common_pb2.Progress(message="two"), msg_id=f"n-{unique}", run_id="run-a")
-    assert not first.duplicate and again.duplicate
+    first = await bus.publish(
+        s.filter_subject, common_pb2.Progress(message="one"), msg_id=f"m-{unique}", run_id="run-a"
+    )
+    again = await bus.publish(
+        s.filter_subject, common_pb2.Progress(message="one"), msg_id=f"m-{unique}", run_id="run-a"
+    )
+    await bus.publish(
+        s.filter_subject, common_pb2.Progress(message="two"), msg_id=f"n-{unique}", run_id="run-a"
+    )
+    assert not first.duplicate
+    assert again.duplicate
     await eventually(lambda: len(seen) == 2)
     await asyncio.sleep(0.5)
     assert seen == ["one", "two"]
     info = await bus.js.consumer_info(s.stream, s.durable)
-    assert info.num_ack_pending == 0 and info.num_pending == 0
+    assert info.num_ack_pending == 0
+    assert info.num_pending == 0
 
 
 async def test_retry_uses_computed_delay_then_succeeds(bus: Bus, unique: str) -> None:
@@ -61,9 +70,10 @@ async def test_retry_uses_computed_delay_then_succeeds(bus: Bus, unique: str) ->
     await bus.start()
     await bus.publish(s.filter_subject, common_pb2.Progress(), msg_id=f"m-{unique}")
     await eventually(lambda: len(times) == 3)
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     # retry_base 0.2 s doubling: 0.2 then 0.4 (never the immediate redelivery of a bare NAK)
-    assert gaps[0] >= 0.18 and gaps[1] >= 0.38
+    assert gaps[0] >= 0.18
+    assert gaps[1] >= 0.38
     await asyncio.sleep(0.6)
     assert len(times) == 3
 
@@ -85,14 +95,19 @@ async def test_dead_letter_after_max_deliver(bus: Bus, unique: str) -> None:
     await nc.subscribe(topology.dlq_subject(s.filter_subject), cb=functools.partial(_append_raw, dlq))
     bus.handle(s, common_pb2.Progress, always_fails, stage="test")
     await bus.start()
-    await bus.publish(s.filter_subject, common_pb2.Progress(run_id="r-dl"), msg_id=f"m-{unique}", run_id="r-dl")
+    await bus.publish(
+        s.filter_subject, common_pb2.Progress(run_id="r-dl"), msg_id=f"m-{unique}", run_id="r-dl"
+    )
     await eventually(lambda: bool(errors) and bool(dlq))
     await asyncio.sleep(1.5)
     assert calls == 3  # max_deliver from the settings
-    assert errors[0].reason == "max_deliver_exceeded" and "disk on fire" in errors[0].message
-    assert errors[0].run_id == "r-dl" and errors[0].deliveries == 3
+    assert errors[0].reason == "max_deliver_exceeded"
+    assert "disk on fire" in errors[0].message
+    assert errors[0].run_id == "r-dl"
+    assert errors[0].deliveries == 3
     headers = dlq[0].headers  # type: ignore[attr-defined]
-    assert headers["Skyqa-Reason"] == "max_deliver_exceeded" and headers["Skyqa-Original-Subject"] == s.filter_subject
+    assert headers["Skyqa-Reason"] == "max_deliver_exceeded"
+    assert headers["Skyqa-Original-Subject"] == s.filter_subject
 
 
 async def test_poison_payload_is_dead_lettered_at_once(bus: Bus, unique: str) -> None:
@@ -112,7 +127,8 @@ async def test_poison_payload_is_dead_lettered_at_once(bus: Bus, unique: str) ->
     await bus.js.publish(s.filter_subject, b"\xff\xff\xff", headers={"Skyqa-Run-Id": "r-poison"})
     await eventually(lambda: bool(errors))
     assert calls == 0
-    assert errors[0].reason == "invalid_input" and errors[0].deliveries == 1
+    assert errors[0].reason == "invalid_input"
+    assert errors[0].deliveries == 1
     assert "not a valid skyqa.v1.Progress" in errors[0].message
 
 
@@ -135,11 +151,14 @@ async def test_replicas_share_one_durable(bus_settings: BusSettings, unique: str
         await b.start()
         replicas.append(b)
     for i in range(30):
-        await replicas[0].publish(spec(unique).filter_subject, common_pb2.Progress(done=i), msg_id=f"{unique}-{i}")
+        await replicas[0].publish(
+            spec(unique).filter_subject, common_pb2.Progress(done=i), msg_id=f"{unique}-{i}"
+        )
     await eventually(lambda: len(handled["a"]) + len(handled["b"]) == 30)
     await asyncio.sleep(0.5)
     assert sorted(handled["a"] + handled["b"]) == list(range(30))  # each exactly once
-    assert handled["a"] and handled["b"]  # work was spread
+    assert handled["a"]
+    assert handled["b"]
     for b in replicas:
         await b.stop()
 
@@ -148,7 +167,9 @@ async def test_consumer_drift_is_detected(bus: Bus, unique: str) -> None:
     s = spec(unique)
     await bus.js.add_consumer(
         s.stream,
-        api.ConsumerConfig(durable_name=s.durable, ack_policy=api.AckPolicy.NONE, filter_subject=s.filter_subject),
+        api.ConsumerConfig(
+            durable_name=s.durable, ack_policy=api.AckPolicy.NONE, filter_subject=s.filter_subject
+        ),
     )
     with pytest.raises(ConsumerConfigMismatch, match="cannot be updated"):
         await bus.ensure_consumer(s)
@@ -157,7 +178,9 @@ async def test_consumer_drift_is_detected(bus: Bus, unique: str) -> None:
 async def test_editable_consumer_settings_are_applied(bus: Bus, unique: str) -> None:
     s = spec(unique, ack_wait_s=5.0, max_deliver=2)
     await bus.ensure_consumer(s)
-    await bus.ensure_consumer(topology.ConsumerSpec(s.durable, s.stream, s.filter_subject, ack_wait_s=9.0, max_deliver=4))
+    await bus.ensure_consumer(
+        topology.ConsumerSpec(s.durable, s.stream, s.filter_subject, ack_wait_s=9.0, max_deliver=4)
+    )
     info = await bus.js.consumer_info(s.stream, s.durable)
     assert (info.config.ack_wait, info.config.max_deliver) == (9.0, 4)
 
@@ -177,7 +200,8 @@ async def test_fan_in_announces_exactly_once(bus: Bus, unique: str) -> None:
     info = await bus.js.stream_info(topology.EVENTS_STREAM, subjects_filter=subject)
     assert info.state.subjects == {subject: 1}
     fan = await tracker.mark_done(key, "3", 10)
-    assert fan.done == 10 and fan.announced
+    assert fan.done == 10
+    assert fan.announced
 
 
 async def test_stop_does_not_hang_after_fetch_timeouts(bus_settings: BusSettings, unique: str) -> None:

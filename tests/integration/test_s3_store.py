@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from minio.error import S3Error
-
 from skyqa.blob import S3BlobStore, sha256_hex
 from skyqa.errors import BlobNotFound, InvalidKey
 from skyqa.servers import SeaweedS3
@@ -16,7 +15,9 @@ def test_roundtrip_head_list_delete(s3_store: S3BlobStore) -> None:
     assert info.sha256 == sha256_hex(data)
     assert s3_store.get("runs/r/a/b.bin") == data
     head = s3_store.head("runs/r/a/b.bin")
-    assert head is not None and head.sha256 == info.sha256 and head.size == len(data)
+    assert head is not None
+    assert head.sha256 == info.sha256
+    assert head.size == len(data)
     s3_store.put("runs/r/a/c.txt", b"x")
     assert s3_store.list("runs/r/a/") == ["runs/r/a/b.bin", "runs/r/a/c.txt"]
     s3_store.delete("runs/r/a/c.txt")

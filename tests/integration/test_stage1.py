@@ -16,7 +16,6 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-
 from skyqa import scan
 from skyqa.blob import BlobStore, S3BlobStore
 from skyqa.bus import Bus, topology
@@ -71,7 +70,11 @@ async def test_scan_fuses_the_ground_truth_instances(
     assert table.instance_source == "sensor"
     found = {i.instance_id: i for i in table.instances}
     truth = load_scene("tiny_town").things()
-    big = [o for o in truth if max(o.size[:2]) >= 4.0 and o.size[2] >= 3.0 and abs(o.center[0]) < 50 and abs(o.center[1]) < 50]
+    big = [
+        o
+        for o in truth
+        if max(o.size[:2]) >= 4.0 and o.size[2] >= 3.0 and abs(o.center[0]) < 50 and abs(o.center[1]) < 50
+    ]
     assert len(big) >= 10
     for obj in big:
         got = found.get(obj.instance_id)
@@ -97,24 +100,40 @@ async def test_health_ready_and_metrics(stage1: list[Service]) -> None:
             base = f"http://127.0.0.1:{svc.port}"
             assert (await client.get(f"{base}/healthz")).status_code == 200
             ready = await client.get(f"{base}/readyz")
-            assert ready.status_code == 200 and ready.json()["checks"]["bus"] is True
+            assert ready.status_code == 200
+            assert ready.json()["checks"]["bus"] is True
             metrics = (await client.get(f"{base}/metrics")).text
-            assert "skyqa_handler_duration_seconds" in metrics and "skyqa_messages_handled_total" in metrics
+            assert "skyqa_handler_duration_seconds" in metrics
+            assert "skyqa_messages_handled_total" in metrics
 
 
 @pytest.mark.parametrize(
     ("mutate", "reason", "fragment"),
     [
         (lambda r: setattr(r, "scene_id", "atlantis"), "unknown_scene", "unknown scene"),
-        (lambda r: (setattr(r.bound, "xmin", 90.0), setattr(r.bound, "xmax", -90.0)), "invalid_scan_request", "MapBound"),
+        (
+            lambda r: (setattr(r.bound, "xmin", 90.0), setattr(r.bound, "xmax", -90.0)),
+            "invalid_scan_request",
+            "MapBound",
+        ),
         (lambda r: setattr(r.fusion, "voxel_size_m", -1.0), "invalid_scan_request", "voxel"),
         (lambda r: setattr(r.camera, "jpeg_quality", 500), "invalid_scan_request", "jpeg"),
-        (lambda r: (setattr(r.bound, "xmin", 5000.0), setattr(r.bound, "xmax", 5100.0)), "invalid_scan_request", "overlap"),
+        (
+            lambda r: (setattr(r.bound, "xmin", 5000.0), setattr(r.bound, "xmax", 5100.0)),
+            "invalid_scan_request",
+            "overlap",
+        ),
         (None, "invalid_input", "not a valid skyqa.v1.ScanRequest"),
     ],
 )
 async def test_malformed_scan_requests_get_error_events_and_store_nothing(
-    stage1: list[Service], settings: Settings, s3_store: S3BlobStore, unique: str, mutate, reason: str, fragment: str
+    stage1: list[Service],
+    settings: Settings,
+    s3_store: S3BlobStore,
+    unique: str,
+    mutate,
+    reason: str,
+    fragment: str,
 ) -> None:
     errors: list[common_pb2.ErrorEvent] = []
     bus = Bus(settings.bus, "probe")
@@ -138,9 +157,11 @@ async def test_malformed_scan_requests_get_error_events_and_store_nothing(
         await asyncio.sleep(0.05)
     mine = [e for e in errors if e.run_id == run_id]
     assert mine, "no error event"
-    assert mine[0].reason == reason and fragment in mine[0].message
+    assert mine[0].reason == reason
+    assert fragment in mine[0].message
     state = await wait_for_run(settings.bus.nats_url, run_id, "fusion", 10)
-    assert state.status == "failed" and fragment in state.errors[0]
+    assert state.status == "failed"
+    assert fragment in state.errors[0]
     assert s3_store.list("") == before
     await bus.stop()
 
@@ -160,11 +181,18 @@ def _serve_capture(nats: NatsServer, s3: SeaweedS3, bucket: str, tmp: Path) -> s
         "SKYQA_HTTP__PORT": "0",
     }
     log = open(tmp / "capture.log", "ab")  # noqa: SIM115
-    return subprocess.Popen([sys.executable, "-m", "services.cli", "serve", "capture"], env=env, stdout=log, stderr=log)
+    return subprocess.Popen(
+        [sys.executable, "-m", "services.cli", "serve", "capture"], env=env, stdout=log, stderr=log
+    )
 
 
 async def test_killed_capture_worker_job_completes_once(
-    nats_server: NatsServer, s3_server: SeaweedS3, settings: Settings, s3_store: S3BlobStore, unique: str, tmp_path: Path
+    nats_server: NatsServer,
+    s3_server: SeaweedS3,
+    settings: Settings,
+    s3_store: S3BlobStore,
+    unique: str,
+    tmp_path: Path,
 ) -> None:
     """SIGKILL the capture process mid-job: a new replica finishes the run, no chunk is duplicated."""
     fusion = fusion_app.create(settings, s3_store)
@@ -188,8 +216,11 @@ async def test_killed_capture_worker_job_completes_once(
         state = await wait_for_run(settings.bus.nats_url, req.run_id, "fusion", 240)
         assert state.status == "completed", state.errors
         chunks = s3_store.list(prefix)
-        assert len(chunks) == 25 * 4 and len(set(chunks)) == len(chunks)
-        rows = [load_json(FrameRow, line) for line in s3_store.get(state.outputs["frames_manifest"]).splitlines()]
+        assert len(chunks) == 25 * 4
+        assert len(set(chunks)) == len(chunks)
+        rows = [
+            load_json(FrameRow, line) for line in s3_store.get(state.outputs["frames_manifest"]).splitlines()
+        ]
         assert sorted(r.frame_idx for r in rows) == list(range(25))
         # completion was announced exactly once
         bus = Bus(settings.bus, "probe")
@@ -197,7 +228,8 @@ async def test_killed_capture_worker_job_completes_once(
         info = await bus.js.stream_info(topology.EVENTS_STREAM, subjects_filter=topology.CAPTURE_COMPLETED)
         published = await _count_for_run(bus, topology.CAPTURE_COMPLETED, req.run_id)
         await bus.stop()
-        assert info.state.messages >= 1 and published == 1
+        assert info.state.messages >= 1
+        assert published == 1
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)

@@ -2,7 +2,6 @@ import math
 
 import numpy as np
 import pytest
-
 from skyqa.sim import Pose, rotation_matrix
 from skyqa.sim.airsim import (
     LabelMap,
@@ -30,7 +29,9 @@ def test_enu_to_ned() -> None:
     assert enu_to_ned(1.0, 2.0, 3.0) == (1.0, -2.0, -3.0)
 
 
-@pytest.mark.parametrize("pose", [Pose(0, 0, 0, 0, 0, 0), Pose(5, -3, 40, 30, -20, 0), Pose(0, 0, 0, -120, 45, 10)])
+@pytest.mark.parametrize(
+    "pose", [Pose(0, 0, 0, 0, 0, 0), Pose(5, -3, 40, 30, -20, 0), Pose(0, 0, 0, -120, 45, 10)]
+)
 def test_ned_orientation_matches_enu_forward(pose: Pose) -> None:
     """The vehicle's forward axis must point the same way in both frames."""
     _, q = pose_to_ned(pose)
@@ -56,16 +57,19 @@ def test_decode_rgb_bgr_flavour() -> None:
 
 def test_decode_depth_marks_no_hit() -> None:
     d = decode_depth([1.0, 2.0, 65504.0, 4.0], 2, 2)
-    assert d[0, 1] == 2.0 and np.isinf(d[1, 0])
+    assert d[0, 1] == 2.0
+    assert np.isinf(d[1, 0])
 
 
 def test_segmentation_and_lidar_labels() -> None:
     labels = LabelMap([(r"Building_.*", "office_tower"), (r"Ground.*", "ground")])
     rgb = np.array([[[10, 20, 30], [40, 50, 60]], [[10, 20, 30], [0, 0, 0]]], dtype=np.uint8)
     sem, inst = decode_segmentation(rgb, {(10, 20, 30): "Building_12", (40, 50, 60): "Ground_3"}, labels)
-    assert sem.tolist() == [[11, 1], [11, 0]] and inst.tolist() == [[1, 0], [1, 0]]
+    assert sem.tolist() == [[11, 1], [11, 0]]
+    assert inst.tolist() == [[1, 0], [1, 0]]
     pts, s, i = decode_lidar([1, 2, 3, 4, 5, 6], ["building_12", "Tree_1"], labels)
     assert pts.tolist() == [[1, -2, -3], [4, -5, -6]]
-    assert s.tolist() == [11, 0] and i.tolist() == [1, 0]  # same object name, same instance
+    assert s.tolist() == [11, 0]
+    assert i.tolist() == [1, 0]
     with pytest.raises(ValueError, match="labels"):
         decode_lidar([1, 2, 3], ["a", "b"], labels)

@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from skyqa.sim import Intrinsics, Pose, look_at, project, rotation_matrix, unproject
 
 

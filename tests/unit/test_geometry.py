@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from skyqa.errors import InvalidInput
 from skyqa.geometry import (
     CLOUD_DTYPE,
@@ -55,14 +54,16 @@ def test_coverage_ratio() -> None:
 
 def test_connected_instances_split_and_min_points() -> None:
     a = np.column_stack([np.linspace(0, 5, 60), np.zeros(60), np.zeros(60)])
-    b = a + [20, 0, 0]
+    b = a + np.array([20.0, 0.0, 0.0])
     tiny = np.array([[50.0, 0, 0], [50.2, 0, 0]])
     ground = np.array([[0.0, 5, 0]] * 10)
     pts = np.vstack([a, b, tiny, ground])
     sem = np.array([3] * 120 + [3, 3] + [1] * 10)
     inst = connected_instances(pts, sem, 1.0, min_points=10, stuff={1})
-    assert len(set(inst[:60])) == 1 and len(set(inst[60:120])) == 1
-    assert inst[0] != inst[60] and inst[0] > 0
+    assert len(set(inst[:60])) == 1
+    assert len(set(inst[60:120])) == 1
+    assert inst[0] != inst[60]
+    assert inst[0] > 0
     assert not inst[120:].any()
 
 

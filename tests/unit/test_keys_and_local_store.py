@@ -1,7 +1,6 @@
 import threading
 
 import pytest
-
 from skyqa.blob import LocalBlobStore, sha256_hex
 from skyqa.errors import BlobNotFound, InvalidInput, InvalidKey
 from skyqa.keys import chunk_prefix, validate_id, validate_key
@@ -34,9 +33,12 @@ def test_local_store_roundtrip_and_metadata(tmp_path) -> None:
     assert info.sha256 == sha256_hex(b"payload")
     assert store.get("a/b/c.bin") == b"payload"
     head = store.head("a/b/c.bin")
-    assert head is not None and head.sha256 == info.sha256 and head.content_type == "application/x-test"
+    assert head is not None
+    assert head.sha256 == info.sha256
+    assert head.content_type == "application/x-test"
     assert store.list("a/") == ["a/b/c.bin"]
-    assert store.exists("a/b/c.bin") and not store.exists("a/b/d.bin")
+    assert store.exists("a/b/c.bin")
+    assert not store.exists("a/b/d.bin")
     store.delete("a/b/c.bin")
     with pytest.raises(BlobNotFound):
         store.get("a/b/c.bin")

@@ -1,7 +1,6 @@
 import math
 
 import pytest
-
 from skyqa import scan
 from skyqa.errors import InvalidScanRequest
 from skyqa.v1 import scan_pb2

@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from skyqa import media
 from skyqa.bus import retry_delay
 from skyqa.contracts import RunState
@@ -52,11 +51,14 @@ def test_segmentation_and_depth_roundtrip() -> None:
     sem = np.array([[0, 10], [70, 255]], dtype=np.uint16)
     inst = np.array([[0, 300], [65535, 1]], dtype=np.uint32)
     s2, i2 = media.decode_segmentation(media.encode_segmentation(sem, inst))
-    assert np.array_equal(s2, sem) and np.array_equal(i2, inst)
+    assert np.array_equal(s2, sem)
+    assert np.array_equal(i2, inst)
     depth = np.array([[1.234, np.inf], [600.0, 0.5]], dtype=np.float32)
     back = media.decode_depth(media.encode_depth(depth))
-    assert back[0, 0] == pytest.approx(1.23) and np.isinf(back[0, 1]) and back[1, 0] == pytest.approx(600.0)
-    with pytest.raises(ValueError):
+    assert back[0, 0] == pytest.approx(1.23)
+    assert np.isinf(back[0, 1])
+    assert back[1, 0] == pytest.approx(600.0)
+    with pytest.raises(ValueError, match="class ids"):
         media.encode_segmentation(np.array([[300]]), np.array([[1]]))
 
 
@@ -71,14 +73,19 @@ def test_lidar_file_is_deterministic_and_checked() -> None:
 
 def test_progress_never_moves_a_stage_backwards() -> None:
     state = RunState(run_id="r")
-    ev = lambda done, status: common_pb2.Progress(run_id="r", stage="capture", done=done, total=4, status=status)  # noqa: E731
+
+    def ev(done, status):
+        return common_pb2.Progress(run_id="r", stage="capture", done=done, total=4, status=status)
+
     apply_progress(state, ev(3, common_pb2.RUN_STATUS_RUNNING), 1.0)
     apply_progress(state, ev(1, common_pb2.RUN_STATUS_RUNNING), 2.0)  # late, out of order
     assert state.stages["capture"].done == 3
     apply_progress(state, ev(4, common_pb2.RUN_STATUS_COMPLETED), 3.0)
     apply_progress(state, ev(2, common_pb2.RUN_STATUS_RUNNING), 4.0)
-    assert state.stages["capture"].status == "completed" and state.status == "running"
+    assert state.stages["capture"].status == "completed"
+    assert state.status == "running"
     apply_progress(state, common_pb2.Progress(run_id="r", stage="fusion", done=1, total=1, status=3), 5.0)
     assert state.status == "completed"
     apply_progress(state, common_pb2.Progress(run_id="r", stage="fusion", status=4, message="boom"), 6.0)
-    assert state.status == "failed" and state.errors == ["boom"]
+    assert state.status == "failed"
+    assert state.errors == ["boom"]

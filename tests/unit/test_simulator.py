@@ -3,7 +3,6 @@ from collections import Counter
 import numpy as np
 import pytest
 import yaml
-
 from skyqa.errors import InvalidInput, UnknownScene
 from skyqa.sim import (
     CATEGORIES,
@@ -33,7 +32,8 @@ def test_city_covers_types_and_categories() -> None:
     colours = {o.colour_name for o in things if o.semantic.category == "building"}
     assert len(colours) >= 3
     ids = [o.instance_id for o in things]
-    assert len(ids) == len(set(ids)) and min(ids) == 1
+    assert len(ids) == len(set(ids))
+    assert min(ids) == 1
 
 
 def test_city_is_seeded() -> None:
@@ -64,8 +64,10 @@ def test_render_is_deterministic_and_labelled(town: BuiltinSimulator) -> None:
     cam = CameraSpec(160, 120, 72.0)
     pose = Pose(-40, -40, 35, 45, -35)
     a, b = town.render(pose, cam), town.render(pose, cam)
-    assert np.array_equal(a.rgb, b.rgb) and np.array_equal(a.instance, b.instance)
-    assert a.rgb.shape == (120, 160, 3) and a.rgb.std() > 10
+    assert np.array_equal(a.rgb, b.rgb)
+    assert np.array_equal(a.instance, b.instance)
+    assert a.rgb.shape == (120, 160, 3)
+    assert a.rgb.std() > 10
     assert set(np.unique(a.semantic)) >= {1, 2}  # ground and road in view
     # stuff has no instance id; things keep their class consistently
     assert not np.any(a.instance[np.isin(a.semantic, [1, 2])])
@@ -113,7 +115,8 @@ def test_lidar_points_lie_on_their_labelled_objects(town: BuiltinSimulator) -> N
     for iid in counts:
         pts = scan.points[scan.instance == iid]
         o = objects[iid]
-        assert np.all(pts >= o.aabb_min - 0.05) and np.all(pts <= o.aabb_max + 0.05)
+        assert np.all(pts >= o.aabb_min - 0.05)
+        assert np.all(pts <= o.aabb_max + 0.05)
 
 
 def test_lidar_spec_validation() -> None:
@@ -136,7 +139,12 @@ def test_mesh_scene_from_ply_and_label_map(tmp_path) -> None:
         yaml.safe_dump(
             {
                 "objects": [
-                    {"mesh": "tower.ply", "class": "office_tower", "colour": "blue", "instance_id": 5},
+                    {
+                        "mesh": "tower.ply",
+                        "class": "office_tower",
+                        "colour": "blue",
+                        "instance_id": 5,
+                    },
                     {"mesh": "ground.obj", "class": "ground"},
                 ]
             }
@@ -147,7 +155,8 @@ def test_mesh_scene_from_ply_and_label_map(tmp_path) -> None:
     frame = sim.render(Pose(0, 0, 40, 0, -90), CameraSpec(32, 32, 40.0))
     assert frame.instance[16, 16] == 5
     assert frame.depth[16, 16] == pytest.approx(30.0, abs=1e-3)
-    assert frame.semantic[0, 0] == 1 and frame.instance[0, 0] == 0
+    assert frame.semantic[0, 0] == 1
+    assert frame.instance[0, 0] == 0
 
 
 def test_mesh_scene_errors_are_clear(tmp_path) -> None:

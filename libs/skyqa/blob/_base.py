@@ -28,9 +28,7 @@ class BlobStore(Protocol):
     reader sees either the previous object or the complete new one, never a partial write.
     """
 
-    def put(
-        self, key: str, data: bytes, content_type: str = "application/octet-stream"
-    ) -> BlobInfo: ...
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> BlobInfo: ...
 
     def get(self, key: str) -> bytes: ...
 

@@ -44,9 +44,7 @@ class LocalBlobStore:
             Path(tmp).unlink(missing_ok=True)
             raise
 
-    def put(
-        self, key: str, data: bytes, content_type: str = "application/octet-stream"
-    ) -> BlobInfo:
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> BlobInfo:
         path = self._path(key)
         info = BlobInfo(key=key, sha256=sha256_hex(data), size=len(data), content_type=content_type)
         meta = {"sha256": info.sha256, "size": info.size, "content_type": content_type}

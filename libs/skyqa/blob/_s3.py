@@ -64,9 +64,7 @@ class S3BlobStore:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransientError(f"S3 endpoint {self.endpoint} unreachable: {exc}") from exc
 
-    def put(
-        self, key: str, data: bytes, content_type: str = "application/octet-stream"
-    ) -> BlobInfo:
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> BlobInfo:
         validate_key(key)
         digest = sha256_hex(data)
         self._call(
@@ -112,9 +110,7 @@ class S3BlobStore:
         return self.head(key) is not None
 
     def list(self, prefix: str) -> list[str]:
-        objects = self._call(
-            self.client.list_objects, bucket_name=self.bucket, prefix=prefix, recursive=True
-        )
+        objects = self._call(self.client.list_objects, bucket_name=self.bucket, prefix=prefix, recursive=True)
         return sorted(str(o.object_name) for o in self._call(list, objects))
 
     def delete(self, key: str) -> None:

@@ -96,9 +96,7 @@ class BusMetrics:
 
 
 class Bus:
-    def __init__(
-        self, settings: BusSettings, service: str, metrics: BusMetrics | None = None
-    ) -> None:
+    def __init__(self, settings: BusSettings, service: str, metrics: BusMetrics | None = None) -> None:
         self.settings = settings
         self.service = service
         self.metrics = metrics or BusMetrics()
@@ -247,17 +245,13 @@ class Bus:
         concurrency: int = 1,
     ) -> None:
         spec = self._resolve(spec)
-        self._registrations.append(
-            _Registration(spec, message_type, handler, stage, max(1, concurrency))
-        )
+        self._registrations.append(_Registration(spec, message_type, handler, stage, max(1, concurrency)))
 
     async def start(self) -> None:
         for reg in self._registrations:
             await self.ensure_consumer(reg.spec)
             for i in range(reg.concurrency):
-                sub = await self.js.pull_subscribe_bind(
-                    durable=reg.spec.durable, stream=reg.spec.stream
-                )
+                sub = await self.js.pull_subscribe_bind(durable=reg.spec.durable, stream=reg.spec.stream)
                 reg.subs.append(sub)
                 self._tasks.append(
                     asyncio.create_task(self._fetch_loop(reg, sub), name=f"{reg.spec.durable}-{i}")
@@ -302,9 +296,7 @@ class Bus:
                     f"payload is not a valid {reg.message_type.DESCRIPTOR.full_name}: {exc}"
                 ) from None
             run_id = run_id or str(getattr(decoded, "run_id", "") or "")
-            delivery = Delivery(
-                msg.subject, run_id, headers.get(TRACE_ID, ""), num_delivered, headers, msg
-            )
+            delivery = Delivery(msg.subject, run_id, headers.get(TRACE_ID, ""), num_delivered, headers, msg)
             await reg.handler(decoded, delivery)
             await msg.ack()
         except InvalidInput as exc:
@@ -321,7 +313,11 @@ class Bus:
                 delay = retry_delay(num_delivered, self.settings.retry_base_s, self.settings.retry_max_s)
                 log.warning(
                     "handler for %s failed (delivery %d), retrying in %.1fs: %s: %s",
-                    msg.subject, num_delivered, delay, type(exc).__name__, exc,
+                    msg.subject,
+                    num_delivered,
+                    delay,
+                    type(exc).__name__,
+                    exc,
                 )
                 with contextlib.suppress(Exception):
                     await msg.nak(delay=delay)

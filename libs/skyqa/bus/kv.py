@@ -75,7 +75,12 @@ class FanInTracker:
             return doc
 
         doc = await self._kv.update(key, add)
-        return FanIn(len(doc["done"]), int(doc["total"]), len(doc["done"]) >= doc["total"], bool(doc["announced"]))
+        return FanIn(
+            len(doc["done"]),
+            int(doc["total"]),
+            len(doc["done"]) >= doc["total"],
+            bool(doc["announced"]),
+        )
 
     async def mark_announced(self, key: str) -> None:
         def mark(doc: Doc | None) -> Doc:

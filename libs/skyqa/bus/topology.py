@@ -11,7 +11,17 @@ from dataclasses import dataclass
 
 from skyqa.keys import validate_id
 
-EVENT_DOMAINS = ("scan", "capture", "fusion", "landmark", "label", "mission", "render", "qa", "eval")
+EVENT_DOMAINS = (
+    "scan",
+    "capture",
+    "fusion",
+    "landmark",
+    "label",
+    "mission",
+    "render",
+    "qa",
+    "eval",
+)
 
 SCAN_REQUESTED = "skyqa.v1.scan.requested"
 CAPTURE_JOB = "skyqa.v1.capture.job"

@@ -20,8 +20,7 @@ C = TypeVar("C", bound=BaseModel)
 def dump_json(model: BaseModel) -> bytes:
     """Canonical bytes: sorted keys and fixed separators, so equal content is byte-identical."""
     return (
-        json.dumps(model.model_dump(mode="json"), sort_keys=True, indent=1, ensure_ascii=False)
-        + "\n"
+        json.dumps(model.model_dump(mode="json"), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     ).encode()
 
 

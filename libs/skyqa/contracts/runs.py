@@ -1,8 +1,10 @@
-"""Run state kept in JetStream KV so a dashboard or ``skyqa status`` can read it without services."""
+"""Run state kept in JetStream KV, readable by a dashboard or ``skyqa status`` without services."""
 
 from __future__ import annotations
 
 from typing import Literal
+
+from pydantic import Field
 
 from skyqa.contracts.base import Contract
 
@@ -23,6 +25,6 @@ class RunState(Contract):
     status: Status = "pending"
     created_at: float = 0.0
     updated_at: float = 0.0
-    stages: dict[str, StageState] = {}
-    errors: list[str] = []
-    outputs: dict[str, str] = {}
+    stages: dict[str, StageState] = Field(default_factory=dict)
+    errors: list[str] = Field(default_factory=list)
+    outputs: dict[str, str] = Field(default_factory=dict)

@@ -8,7 +8,11 @@ from scipy import ndimage
 
 
 def connected_instances(
-    points: NDArray[np.floating], semantic: NDArray[np.integer], voxel: float, min_points: int, stuff: set[int]
+    points: NDArray[np.floating],
+    semantic: NDArray[np.integer],
+    voxel: float,
+    min_points: int,
+    stuff: set[int],
 ) -> NDArray[np.uint32]:
     """26-connected flood fill per class over ``voxel`` cells (UAV-DualCog's instance rule).
 
@@ -53,7 +57,9 @@ def pca_yaw_deg(xy: NDArray[np.floating]) -> float:
     return round(yaw, 3)
 
 
-def instance_stats(points: NDArray[np.floating], instance: NDArray[np.integer]) -> dict[int, dict[str, object]]:
+def instance_stats(
+    points: NDArray[np.floating], instance: NDArray[np.integer]
+) -> dict[int, dict[str, object]]:
     """Centre (mean), AABB, size, PCA yaw and point count of every instance id > 0."""
     out: dict[int, dict[str, object]] = {}
     ids = np.asarray(instance)

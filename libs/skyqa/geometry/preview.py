@@ -27,7 +27,8 @@ def class_palette(class_ids: NDArray[np.integer]) -> NDArray[np.float32]:
         rgb[m] = np.stack([r[m], g[m], b[m]], -1)
     rgb += 0.2
     rgb[ids == 0] = 0.55
-    return rgb.astype(np.float32)
+    out: NDArray[np.float32] = rgb.astype(np.float32)
+    return out
 
 
 def _png(img: NDArray[np.uint8]) -> bytes:
@@ -40,7 +41,8 @@ def _shade(points: NDArray[np.floating], class_ids: NDArray[np.integer]) -> NDAr
     z = np.asarray(points)[:, 2]
     span = max(1e-6, float(np.percentile(z, 99) - np.percentile(z, 1)))
     light = 0.55 + 0.45 * np.clip((z - np.percentile(z, 1)) / span, 0, 1)
-    return class_palette(class_ids) * light[:, None].astype(np.float32)
+    out: NDArray[np.float32] = class_palette(class_ids) * light[:, None].astype(np.float32)
+    return out
 
 
 def render_topdown(points: NDArray[np.floating], class_ids: NDArray[np.integer], max_px: int = 1024) -> bytes:
@@ -61,7 +63,10 @@ def render_topdown(points: NDArray[np.floating], class_ids: NDArray[np.integer],
 
 
 def render_oblique(
-    points: NDArray[np.floating], class_ids: NDArray[np.integer], width: int = 1024, height: int = 768
+    points: NDArray[np.floating],
+    class_ids: NDArray[np.integer],
+    width: int = 1024,
+    height: int = 768,
 ) -> bytes:
     """Perspective view from the south-west at 35 degrees down, with a z-buffer (nearest wins)."""
     p = np.asarray(points, dtype=np.float64)
@@ -73,7 +78,7 @@ def render_oblique(
     eye = center + np.array([-0.6, -0.6, 0.55]) / np.linalg.norm([-0.6, -0.6, 0.55]) * radius * 1.9
     yaw, pitch = look_at(eye, center)
     k = Intrinsics.from_fov(width, height, 60.0)
-    px, depth = project(p, Pose(*eye, yaw, pitch), k)
+    px, depth = project(p, Pose(float(eye[0]), float(eye[1]), float(eye[2]), yaw, pitch), k)
     ok = (depth > 0.1) & (px[:, 0] >= 0) & (px[:, 0] < width) & (px[:, 1] >= 0) & (px[:, 1] < height)
     colors = _shade(p, class_ids)[ok]
     cols, rows, d = px[ok, 0].astype(int), px[ok, 1].astype(int), depth[ok]

@@ -58,15 +58,20 @@ def voxel_fuse(
     if voxel <= 0:
         raise ValueError("voxel size must be positive")
     if len(points) == 0:
-        return Fused(np.zeros((0, 3), np.float32), np.zeros(0, np.uint16), np.zeros(0, np.uint32), np.zeros(0, np.uint32))
+        return Fused(
+            np.zeros((0, 3), np.float32),
+            np.zeros(0, np.uint16),
+            np.zeros(0, np.uint32),
+            np.zeros(0, np.uint32),
+        )
     keys = voxel_keys(points, voxel)
     uniq, inv = np.unique(keys, return_inverse=True)
     inv = inv.astype(np.int64)
     n = len(uniq)
     counts = np.bincount(inv, minlength=n)
     pts = np.asarray(points, dtype=np.float64)
-    centroid = np.stack([np.bincount(inv, weights=pts[:, i], minlength=n) for i in range(3)], axis=1)
-    centroid /= counts[:, None]
+    sums = np.stack([np.bincount(inv, weights=pts[:, i], minlength=n) for i in range(3)], axis=1)
+    centroid = sums.astype(np.float64) / counts[:, None]
     label = (np.asarray(semantic, dtype=np.uint64) << np.uint64(32)) | np.asarray(instance, dtype=np.uint64)
     best = _majority(inv, label, n)
     return Fused(

@@ -33,7 +33,10 @@ class ServiceMetrics(BusMetrics):
             registry=self.registry,
         )
         self.in_flight_gauge = Gauge(
-            "skyqa_messages_in_flight", "Messages being handled now.", ["service"], registry=self.registry
+            "skyqa_messages_in_flight",
+            "Messages being handled now.",
+            ["service"],
+            registry=self.registry,
         )
         self.messages_published = Counter(
             "skyqa_messages_published_total",
@@ -42,10 +45,16 @@ class ServiceMetrics(BusMetrics):
             registry=self.registry,
         )
         self.frames = Counter(
-            "skyqa_frames_rendered_total", "Frames rendered or captured.", ["service"], registry=self.registry
+            "skyqa_frames_rendered_total",
+            "Frames rendered or captured.",
+            ["service"],
+            registry=self.registry,
         )
         self.points = Counter(
-            "skyqa_points_fused_total", "Points fed into fusion.", ["service"], registry=self.registry
+            "skyqa_points_fused_total",
+            "Points fed into fusion.",
+            ["service"],
+            registry=self.registry,
         )
 
     def handled(self, subject: str, outcome: str, seconds: float) -> None:

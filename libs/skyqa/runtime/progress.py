@@ -8,7 +8,7 @@ from skyqa.bus import Bus, JsonKV, topology
 from skyqa.contracts import RunState, StageState
 from skyqa.v1 import common_pb2
 
-_STATUS = {
+_STATUS: dict[int, str] = {
     common_pb2.RUN_STATUS_PENDING: "pending",
     common_pb2.RUN_STATUS_RUNNING: "running",
     common_pb2.RUN_STATUS_COMPLETED: "completed",
@@ -21,7 +21,7 @@ FINAL_STAGE = "fusion"
 
 
 def status_name(value: int) -> str:
-    return _STATUS.get(value, "pending")  # type: ignore[call-overload]
+    return _STATUS.get(int(value), "pending")
 
 
 def apply_progress(state: RunState, event: common_pb2.Progress, now: float) -> RunState:

@@ -26,6 +26,7 @@ __all__ = [
     "known_scenes",
     "load_mesh_scene",
     "load_scene",
+    "look_at",
     "open_simulator",
     "project",
     "rotation_matrix",

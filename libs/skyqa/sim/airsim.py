@@ -36,7 +36,9 @@ def ned_to_enu_points(points: NDArray[np.floating[Any]]) -> NDArray[np.float32]:
     return p
 
 
-def quaternion_from_euler(pitch_rad: float, roll_rad: float, yaw_rad: float) -> tuple[float, float, float, float]:
+def quaternion_from_euler(
+    pitch_rad: float, roll_rad: float, yaw_rad: float
+) -> tuple[float, float, float, float]:
     """AirSim's ``to_quaternion`` (ZYX order); returns (w, x, y, z)."""
     cy, sy = math.cos(yaw_rad / 2), math.sin(yaw_rad / 2)
     cp, sp = math.cos(pitch_rad / 2), math.sin(pitch_rad / 2)
@@ -52,7 +54,9 @@ def quaternion_from_euler(pitch_rad: float, roll_rad: float, yaw_rad: float) -> 
 def pose_to_ned(pose: Pose) -> tuple[tuple[float, float, float], tuple[float, float, float, float]]:
     """Vehicle position and orientation quaternion in NED for ``simSetVehiclePose``."""
     position = enu_to_ned(pose.x, pose.y, pose.z)
-    q = quaternion_from_euler(math.radians(pose.pitch_deg), math.radians(pose.roll_deg), math.radians(-pose.yaw_deg))
+    q = quaternion_from_euler(
+        math.radians(pose.pitch_deg), math.radians(pose.roll_deg), math.radians(-pose.yaw_deg)
+    )
     return position, q
 
 
@@ -142,9 +146,11 @@ class AirSimSimulator:
         extent: tuple[float, float, float, float] = (-500.0, 500.0, -500.0, 500.0),
     ) -> None:
         try:
-            import cosysairsim as airsim
+            import cosysairsim as airsim  # type: ignore[import-not-found]
         except ImportError as exc:
-            raise RuntimeError("the airsim backend needs the cosysairsim package: pip install 'skyqa[airsim]'") from exc
+            raise RuntimeError(
+                "the airsim backend needs the cosysairsim package: pip install 'skyqa[airsim]'"
+            ) from exc
         self._airsim = airsim
         self.client = airsim.MultirotorClient(ip=host, port=port)
         self.client.confirmConnection()
@@ -171,10 +177,16 @@ class AirSimSimulator:
         a = self._airsim
         (x, y, z), _ = pose_to_ned(pose)
         q = quaternion_from_euler(0.0, 0.0, math.radians(-pose.yaw_deg))
-        self.client.simSetVehiclePose(a.Pose(a.Vector3r(x, y, z), a.Quaternionr(q[1], q[2], q[3], q[0])), True, self.vehicle)
+        self.client.simSetVehiclePose(
+            a.Pose(a.Vector3r(x, y, z), a.Quaternionr(q[1], q[2], q[3], q[0])), True, self.vehicle
+        )
         if with_pitch:
             cq = quaternion_from_euler(math.radians(pose.pitch_deg), math.radians(pose.roll_deg), 0.0)
-            self.client.simSetCameraPose(self.camera, a.Pose(a.Vector3r(0, 0, 0), a.Quaternionr(cq[1], cq[2], cq[3], cq[0])), self.vehicle)
+            self.client.simSetCameraPose(
+                self.camera,
+                a.Pose(a.Vector3r(0, 0, 0), a.Quaternionr(cq[1], cq[2], cq[3], cq[0])),
+                self.vehicle,
+            )
 
     def render(self, pose: Pose, camera: CameraSpec) -> Frame:
         a = self._airsim
@@ -205,7 +217,9 @@ class AirSimSimulator:
         parts = []
         for name in self.lidar_names:
             data = self.client.getLidarData(name, self.vehicle)
-            parts.append(decode_lidar(data.point_cloud, list(getattr(data, "groundtruth", []) or []), self.labels))
+            parts.append(
+                decode_lidar(data.point_cloud, list(getattr(data, "groundtruth", []) or []), self.labels)
+            )
         pts = np.vstack([p[0] for p in parts]) if parts else np.zeros((0, 3), np.float32)
         return LidarScan(
             pts,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import open3d as o3d
@@ -60,7 +61,9 @@ class BuiltinSimulator:
         self.shadows = shadows
         self.threads = threads
         self._raycaster = o3d.t.geometry.RaycastingScene(nthreads=threads)
-        instance, semantic, offsets = [], [], []
+        instance: list[int] = []
+        semantic: list[int] = []
+        offsets: list[int] = []
         offset = 0
         for obj in scene.objects:
             mesh = o3d.t.geometry.TriangleMesh()
@@ -74,9 +77,9 @@ class BuiltinSimulator:
             semantic.append(obj.semantic.id)
             offsets.append(offset)
             offset += len(obj.triangles)
-        self._instance = np.asarray(instance + [0], dtype=np.uint32)
-        self._semantic = np.asarray(semantic + [0], dtype=np.uint16)
-        self._offsets = np.asarray(offsets + [0], dtype=np.int64)
+        self._instance = np.asarray([*instance, 0], dtype=np.uint32)
+        self._semantic = np.asarray([*semantic, 0], dtype=np.uint16)
+        self._offsets = np.asarray([*offsets, 0], dtype=np.int64)
         self._colors = np.vstack([o.tri_colors for o in scene.objects] + [np.zeros((1, 3), np.float32)])
         self._materials = np.concatenate([o.tri_materials for o in scene.objects] + [np.zeros(1, np.uint8)])
         self._lock = threading.Lock()
@@ -87,7 +90,7 @@ class BuiltinSimulator:
     def extent(self) -> tuple[float, float, float, float]:
         return self.scene.extent
 
-    def _cast(self, rays: NDArray[np.float32]) -> dict[str, NDArray[np.generic]]:
+    def _cast(self, rays: NDArray[np.float32]) -> dict[str, Any]:
         with self._lock:
             ans = self._raycaster.cast_rays(o3d.core.Tensor(rays), nthreads=self.threads)
         return {k: ans[k].numpy() for k in ("t_hit", "geometry_ids", "primitive_ids", "primitive_normals")}
@@ -151,7 +154,9 @@ class BuiltinSimulator:
                 srays[:, :3] = pts[lit] + n[lit] * 0.05
                 srays[:, 3:] = SUN
                 with self._lock:
-                    occ = self._raycaster.test_occlusions(o3d.core.Tensor(srays), nthreads=self.threads).numpy()
+                    occ = self._raycaster.test_occlusions(
+                        o3d.core.Tensor(srays), nthreads=self.threads
+                    ).numpy()
                 lam[lit[occ]] = 0.0
         color = albedo * (AMBIENT + SUNLIGHT * lam[:, None])
         fog = (1.0 - np.exp(-(t[idx] * dnorm[idx]) / HAZE_M))[:, None]
@@ -160,7 +165,10 @@ class BuiltinSimulator:
 
     @staticmethod
     def _texture(
-        albedo: NDArray[np.float32], material: NDArray[np.uint8], pts: NDArray[np.float32], n: NDArray[np.float32]
+        albedo: NDArray[np.float32],
+        material: NDArray[np.uint8],
+        pts: NDArray[np.float32],
+        n: NDArray[np.float32],
     ) -> None:
         """Procedural detail so views are not flat colour: windows, grass, asphalt, foliage."""
         facade = np.flatnonzero((material == FACADE) & (np.abs(n[:, 2]) < 0.3))

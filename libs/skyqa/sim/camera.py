@@ -75,7 +75,8 @@ def rotation_matrix(yaw_deg: float, pitch_deg: float, roll_deg: float) -> F64:
     rz = np.array([[cz, -sz, 0.0], [sz, cz, 0.0], [0.0, 0.0, 1.0]])
     ry = np.array([[cy, 0.0, sy], [0.0, 1.0, 0.0], [-sy, 0.0, cy]])
     rx = np.array([[1.0, 0.0, 0.0], [0.0, cx, -sx], [0.0, sx, cx]])
-    return rz @ ry @ rx
+    result: F64 = rz @ ry @ rx
+    return result
 
 
 def look_at(eye: F64, target: F64) -> tuple[float, float]:

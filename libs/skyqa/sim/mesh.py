@@ -39,7 +39,16 @@ def box(
     """Axis-aligned box; ``center`` is the centre of its bottom face."""
     x, y = sx / 2.0, sy / 2.0
     v = np.array(
-        [[-x, -y, 0], [x, -y, 0], [x, y, 0], [-x, y, 0], [-x, -y, sz], [x, -y, sz], [x, y, sz], [-x, y, sz]],
+        [
+            [-x, -y, 0],
+            [x, -y, 0],
+            [x, y, 0],
+            [-x, y, 0],
+            [-x, -y, sz],
+            [x, -y, sz],
+            [x, y, sz],
+            [-x, y, sz],
+        ],
         dtype=np.float64,
     ) + np.asarray(center)
     t = np.array(
@@ -78,7 +87,10 @@ def cylinder(
     side = np.concatenate([np.stack([i, j, j + segments], -1), np.stack([i, j + segments, i + segments], -1)])
     cb, ct = 2 * segments, 2 * segments + 1
     caps = np.concatenate(
-        [np.stack([np.full(segments, cb), j, i], -1), np.stack([np.full(segments, ct), i + segments, j + segments], -1)]
+        [
+            np.stack([np.full(segments, cb), j, i], -1),
+            np.stack([np.full(segments, ct), i + segments, j + segments], -1),
+        ]
     )
     return Part(v, np.concatenate([side, caps]).astype(np.int32), color, material)
 
@@ -97,9 +109,9 @@ def sphere(
     theta = np.linspace(0.0, np.pi, rings + 1)[1:-1]
     phi = np.linspace(0.0, 2 * np.pi, segments, endpoint=False)
     tt, pp = np.meshgrid(theta, phi, indexing="ij")
-    ring_pts = np.stack(
-        [np.sin(tt) * np.cos(pp), np.sin(tt) * np.sin(pp), np.cos(tt) * scale_z], -1
-    ).reshape(-1, 3)
+    ring_pts = np.stack([np.sin(tt) * np.cos(pp), np.sin(tt) * np.sin(pp), np.cos(tt) * scale_z], -1).reshape(
+        -1, 3
+    )
     v = np.vstack([[[0, 0, scale_z]], ring_pts, [[0, 0, -scale_z]]]) * radius + np.asarray(center)
     tris: list[list[int]] = []
     n_top, n_bottom = 0, len(v) - 1

@@ -46,11 +46,13 @@ class SceneObject:
 
     @property
     def aabb_min(self) -> NDArray[np.float64]:
-        return self.vertices.min(axis=0)
+        out: NDArray[np.float64] = self.vertices.min(axis=0)
+        return out
 
     @property
     def aabb_max(self) -> NDArray[np.float64]:
-        return self.vertices.max(axis=0)
+        out: NDArray[np.float64] = self.vertices.max(axis=0)
+        return out
 
     @property
     def center(self) -> NDArray[np.float64]:
@@ -164,5 +166,10 @@ def load_mesh_scene(path: str | Path, scene_id: str | None = None) -> Scene:
     if len(ids) != len(set(ids)):
         raise InvalidInput(f"{path}: instance ids are not unique")
     allv = np.vstack([o.vertices for o in objects])
-    extent = (float(allv[:, 0].min()), float(allv[:, 0].max()), float(allv[:, 1].min()), float(allv[:, 1].max()))
+    extent = (
+        float(allv[:, 0].min()),
+        float(allv[:, 0].max()),
+        float(allv[:, 1].min()),
+        float(allv[:, 1].max()),
+    )
     return Scene(scene_id or str(spec.get("scene_id", path.stem)), objects, classes, extent)
