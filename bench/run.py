@@ -1,0 +1,178 @@
+"""``make bench``: throughput of the Stage-1 hot paths next to the ceilings measured in the same run.
+
+Prints a table and writes ``bench/results.json``. Numbers are machine-specific; the ratios are
+what to compare across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import open3d as o3d
+from skyqa import scan
+from skyqa.blob import LocalBlobStore
+from skyqa.geometry import voxel_fuse
+from skyqa.sim import BuiltinSimulator, CameraSpec, Intrinsics, Pose, load_scene, look_at
+from skyqa.sim.camera import camera_rays
+from skyqa.v1 import capture_pb2
+
+from services.capture.planner import plan_jobs
+from services.capture.worker import capture_job
+from services.fusion.fuse import fuse
+
+
+def timed(fn: Any, repeat: int = 3) -> float:
+    """Best wall time of ``repeat`` calls (the least disturbed one)."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def oblique_pose() -> Pose:
+    eye = np.array([-110.0, -110.0, 70.0])
+    return Pose(*eye.tolist(), *look_at(eye, np.zeros(3)))
+
+
+def raycast_ceiling(sim: BuiltinSimulator) -> dict[str, float]:
+    k = Intrinsics.from_fov(1440, 1080, 72.0)
+    rays = o3d.core.Tensor(camera_rays(oblique_pose(), k))
+    scene = sim._raycaster  # the bare Embree cast, no shading: the ceiling
+    seconds = timed(lambda: scene.cast_rays(rays), 5)
+    return {"rays": 1440 * 1080, "seconds": seconds, "rays_per_s": 1440 * 1080 / seconds}
+
+
+def still_views(sim: BuiltinSimulator, width: int, height: int, ceiling: float) -> dict[str, float]:
+    cam = CameraSpec(width, height, 72.0)
+    seconds = timed(lambda: sim.render(oblique_pose(), cam), 3)
+    return {
+        "width": width,
+        "height": height,
+        "seconds_per_view": seconds,
+        "views_per_s": 1 / seconds,
+        "ratio_of_ceiling_per_pixel": width * height / seconds / ceiling,
+    }
+
+
+def capture_and_fusion(ceiling: float) -> dict[str, Any]:
+    req = scan.default_request("demo_city")
+    req.run_id = "bench"
+    jobs = plan_jobs(req, None)
+    sim = BuiltinSimulator(load_scene("demo_city"))
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LocalBlobStore(tmp)
+        frames = sum(len(j.poses) for j in jobs)
+        t = time.perf_counter()
+        rows = [row for job in jobs for row in capture_job(job, sim, store)]
+        capture_s = time.perf_counter() - t
+        pixels = frames * req.camera.width * req.camera.height
+        lidar_rays = (
+            frames * req.lidar.channels * req.lidar.horizontal_samples * len(req.lidar.mount_pitch_deg)
+        )
+
+        from services.capture.app import assemble
+
+        ref, _ = assemble(store, "bench", "demo_city", "builtin", sim)
+        done = capture_pb2.CaptureCompleted(
+            run_id="bench", scene_id="demo_city", scan=jobs[0].scan, frames_manifest=ref
+        )
+        t = time.perf_counter()
+        result = fuse(done, store)
+        fusion_s = time.perf_counter() - t
+
+        from skyqa import media
+
+        chunks = [media.decode_lidar(store.get(r.lidar_segmentation_path)) for r in rows]
+        raw = np.concatenate(chunks)
+        xyz = np.stack([raw["x"], raw["y"], raw["z"]], -1).astype(np.float64)
+        voxel = req.fusion.voxel_size_m
+        ours = timed(lambda: voxel_fuse(xyz, raw["semantic"], raw["instance"], voxel), 3)
+
+        def numpy_hash() -> None:  # the plain baseline: packed keys, unique, bincount centroids, no labels
+            idx = np.floor(xyz / voxel).astype(np.int64) + (1 << 20)
+            keys = (idx[:, 0] << 42) | (idx[:, 1] << 21) | idx[:, 2]
+            _, inv = np.unique(keys, return_inverse=True)
+            np.stack([np.bincount(inv, weights=xyz[:, i]) for i in range(3)], 1)
+
+        baseline = timed(numpy_hash, 3)
+        pcd = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(xyz))
+        open3d_s = timed(lambda: pcd.voxel_down_sample(voxel), 3)
+    n = len(xyz)
+    return {
+        "capture": {
+            "frames": frames,
+            "seconds": capture_s,
+            "frames_per_s": frames / capture_s,
+            "camera": f"{req.camera.width}x{req.camera.height}",
+            "ratio_of_ceiling_per_ray": (pixels + lidar_rays) / capture_s / ceiling,
+        },
+        "fusion_stage": {
+            "seconds": fusion_s,
+            "points_in": n,
+            "points_per_s": n / fusion_s,
+            "points_out": result.points,
+        },
+        "voxel_fusion": {
+            "points": n,
+            "skyqa_points_per_s": n / ours,
+            "numpy_voxel_hash_points_per_s": n / baseline,
+            "open3d_voxel_down_sample_points_per_s": n / open3d_s,
+            "ratio_vs_numpy_hash": baseline / ours,
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
+    args = parser.parse_args()
+    sim = BuiltinSimulator(load_scene("demo_city"))
+    ceiling = raycast_ceiling(sim)
+    results: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "raycast_ceiling": ceiling,
+        "still_1024x768": still_views(sim, 1024, 768, ceiling["rays_per_s"]),
+        "still_4096x3072": still_views(sim, 4096, 3072, ceiling["rays_per_s"]),
+        **capture_and_fusion(ceiling["rays_per_s"]),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    c, r, f = results["capture"], results["voxel_fusion"], results["fusion_stage"]
+    lines = [
+        ("ray-cast ceiling (1440x1080)", f"{ceiling['rays_per_s'] / 1e6:.2f} Mrays/s", "1.00"),
+        *(
+            (
+                key,
+                f"{results[key]['views_per_s']:.2f} views/s",
+                f"{results[key]['ratio_of_ceiling_per_pixel']:.2f}",
+            )
+            for key in ("still_1024x768", "still_4096x3072")
+        ),
+        (
+            f"capture {c['camera']} + LiDAR",
+            f"{c['frames_per_s']:.2f} frames/s",
+            f"{c['ratio_of_ceiling_per_ray']:.2f}",
+        ),
+        ("fusion stage (with I/O)", f"{f['points_per_s'] / 1e6:.2f} Mpoints/s", ""),
+        ("voxel fusion (labels)", f"{r['skyqa_points_per_s'] / 1e6:.2f} Mpoints/s", ""),
+        ("numpy voxel hash", f"{r['numpy_voxel_hash_points_per_s'] / 1e6:.2f} Mpoints/s", ""),
+        ("open3d voxel_down_sample", f"{r['open3d_voxel_down_sample_points_per_s'] / 1e6:.2f} Mpoints/s", ""),
+    ]
+    print(f"{'measure':<30} {'rate':>18} {'of ceiling':>11}")
+    for name, rate, ratio in lines:
+        print(f"{name:<30} {rate:>18} {ratio:>11}")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
