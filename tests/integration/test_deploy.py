@@ -11,7 +11,6 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-
 from skyqa.blob import S3BlobStore
 from skyqa.servers import NatsServer, SeaweedS3, free_port
 from skyqa.settings import Settings
@@ -23,14 +22,16 @@ COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
 
 
 def skyqa_services() -> dict[str, dict]:  # type: ignore[type-arg]
-    return {name: svc for name, svc in COMPOSE["services"].items() if svc.get("image", "").startswith("skyqa")}
+    return {
+        name: svc for name, svc in COMPOSE["services"].items() if svc.get("image", "").startswith("skyqa")
+    }
 
 
 def test_every_implemented_service_is_deployed_with_a_real_command() -> None:
     deployed = skyqa_services()
     assert {svc["command"][1] for svc in deployed.values()} == set(SERVICES)
     for name, svc in deployed.items():
-        assert svc["command"][0] == "serve" and svc["command"][1] == name
+        assert svc["command"] == ["serve", name]
         assert svc["restart"] == "unless-stopped"
         assert svc["depends_on"]["nats"]["condition"] == "service_healthy"
 
@@ -78,7 +79,9 @@ def test_container_command_runs_and_becomes_ready(
     )
     log = tmp_path / f"{name}.log"
     with log.open("wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "services.cli", *svc["command"]], env=env, stdout=fh, stderr=fh)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", *svc["command"]], env=env, stdout=fh, stderr=fh
+        )
         try:
             deadline = time.monotonic() + 60
             while True:
