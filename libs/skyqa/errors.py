@@ -4,6 +4,7 @@ SkyqaError
  ├── InvalidInput        bad request, config or key: reported, never retried
  │    ├── InvalidKey
  │    ├── UnknownScene
+ │    ├── SimulatorUnavailable
  │    └── InvalidScanRequest
  ├── BlobNotFound
  └── TransientError      worth retrying (store or bus hiccup)
@@ -26,6 +27,12 @@ class InvalidKey(InvalidInput):
 
 class UnknownScene(InvalidInput):
     reason = "unknown_scene"
+
+
+class SimulatorUnavailable(InvalidInput):
+    """The requested backend cannot run in this deployment (client missing)."""
+
+    reason = "simulator_unavailable"
 
 
 class InvalidScanRequest(InvalidInput):

@@ -52,6 +52,20 @@ class HttpSettings(BaseModel):
     port: int = Field(8080, ge=0, le=65535)
 
 
+class AirSimSettings(BaseModel):
+    """Where the AirSim-family simulator runs and how its object names map to skyqa classes."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(41451, ge=1, le=65535)
+    vehicle: str = ""
+    camera: str = "0"
+    lidar_names: list[str] = ["LidarSensor1", "LidarSensor2"]
+    bgr: bool = False  # Microsoft AirSim sends BGR, Cosys-AirSim RGB
+    # (regex on the object name, skyqa class name), first match wins
+    labels: list[tuple[str, str]] = [(r"(?i)ground.*|landscape.*", "ground"), (r"(?i)road.*", "road")]
+    extent: tuple[float, float, float, float] = (-500.0, 500.0, -500.0, 500.0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SKYQA_", env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -64,6 +78,7 @@ class Settings(BaseSettings):
     bus: BusSettings = BusSettings()
     http: HttpSettings = HttpSettings()
     scenes_dir: Path | None = None
+    airsim: AirSimSettings = AirSimSettings()
 
     @classmethod
     def settings_customise_sources(

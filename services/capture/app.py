@@ -71,7 +71,7 @@ async def setup(svc: Service) -> None:
         with lock:
             key = (backend, scene_id)
             if key not in sims:
-                sims[key] = open_simulator(backend, scene_id, svc.settings.scenes_dir)
+                sims[key] = open_simulator(backend, scene_id, svc.settings.scenes_dir, svc.settings.airsim)
             return sims[key]
 
     async def on_scan(req: scan_pb2.ScanRequest, d: Delivery) -> None:

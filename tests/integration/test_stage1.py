@@ -49,7 +49,12 @@ def small_scan(run_id: str, **changes: float) -> scan_pb2.ScanRequest:
 
 @pytest.fixture
 async def stage1(settings: Settings, s3_store: S3BlobStore) -> AsyncIterator[list[Service]]:
-    services = [capture_app.create(settings, s3_store), fusion_app.create(settings, s3_store)]
+    # two capture replicas share the scan's jobs through one durable consumer
+    services = [
+        capture_app.create(settings, s3_store),
+        capture_app.create(settings, s3_store),
+        fusion_app.create(settings, s3_store),
+    ]
     for svc in services:
         await svc.start(http=True)
     yield services
@@ -65,6 +70,9 @@ async def test_scan_fuses_the_ground_truth_instances(
     state = await wait_for_run(settings.bus.nats_url, req.run_id, "fusion", 240)
     assert state.status == "completed", state.errors
     assert state.stages["capture"].done == state.stages["capture"].total == 9  # 25 poses / 3 per job
+    per_replica = [svc.metrics.frames.labels("capture")._value.get() for svc in stage1[:2]]
+    assert sum(per_replica) == 25, per_replica
+    assert min(per_replica) > 0, per_replica
 
     table = load_json(InstanceTable, s3_store.get(state.outputs["instances"]))
     assert table.instance_source == "sensor"
@@ -117,6 +125,7 @@ async def test_health_ready_and_metrics(stage1: list[Service]) -> None:
             "MapBound",
         ),
         (lambda r: setattr(r.fusion, "voxel_size_m", -1.0), "invalid_scan_request", "voxel"),
+        (lambda r: setattr(r, "spacing_x_m", -10.0), "invalid_scan_request", "spacing"),
         (lambda r: setattr(r.camera, "jpeg_quality", 500), "invalid_scan_request", "jpeg"),
         (
             lambda r: (setattr(r.bound, "xmin", 5000.0), setattr(r.bound, "xmax", 5100.0)),

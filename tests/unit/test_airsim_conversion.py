@@ -73,3 +73,16 @@ def test_segmentation_and_lidar_labels() -> None:
     assert i.tolist() == [1, 0]
     with pytest.raises(ValueError, match="labels"):
         decode_lidar([1, 2, 3], ["a", "b"], labels)
+
+
+def test_airsim_backend_without_client_is_a_clear_error() -> None:
+    try:
+        import cosysairsim  # noqa: F401
+    except ImportError:
+        from skyqa.errors import SimulatorUnavailable
+        from skyqa.sim import open_simulator
+
+        with pytest.raises(SimulatorUnavailable, match=r"skyqa\[airsim\]"):
+            open_simulator("airsim", "env_7")
+    else:
+        pytest.skip("cosysairsim is installed; this checks the missing-client message")

@@ -6,7 +6,9 @@ import re
 import threading
 from pathlib import Path
 
-from skyqa.errors import UnknownScene
+from skyqa.errors import SimulatorUnavailable, UnknownScene
+from skyqa.settings import AirSimSettings
+from skyqa.sim.airsim import AirSimSimulator, LabelMap
 from skyqa.sim.builtin import BuiltinSimulator
 from skyqa.sim.city import generate_city
 from skyqa.sim.protocol import Simulator
@@ -52,12 +54,27 @@ def load_scene(scene_id: str, scenes_dir: Path | None = None) -> Scene:
         return scene
 
 
-def open_simulator(backend: str, scene_id: str, scenes_dir: Path | None = None) -> Simulator:
+def open_simulator(
+    backend: str, scene_id: str, scenes_dir: Path | None = None, airsim: AirSimSettings | None = None
+) -> Simulator:
+    """Open ``scene_id`` on a backend. For ``airsim`` the scene is whatever the configured
+    simulator has loaded; ``scene_id`` only names it."""
     if backend == "builtin":
         return BuiltinSimulator(load_scene(scene_id, scenes_dir))
     if backend == "airsim":
-        raise UnknownScene(
-            "the airsim backend needs a running simulator configured per deployment "
-            "(skyqa.sim.airsim.AirSimSimulator); it is not available in this process"
-        )
+        cfg = airsim or AirSimSettings()
+        try:
+            return AirSimSimulator(
+                scene_id,
+                LabelMap([(p, c) for p, c in cfg.labels]),
+                host=cfg.host,
+                port=cfg.port,
+                vehicle=cfg.vehicle,
+                camera=cfg.camera,
+                lidar_names=tuple(cfg.lidar_names),
+                bgr=cfg.bgr,
+                extent=cfg.extent,
+            )
+        except RuntimeError as exc:  # client library missing
+            raise SimulatorUnavailable(str(exc)) from None
     raise UnknownScene(f"unknown simulator backend {backend!r}; use 'builtin' or 'airsim'")
