@@ -9,10 +9,14 @@ from skyqa.runtime import Service, Settings
 
 from services.capture import app as capture_app
 from services.fusion import app as fusion_app
+from services.landmark import app as landmark_app
+from services.renderer import app as renderer_app
 
 Factory = Callable[[Settings, BlobStore | None], Service]
 
 SERVICES: dict[str, Factory] = {
     "capture": capture_app.create,
     "fusion": fusion_app.create,
+    "renderer": renderer_app.create,
+    "landmark": landmark_app.create,
 }

@@ -172,6 +172,7 @@ def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.Fus
         points=len(fused.points),
         instance_count=len(entries),
         coverage_ratio=coverage,
+        scan=req,
         **{k: _ref(v) for k, v in infos.items()},
     )
 

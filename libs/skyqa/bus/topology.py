@@ -27,8 +27,14 @@ SCAN_REQUESTED = "skyqa.v1.scan.requested"
 CAPTURE_JOB = "skyqa.v1.capture.job"
 CAPTURE_COMPLETED = "skyqa.v1.capture.completed"
 FUSION_COMPLETED = "skyqa.v1.fusion.completed"
+RENDER_JOB = "skyqa.v1.render.job"
+LANDMARKS_COLLECTED = "skyqa.v1.landmark.collected"
 
 DAY = 24 * 3600.0
+
+
+def render_done_subject(requester: str) -> str:
+    return f"skyqa.v1.render.done.{validate_id(requester, 'requester')}"
 
 
 def progress_subject(run_id: str) -> str:

@@ -3,9 +3,25 @@
 from skyqa.contracts.base import Contract, dump_json, load_json
 from skyqa.contracts.capture import FrameRow, PoseENU, SemanticClassRow, SemanticClassTable
 from skyqa.contracts.fusion import ClassEntry, FusionMeta, InstanceEntry, InstanceTable
+from skyqa.contracts.landmarks import (
+    RING,
+    Bbox3D,
+    CameraPose,
+    CollectSummary,
+    InstancesFile,
+    LandmarkInstance,
+    RgbView,
+)
 from skyqa.contracts.runs import RunState, StageState
 
 __all__ = [
+    "RING",
+    "Bbox3D",
+    "CameraPose",
+    "CollectSummary",
+    "InstancesFile",
+    "LandmarkInstance",
+    "RgbView",
     "ClassEntry",
     "Contract",
     "FrameRow",

@@ -1,14 +1,17 @@
 """Point-cloud geometry: voxel fusion, instances, PCD I/O, coverage and previews."""
 
+from skyqa.geometry.boxes import Box2D, instance_boxes
 from skyqa.geometry.instances import connected_instances, instance_stats, pca_yaw_deg
 from skyqa.geometry.pcd import CLOUD_DTYPE, read_pcd, write_pcd
 from skyqa.geometry.preview import render_oblique, render_topdown
 from skyqa.geometry.voxel import coverage_ratio, voxel_fuse
 
 __all__ = [
+    "Box2D",
     "CLOUD_DTYPE",
     "connected_instances",
     "coverage_ratio",
+    "instance_boxes",
     "instance_stats",
     "pca_yaw_deg",
     "read_pcd",

@@ -23,15 +23,18 @@ _sym_db = _symbol_database.Default()
 
 
 from skyqa.v1 import common_pb2 as skyqa_dot_v1_dot_common__pb2
+from skyqa.v1 import scan_pb2 as skyqa_dot_v1_dot_scan__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15skyqa/v1/fusion.proto\x12\x08skyqa.v1\x1a\x15skyqa/v1/common.proto\"\xde\x02\n\x0f\x46usionCompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12$\n\tcloud_pcd\x18\x03 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12$\n\tcloud_npy\x18\x04 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12$\n\tinstances\x18\x05 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x1f\n\x04meta\x18\x06 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12*\n\x0fpreview_topdown\x18\x07 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12*\n\x0fpreview_oblique\x18\x08 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x0e\n\x06points\x18\t \x01(\x04\x12\x16\n\x0einstance_count\x18\n \x01(\r\x12\x16\n\x0e\x63overage_ratio\x18\x0b \x01(\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15skyqa/v1/fusion.proto\x12\x08skyqa.v1\x1a\x15skyqa/v1/common.proto\x1a\x13skyqa/v1/scan.proto\"\x83\x03\n\x0f\x46usionCompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12$\n\tcloud_pcd\x18\x03 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12$\n\tcloud_npy\x18\x04 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12$\n\tinstances\x18\x05 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x1f\n\x04meta\x18\x06 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12*\n\x0fpreview_topdown\x18\x07 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12*\n\x0fpreview_oblique\x18\x08 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x0e\n\x06points\x18\t \x01(\x04\x12\x16\n\x0einstance_count\x18\n \x01(\r\x12\x16\n\x0e\x63overage_ratio\x18\x0b \x01(\x01\x12#\n\x04scan\x18\x0c \x01(\x0b\x32\x15.skyqa.v1.ScanRequest\"\xa3\x01\n\x12LandmarksCollected\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12$\n\tinstances\x18\x03 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x12\n\ncandidates\x18\x04 \x01(\r\x12\x0c\n\x04kept\x18\x05 \x01(\r\x12#\n\x04scan\x18\x06 \x01(\x0b\x32\x15.skyqa.v1.ScanRequestb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'skyqa.v1.fusion_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FUSIONCOMPLETED']._serialized_start=59
-  _globals['_FUSIONCOMPLETED']._serialized_end=409
+  _globals['_FUSIONCOMPLETED']._serialized_start=80
+  _globals['_FUSIONCOMPLETED']._serialized_end=467
+  _globals['_LANDMARKSCOLLECTED']._serialized_start=470
+  _globals['_LANDMARKSCOLLECTED']._serialized_end=633
 # @@protoc_insertion_point(module_scope)

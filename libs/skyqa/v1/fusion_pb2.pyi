@@ -6,6 +6,7 @@ isort:skip_file
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from skyqa.v1 import common_pb2 as _common_pb2
+from skyqa.v1 import scan_pb2 as _scan_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -34,6 +35,7 @@ class FusionCompleted(_message.Message):
     POINTS_FIELD_NUMBER: _builtins.int
     INSTANCE_COUNT_FIELD_NUMBER: _builtins.int
     COVERAGE_RATIO_FIELD_NUMBER: _builtins.int
+    SCAN_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     points: _builtins.int
@@ -51,6 +53,8 @@ class FusionCompleted(_message.Message):
     def preview_topdown(self) -> _common_pb2.BlobRef: ...
     @_builtins.property
     def preview_oblique(self) -> _common_pb2.BlobRef: ...
+    @_builtins.property
+    def scan(self) -> _scan_pb2.ScanRequest: ...
     def __init__(
         self,
         *,
@@ -65,11 +69,52 @@ class FusionCompleted(_message.Message):
         points: _builtins.int = ...,
         instance_count: _builtins.int = ...,
         coverage_ratio: _builtins.float = ...,
+        scan: _scan_pb2.ScanRequest | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["cloud_npy", b"cloud_npy", "cloud_pcd", b"cloud_pcd", "instances", b"instances", "meta", b"meta", "preview_oblique", b"preview_oblique", "preview_topdown", b"preview_topdown"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cloud_npy", b"cloud_npy", "cloud_pcd", b"cloud_pcd", "instances", b"instances", "meta", b"meta", "preview_oblique", b"preview_oblique", "preview_topdown", b"preview_topdown", "scan", b"scan"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cloud_npy", b"cloud_npy", "cloud_pcd", b"cloud_pcd", "coverage_ratio", b"coverage_ratio", "instance_count", b"instance_count", "instances", b"instances", "meta", b"meta", "points", b"points", "preview_oblique", b"preview_oblique", "preview_topdown", b"preview_topdown", "run_id", b"run_id", "scene_id", b"scene_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cloud_npy", b"cloud_npy", "cloud_pcd", b"cloud_pcd", "coverage_ratio", b"coverage_ratio", "instance_count", b"instance_count", "instances", b"instances", "meta", b"meta", "points", b"points", "preview_oblique", b"preview_oblique", "preview_topdown", b"preview_topdown", "run_id", b"run_id", "scan", b"scan", "scene_id", b"scene_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FusionCompleted: _TypeAlias = FusionCompleted  # noqa: Y015
+
+@_typing.final
+class LandmarksCollected(_message.Message):
+    """Published on skyqa.v1.landmark.collected once every candidate's views are rendered and checked."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    SCENE_ID_FIELD_NUMBER: _builtins.int
+    INSTANCES_FIELD_NUMBER: _builtins.int
+    CANDIDATES_FIELD_NUMBER: _builtins.int
+    KEPT_FIELD_NUMBER: _builtins.int
+    SCAN_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    scene_id: _builtins.str
+    candidates: _builtins.int
+    kept: _builtins.int
+    @_builtins.property
+    def instances(self) -> _common_pb2.BlobRef:
+        """landmarks_raw/<scene>.instances.json"""
+
+    @_builtins.property
+    def scan(self) -> _scan_pb2.ScanRequest: ...
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        scene_id: _builtins.str = ...,
+        instances: _common_pb2.BlobRef | None = ...,
+        candidates: _builtins.int = ...,
+        kept: _builtins.int = ...,
+        scan: _scan_pb2.ScanRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["instances", b"instances", "scan", b"scan"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "instances", b"instances", "kept", b"kept", "run_id", b"run_id", "scan", b"scan", "scene_id", b"scene_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LandmarksCollected: _TypeAlias = LandmarksCollected  # noqa: Y015

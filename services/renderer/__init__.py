@@ -1,0 +1,1 @@
+"""Renderer service: camera views (and later flight videos) from the simulator, for any requester."""

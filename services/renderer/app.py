@@ -1,0 +1,48 @@
+"""Renderer service wiring: render jobs -> views in the store -> a done event for the requester."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from skyqa.blob import BlobStore
+from skyqa.bus import Delivery, topology
+from skyqa.runtime import Service, Settings
+from skyqa.sim import Simulator, open_simulator
+from skyqa.v1 import render_pb2
+
+from services.renderer.worker import render_job
+
+NAME = "renderer"
+STAGE = "render"
+CONSUMER = topology.ConsumerSpec("renderer", topology.EVENTS_STREAM, topology.RENDER_JOB)
+
+
+async def setup(svc: Service) -> None:
+    sims: dict[tuple[str, str], Simulator] = {}
+    lock = threading.Lock()
+
+    def simulator(backend: str, scene_id: str) -> Simulator:
+        with lock:
+            if (backend, scene_id) not in sims:
+                sims[(backend, scene_id)] = open_simulator(
+                    backend, scene_id, svc.settings.scenes_dir, svc.settings.airsim
+                )
+            return sims[(backend, scene_id)]
+
+    async def on_job(job: render_pb2.RenderJob, d: Delivery) -> None:
+        sim = await asyncio.to_thread(simulator, job.backend or "builtin", job.scene_id)
+        done = await asyncio.to_thread(render_job, job, sim, svc.store, svc.metrics.frames.labels(NAME).inc)
+        await svc.bus.publish(
+            topology.render_done_subject(job.requester),
+            done,
+            msg_id=f"render-done:{job.run_id}:{job.requester}:{job.job_id}",
+            run_id=job.run_id,
+            trace_id=d.trace_id,
+        )
+
+    svc.bus.handle(CONSUMER, render_pb2.RenderJob, on_job, stage=STAGE, concurrency=svc.settings.concurrency)
+
+
+def create(settings: Settings, store: BlobStore | None = None) -> Service:
+    return Service(NAME, settings, setup, store=store)

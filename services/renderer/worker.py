@@ -1,0 +1,104 @@
+"""Render one job of still views: JPEG, segmentation, depth, per-instance pixel statistics.
+
+The segmentation PNG is always written, because the statistics come from it; a view whose
+files all exist is not rendered again (its statistics are recomputed from the stored PNG).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from skyqa import keys, media
+from skyqa.blob import BlobInfo, BlobStore
+from skyqa.errors import InvalidInput
+from skyqa.geometry import instance_boxes
+from skyqa.sim import CameraSpec, Pose, Simulator
+from skyqa.v1 import common_pb2, render_pb2
+
+MODALITIES = {"rgb": ("rgb.jpg", "image/jpeg"), "segmentation": ("seg.png", "image/png"), "depth": ("depth.png", "image/png")}
+MAX_VIEWS = 64
+MAX_PIXELS = 4096 * 3072
+
+
+def validate_job(job: render_pb2.RenderJob) -> None:
+    keys.validate_id(job.run_id, "run id")
+    keys.validate_id(job.requester, "requester")
+    keys.validate_key(job.output_prefix)
+    if not job.views or len(job.views) > MAX_VIEWS:
+        raise InvalidInput(f"a render job needs 1..{MAX_VIEWS} views, got {len(job.views)}")
+    if not (16 <= job.width <= 4096 and 16 <= job.height <= 3072 and job.width * job.height <= MAX_PIXELS):
+        raise InvalidInput(f"render size must be within 16x16..4096x3072, got {job.width}x{job.height}")
+    if not 10.0 <= job.fov_deg <= 170.0:
+        raise InvalidInput(f"render fov must be 10..170 degrees, got {job.fov_deg}")
+    if not 1 <= job.jpeg_quality <= 100:
+        raise InvalidInput(f"jpeg quality must be 1..100, got {job.jpeg_quality}")
+    unknown = set(job.modalities) - set(MODALITIES)
+    if unknown:
+        raise InvalidInput(f"unknown modalities {sorted(unknown)}; use {sorted(MODALITIES)}")
+    ids = [v.view_id for v in job.views]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("view ids in a render job must be unique")
+    for v in ids:
+        keys.validate_id(v, "view id")
+    for v in job.views:
+        p = v.pose
+        if not np.all(np.isfinite([p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg])):
+            raise InvalidInput(f"view {v.view_id} has a non-finite pose")
+
+
+def _ref(info: BlobInfo) -> common_pb2.BlobRef:
+    return common_pb2.BlobRef(key=info.key, sha256=info.sha256, size=info.size, content_type=info.content_type)
+
+
+def render_job(
+    job: render_pb2.RenderJob, sim: Simulator, store: BlobStore, on_frame: Callable[[], None] | None = None
+) -> render_pb2.RenderDone:
+    validate_job(job)
+    camera = CameraSpec(job.width, job.height, job.fov_deg)
+    wanted = {"segmentation", *job.modalities}
+    done = render_pb2.RenderDone(
+        run_id=job.run_id,
+        job_id=job.job_id,
+        requester=job.requester,
+        correlation=job.correlation,
+        width=job.width,
+        height=job.height,
+    )
+    for view in job.views:
+        out = {m: f"{job.output_prefix}/{view.view_id}.{MODALITIES[m][0]}" for m in wanted}
+        infos: dict[str, BlobInfo | None] = {m: store.head(k) for m, k in out.items()}
+        if all(infos.values()):
+            semantic, instance = media.decode_segmentation(store.get(out["segmentation"]))
+        else:
+            p = view.pose
+            frame = sim.render(Pose(p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg), camera)
+            semantic, instance = frame.semantic, frame.instance
+            encoded = {
+                "rgb": lambda: media.encode_jpeg(frame.rgb, job.jpeg_quality),
+                "depth": lambda: media.encode_depth(frame.depth),
+            }
+            for m in sorted(wanted - {"segmentation"}):
+                infos[m] = store.put(out[m], encoded[m](), MODALITIES[m][1])
+            # written last: its presence marks the view complete
+            infos["segmentation"] = store.put(
+                out["segmentation"], media.encode_segmentation(semantic, instance), "image/png"
+            )
+            if on_frame is not None:
+                on_frame()
+        result = done.views.add(view_id=view.view_id)
+        for m, info in infos.items():
+            if info is not None:
+                getattr(result, m).CopyFrom(_ref(info))
+        for box in instance_boxes(instance, semantic):
+            result.instances.add(
+                instance_id=box.instance_id,
+                class_id=box.class_id,
+                pixels=box.pixels,
+                x0=box.x0,
+                y0=box.y0,
+                x1=box.x1,
+                y1=box.y1,
+            )
+    return done
