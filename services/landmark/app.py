@@ -9,7 +9,6 @@ from collections import OrderedDict
 
 import numpy as np
 from numpy.typing import NDArray
-
 from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
@@ -98,12 +97,16 @@ def render_job(plan: LandmarkPlan, cand: PlannedCandidate) -> render_pb2.RenderJ
         c = v.camera
         job.views.add(
             view_id=v.view_id,
-            pose=common_pb2.Pose(x=c.x, y=c.y, z=c.z, yaw_deg=c.yaw_deg, pitch_deg=c.pitch_deg, roll_deg=c.roll_deg),
+            pose=common_pb2.Pose(
+                x=c.x, y=c.y, z=c.z, yaw_deg=c.yaw_deg, pitch_deg=c.pitch_deg, roll_deg=c.roll_deg
+            ),
         )
     return job
 
 
-def check_views(plan: LandmarkPlan, done: render_pb2.RenderDone, cloud: NDArray[np.void], store: BlobStore) -> LandmarkInstance:
+def check_views(
+    plan: LandmarkPlan, done: render_pb2.RenderDone, cloud: NDArray[np.void], store: BlobStore
+) -> LandmarkInstance:
     cfg = CollectConfig.model_validate(plan.filters)
     cand = next(c for c in plan.candidates if c.key == done.correlation)
     keys_ = instance_key(cloud["class_id"].astype(np.int64), cloud["instance_id"].astype(np.int64))
@@ -113,9 +116,15 @@ def check_views(plan: LandmarkPlan, done: render_pb2.RenderDone, cloud: NDArray[
     results = {r.view_id: r for r in done.views}
     views = [
         measure_view(
-            cand, v, points, results[v.view_id], store.get(results[v.view_id].segmentation.key),
-            store.get(results[v.view_id].depth.key), k, cfg,
-        )  # fmt: skip
+            cand,
+            v,
+            points,
+            results[v.view_id],
+            store.get(results[v.view_id].segmentation.key),
+            store.get(results[v.view_id].depth.key),
+            k,
+            cfg,
+        )
         for v in cand.views
     ]
     landmark = LandmarkInstance(
@@ -183,12 +192,18 @@ async def setup(svc: Service) -> None:
         event = fusion_pb2.LandmarksCollected(
             run_id=plan.run_id,
             scene_id=plan.scene_id,
-            instances=common_pb2.BlobRef(key=key, sha256=info.sha256, size=info.size, content_type="application/json"),
+            instances=common_pb2.BlobRef(
+                key=key, sha256=info.sha256, size=info.size, content_type="application/json"
+            ),
             candidates=plan.candidate_pairs,
             kept=kept,
         )
         await svc.bus.publish(
-            topology.LANDMARKS_COLLECTED, event, msg_id=f"landmarks-collected:{plan.run_id}", run_id=plan.run_id, trace_id=trace_id
+            topology.LANDMARKS_COLLECTED,
+            event,
+            msg_id=f"landmarks-collected:{plan.run_id}",
+            run_id=plan.run_id,
+            trace_id=trace_id,
         )
         await fanin.mark_announced(f"{plan.run_id}.{STAGE}")
         total = len(plan.candidates)
@@ -224,7 +239,9 @@ async def setup(svc: Service) -> None:
             await finish(plan, None, d.trace_id)
 
     svc.bus.handle(FUSED, fusion_pb2.FusionCompleted, on_fused, stage=STAGE)
-    svc.bus.handle(RENDERED, render_pb2.RenderDone, on_rendered, stage=STAGE, concurrency=svc.settings.concurrency)
+    svc.bus.handle(
+        RENDERED, render_pb2.RenderDone, on_rendered, stage=STAGE, concurrency=svc.settings.concurrency
+    )
 
 
 def _scene_of(done: render_pb2.RenderDone) -> str:

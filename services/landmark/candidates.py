@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-
 from skyqa.contracts import InstanceTable
 from skyqa.geometry import pca_yaw_deg
 

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 from numpy.typing import NDArray
-
 from skyqa.sim import Pose, look_at
 
 from services.landmark.config import CollectConfig
@@ -16,11 +15,18 @@ def camera_distance(size: NDArray[np.float64], cfg: CollectConfig) -> float:
     half = math.radians(cfg.camera_fov_deg) / 2.0
     diag_xy = float(np.hypot(size[0], size[1]))
     diag_3d = float(np.linalg.norm(size))
-    fit = max(1.0, 0.5 * diag_xy / math.tan(half), 0.5 * size[2] / math.tan(half), 0.5 * max(diag_3d, 1.0) / math.sin(half))
+    fit = max(
+        1.0,
+        0.5 * diag_xy / math.tan(half),
+        0.5 * size[2] / math.tan(half),
+        0.5 * max(diag_3d, 1.0) / math.sin(half),
+    )
     return max(cfg.camera_distance_min_m, fit * cfg.camera_distance_scale)
 
 
-def look_at_point(center: NDArray[np.float64], aabb_min: NDArray[np.float64], size: NDArray[np.float64], cfg: CollectConfig) -> NDArray[np.float64]:
+def look_at_point(
+    center: NDArray[np.float64], aabb_min: NDArray[np.float64], size: NDArray[np.float64], cfg: CollectConfig
+) -> NDArray[np.float64]:
     return np.array([center[0], center[1], aabb_min[2] + cfg.look_at_z_ratio * size[2]])
 
 
@@ -34,7 +40,12 @@ def orbit_pose(
 ) -> Pose:
     """Camera that looks along ``view_yaw_deg`` at the landmark, raised by ``pitch_offset_deg``."""
     distance = camera_distance(size, cfg)
-    height = min(cfg.height_max_m, max(cfg.height_min_m, cfg.height_base_m + cfg.height_obj_scale * size[2] + cfg.height_scale * distance))
+    height = min(
+        cfg.height_max_m,
+        max(
+            cfg.height_min_m, cfg.height_base_m + cfg.height_obj_scale * size[2] + cfg.height_scale * distance
+        ),
+    )
     target = look_at_point(center, aabb_min, size, cfg)
     yaw = math.radians(view_yaw_deg)
     forward = np.array([math.cos(yaw), math.sin(yaw)])
@@ -51,7 +62,13 @@ def orbit_pose(
     return Pose(float(eye[0]), float(eye[1]), float(eye[2]), cam_yaw, cam_pitch, 0.0)
 
 
-def topdown_pose(center: NDArray[np.float64], aabb_min: NDArray[np.float64], aabb_max: NDArray[np.float64], yaw_deg: float, cfg: CollectConfig) -> Pose:
+def topdown_pose(
+    center: NDArray[np.float64],
+    aabb_min: NDArray[np.float64],
+    aabb_max: NDArray[np.float64],
+    yaw_deg: float,
+    cfg: CollectConfig,
+) -> Pose:
     """Straight down from ``camera_distance`` above the top, image up along the landmark's yaw."""
     size = aabb_max - aabb_min
     distance = camera_distance(size, cfg)

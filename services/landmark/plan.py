@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel
-
 from skyqa.contracts import Bbox3D, CameraPose
 from skyqa.contracts.landmarks import CARDINALS, DIAGONALS, RING, RING_OFFSETS
 
@@ -54,22 +53,36 @@ class LandmarkPlan(BaseModel):
 
 
 def _pose(p: object) -> CameraPose:
-    return CameraPose(x=round(p.x, 4), y=round(p.y, 4), z=round(p.z, 4), yaw_deg=round(p.yaw_deg, 4), pitch_deg=round(p.pitch_deg, 4))  # type: ignore[attr-defined]
+    return CameraPose(
+        x=round(p.x, 4),
+        y=round(p.y, 4),
+        z=round(p.z, 4),
+        yaw_deg=round(p.yaw_deg, 4),
+        pitch_deg=round(p.pitch_deg, 4),
+    )  # type: ignore[attr-defined]
 
 
 def plan_candidate(
-    c: Candidate, cloud_xyz: NDArray[np.float64], cloud_keys: NDArray[np.int64], key_of: int, cfg: CollectConfig
+    c: Candidate,
+    cloud_xyz: NDArray[np.float64],
+    cloud_keys: NDArray[np.int64],
+    key_of: int,
+    cfg: CollectConfig,
 ) -> PlannedCandidate | None:
     size = c.size
     distance = camera_distance(size, cfg)
     # context cloud: everything but the target near it (UAV-DualCog's radius and z band)
     radius = max(25.0, 8.0 * float(np.linalg.norm(size)), 1.5 * distance)
     band = max(15.0, 6.0 * float(size[2]))
-    near = (np.hypot(cloud_xyz[:, 0] - c.center[0], cloud_xyz[:, 1] - c.center[1]) < radius) & (np.abs(cloud_xyz[:, 2] - c.center[2]) < band + distance)
+    near = (np.hypot(cloud_xyz[:, 0] - c.center[0], cloud_xyz[:, 1] - c.center[1]) < radius) & (
+        np.abs(cloud_xyz[:, 2] - c.center[2]) < band + distance
+    )
     context_sel = near & (cloud_keys != key_of)
     context = cloud_xyz[context_sel]
     nb_radius = max(cfg.neighbour_radius_min_m, 1.5 * distance)
-    nb_sel = context_sel & (np.hypot(cloud_xyz[:, 0] - c.center[0], cloud_xyz[:, 1] - c.center[1]) < nb_radius)
+    nb_sel = context_sel & (
+        np.hypot(cloud_xyz[:, 0] - c.center[0], cloud_xyz[:, 1] - c.center[1]) < nb_radius
+    )
     boxes = list(neighbour_boxes(cloud_xyz[nb_sel], cloud_keys[nb_sel], cfg.neighbour_min_points).values())
     target = look_at_point(c.center, c.aabb_min, size, cfg)
     chosen: dict[str, PlannedView] = {}
@@ -94,7 +107,15 @@ def plan_candidate(
     if cfg.add_topdown:
         pose = topdown_pose(c.center, c.aabb_min, c.aabb_max, c.yaw_deg, cfg)
         views.append(
-            PlannedView(view_id="", direction="topdown", mode="topdown", yaw_deg=round(c.yaw_deg, 4), pitch_offset_deg=0.0, camera=_pose(pose), visible_points=0)
+            PlannedView(
+                view_id="",
+                direction="topdown",
+                mode="topdown",
+                yaw_deg=round(c.yaw_deg, 4),
+                pitch_offset_deg=0.0,
+                camera=_pose(pose),
+                visible_points=0,
+            )
         )
     for i, v in enumerate(views):
         v.view_id = f"view_{i:02d}_{v.direction}"
@@ -120,7 +141,9 @@ def _wrap(deg: float) -> float:
     return (deg + 180.0) % 360.0 - 180.0
 
 
-def plan_all(collected: Collected, cloud: NDArray[np.void], cfg: CollectConfig) -> tuple[list[PlannedCandidate], int]:
+def plan_all(
+    collected: Collected, cloud: NDArray[np.void], cfg: CollectConfig
+) -> tuple[list[PlannedCandidate], int]:
     xyz = np.stack([cloud["x"], cloud["y"], cloud["z"]], -1).astype(np.float64)
     keys = instance_key(cloud["class_id"].astype(np.int64), cloud["instance_id"].astype(np.int64))
     keys[cloud["instance_id"] == 0] = -1

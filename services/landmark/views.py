@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-
 from skyqa import media
 from skyqa.contracts import RgbView
 from skyqa.sim import Intrinsics, Pose, project
@@ -23,7 +22,11 @@ MAX_VOTERS = 4000
 
 
 def rendered_instance(
-    points: NDArray[np.float64], pose: Pose, k: Intrinsics, instance: NDArray[np.uint32], depth: NDArray[np.float32]
+    points: NDArray[np.float64],
+    pose: Pose,
+    k: Intrinsics,
+    instance: NDArray[np.uint32],
+    depth: NDArray[np.float32],
 ) -> int:
     step = max(1, len(points) // MAX_VOTERS)
     px, d = project(points[::step], pose, k)

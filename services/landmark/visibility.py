@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 from scipy import ndimage
-
 from skyqa.geometry import pca_yaw_deg
 from skyqa.sim import Intrinsics, Pose, project
 
@@ -65,14 +64,18 @@ def ray_hits_obb(origin: NDArray[np.float64], direction: NDArray[np.float64], bo
     return max(t_near, 0.0)
 
 
-def occluded_by_neighbours(eye: NDArray[np.float64], target: NDArray[np.float64], boxes: list[OBB], margin: float) -> bool:
+def occluded_by_neighbours(
+    eye: NDArray[np.float64], target: NDArray[np.float64], boxes: list[OBB], margin: float
+) -> bool:
     v = target - eye
     dist = float(np.linalg.norm(v))
     direction = v / dist
     return any((t := ray_hits_obb(eye, direction, b)) is not None and t < dist - margin for b in boxes)
 
 
-def visible_points(pose: Pose, target: NDArray[np.float64], context: NDArray[np.float64], cfg: CollectConfig) -> tuple[int, float]:
+def visible_points(
+    pose: Pose, target: NDArray[np.float64], context: NDArray[np.float64], cfg: CollectConfig
+) -> tuple[int, float]:
     size = cfg.visibility_image_size
     k = Intrinsics.from_fov(size, size, cfg.camera_fov_deg)
     buf = np.full((size, size), np.inf)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-
 from skyqa import keys, media
 from skyqa.blob import BlobInfo, BlobStore
 from skyqa.errors import InvalidInput
@@ -17,7 +16,11 @@ from skyqa.geometry import instance_boxes
 from skyqa.sim import CameraSpec, Pose, Simulator
 from skyqa.v1 import common_pb2, render_pb2
 
-MODALITIES = {"rgb": ("rgb.jpg", "image/jpeg"), "segmentation": ("seg.png", "image/png"), "depth": ("depth.png", "image/png")}
+MODALITIES = {
+    "rgb": ("rgb.jpg", "image/jpeg"),
+    "segmentation": ("seg.png", "image/png"),
+    "depth": ("depth.png", "image/png"),
+}
 MAX_VIEWS = 64
 MAX_PIXELS = 4096 * 3072
 
@@ -49,7 +52,9 @@ def validate_job(job: render_pb2.RenderJob) -> None:
 
 
 def _ref(info: BlobInfo) -> common_pb2.BlobRef:
-    return common_pb2.BlobRef(key=info.key, sha256=info.sha256, size=info.size, content_type=info.content_type)
+    return common_pb2.BlobRef(
+        key=info.key, sha256=info.sha256, size=info.size, content_type=info.content_type
+    )
 
 
 def render_job(
@@ -75,12 +80,13 @@ def render_job(
             p = view.pose
             frame = sim.render(Pose(p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg), camera)
             semantic, instance = frame.semantic, frame.instance
-            encoded = {
-                "rgb": lambda: media.encode_jpeg(frame.rgb, job.jpeg_quality),
-                "depth": lambda: media.encode_depth(frame.depth),
-            }
             for m in sorted(wanted - {"segmentation"}):
-                infos[m] = store.put(out[m], encoded[m](), MODALITIES[m][1])
+                data = (
+                    media.encode_jpeg(frame.rgb, job.jpeg_quality)
+                    if m == "rgb"
+                    else media.encode_depth(frame.depth)
+                )
+                infos[m] = store.put(out[m], data, MODALITIES[m][1])
             # written last: its presence marks the view complete
             infos["segmentation"] = store.put(
                 out["segmentation"], media.encode_segmentation(semantic, instance), "image/png"

@@ -3,10 +3,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from skyqa import scan
 from skyqa.blob import S3BlobStore
 from skyqa.bus import Bus
 from skyqa.servers import NatsServer, SeaweedS3
 from skyqa.settings import BusSettings, Settings
+from skyqa.v1 import scan_pb2
 
 
 @pytest.fixture
@@ -45,3 +47,18 @@ def s3_store(s3_server: SeaweedS3, unique: str) -> Iterator[S3BlobStore]:
         f"skyqa-{unique}",
         create_bucket=True,
     )
+
+
+def small_scan(run_id: str, **changes: float) -> scan_pb2.ScanRequest:
+    req = scan_pb2.ScanRequest(run_id=run_id, scene_id="tiny_town", poses_per_job=3)
+    req.bound.xmin, req.bound.xmax, req.bound.ymin, req.bound.ymax, req.bound.zmin, req.bound.zmax = (
+        -50, 50, -50, 50, 0, 80,
+    )  # fmt: skip
+    req.spacing_x_m = req.spacing_y_m = 25.0
+    req.altitudes_m.append(45.0)
+    req.camera.width, req.camera.height = 160, 120
+    req.lidar.channels, req.lidar.horizontal_samples = 48, 1024
+    full = scan.apply_defaults(req)
+    for k, v in changes.items():
+        setattr(full.fusion, k, v)
+    return full

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from skyqa import scan
+from conftest import small_scan
 from skyqa.blob import BlobStore, S3BlobStore
 from skyqa.bus import Bus, topology
 from skyqa.contracts import FrameRow, InstanceTable, load_json
@@ -25,26 +25,11 @@ from skyqa.runtime import Service
 from skyqa.servers import NatsServer, SeaweedS3
 from skyqa.settings import Settings
 from skyqa.sim import load_scene
-from skyqa.v1 import common_pb2, scan_pb2
+from skyqa.v1 import common_pb2
 
 from services.capture import app as capture_app
 from services.embedded import publish_scan, wait_for_run
 from services.fusion import app as fusion_app
-
-
-def small_scan(run_id: str, **changes: float) -> scan_pb2.ScanRequest:
-    req = scan_pb2.ScanRequest(run_id=run_id, scene_id="tiny_town", poses_per_job=3)
-    req.bound.xmin, req.bound.xmax, req.bound.ymin, req.bound.ymax, req.bound.zmin, req.bound.zmax = (
-        -50, 50, -50, 50, 0, 80,
-    )  # fmt: skip
-    req.spacing_x_m = req.spacing_y_m = 25.0
-    req.altitudes_m.append(45.0)
-    req.camera.width, req.camera.height = 160, 120
-    req.lidar.channels, req.lidar.horizontal_samples = 48, 1024
-    full = scan.apply_defaults(req)
-    for k, v in changes.items():
-        setattr(full.fusion, k, v)
-    return full
 
 
 @pytest.fixture
@@ -68,7 +53,7 @@ async def test_scan_fuses_the_ground_truth_instances(
     req = small_scan(f"gt-{unique}")
     await publish_scan(settings.bus.nats_url, req)
     state = await wait_for_run(settings.bus.nats_url, req.run_id, "fusion", 240)
-    assert state.status == "completed", state.errors
+    assert state.stages["fusion"].status == "completed", state.errors
     assert state.stages["capture"].done == state.stages["capture"].total == 9  # 25 poses / 3 per job
     per_replica = [svc.metrics.frames.labels("capture")._value.get() for svc in stage1[:2]]
     assert sum(per_replica) == 25, per_replica
@@ -223,7 +208,7 @@ async def test_killed_capture_worker_job_completes_once(
         assert 3 <= partial < 25
         worker = _serve_capture(nats_server, s3_server, s3_store.bucket, tmp_path)
         state = await wait_for_run(settings.bus.nats_url, req.run_id, "fusion", 240)
-        assert state.status == "completed", state.errors
+        assert state.stages["fusion"].status == "completed", state.errors
         chunks = s3_store.list(prefix)
         assert len(chunks) == 25 * 4
         assert len(set(chunks)) == len(chunks)

@@ -4,6 +4,7 @@ from skyqa import media
 from skyqa.bus import retry_delay
 from skyqa.contracts import RunState
 from skyqa.runtime import ConfigError, apply_progress, load_settings
+from skyqa.runtime.progress import FINAL_STAGE
 from skyqa.v1 import common_pb2
 
 
@@ -84,8 +85,8 @@ def test_progress_never_moves_a_stage_backwards() -> None:
     apply_progress(state, ev(2, common_pb2.RUN_STATUS_RUNNING), 4.0)
     assert state.stages["capture"].status == "completed"
     assert state.status == "running"
-    apply_progress(state, common_pb2.Progress(run_id="r", stage="fusion", done=1, total=1, status=3), 5.0)
+    apply_progress(state, common_pb2.Progress(run_id="r", stage=FINAL_STAGE, done=1, total=1, status=3), 5.0)
     assert state.status == "completed"
-    apply_progress(state, common_pb2.Progress(run_id="r", stage="fusion", status=4, message="boom"), 6.0)
+    apply_progress(state, common_pb2.Progress(run_id="r", stage=FINAL_STAGE, status=4, message="boom"), 6.0)
     assert state.status == "failed"
     assert state.errors == ["boom"]

@@ -7,8 +7,8 @@ from skyqa.geometry.preview import render_oblique, render_topdown
 from skyqa.geometry.voxel import coverage_ratio, voxel_fuse
 
 __all__ = [
-    "Box2D",
     "CLOUD_DTYPE",
+    "Box2D",
     "connected_instances",
     "coverage_ratio",
     "instance_boxes",

@@ -27,7 +27,7 @@ class Box2D:
 
 def instance_boxes(instance: NDArray[np.integer], semantic: NDArray[np.integer]) -> list[Box2D]:
     """One box per instance id > 0, sorted by id; vectorised with one sort and ``reduceat``."""
-    h, w = instance.shape
+    w = instance.shape[1]
     flat = instance.ravel()
     pix = np.flatnonzero(flat)
     if pix.size == 0:
