@@ -1,0 +1,156 @@
+"""Model adapters against real local servers: gRPC, OpenAI-compatible HTTP, 429 and timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import time
+
+import numpy as np
+import pytest
+from fastapi import FastAPI, Response
+from PIL import Image, ImageDraw
+
+from skyqa.models import GrpcModel, HeuristicLabeller, OpenAICompatModel, openai_app, serve_grpc
+from skyqa.servers import ServedApp
+from skyqa.v1 import model_pb2
+
+
+def boxed_image(colour: tuple[int, int, int]) -> bytes:
+    img = Image.new("RGB", (160, 120), (110, 150, 90))
+    draw = ImageDraw.Draw(img)
+    draw.rectangle([50, 20, 100, 110], fill=colour)
+    draw.rectangle([46, 16, 104, 114], outline=(255, 0, 0), width=2)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def label_request(hint: str = "storage_tank") -> model_pb2.GenerateRequest:
+    req = model_pb2.GenerateRequest(prompt=f'Weak class-name hint: "{hint}"\nReturn JSON.')
+    for _ in range(3):
+        req.images.add(data=boxed_image((236, 236, 230)), mime_type="image/png")
+    req.params.temperature = 0.2
+    return req
+
+
+async def test_heuristic_over_grpc_with_health() -> None:
+    server, port = await serve_grpc(HeuristicLabeller())
+    client = GrpcModel(f"127.0.0.1:{port}")
+    try:
+        assert await client.healthy()
+        out = await client.generate(label_request())
+        assert out.error_class == model_pb2.ERROR_CLASS_UNSPECIFIED
+        payload = json.loads(out.text)
+        assert payload["category"] == "industrial_infrastructure"
+        assert payload["subcategory"] == "storage tank"
+        assert "white" in payload["description"]
+        assert 0.6 <= payload["confidence"] <= 1.0
+        bad = await client.generate(model_pb2.GenerateRequest(prompt="no images"))
+        assert bad.error_class == model_pb2.ERROR_CLASS_INVALID_REQUEST
+    finally:
+        await client.aclose()
+        await server.stop(None)
+
+
+async def test_grpc_unreachable_is_classified() -> None:
+    from skyqa.servers import free_port
+
+    client = GrpcModel(f"127.0.0.1:{free_port()}", timeout_s=2)
+    out = await client.generate(label_request())
+    await client.aclose()
+    assert out.error_class in (model_pb2.ERROR_CLASS_UNAVAILABLE, model_pb2.ERROR_CLASS_TIMEOUT)
+
+
+async def test_heuristic_over_openai_compatible_http() -> None:
+    with ServedApp(openai_app(HeuristicLabeller())) as served:
+        client = OpenAICompatModel(served.url + "/v1", "heuristic-labeller")
+        out = await client.generate(label_request("house"))
+        await client.aclose()
+    assert out.error_class == 0, out.error_message
+    assert json.loads(out.text)["category"] == "building"
+    assert out.usage.completion_tokens > 0
+
+
+async def test_unknown_hint_gives_low_confidence() -> None:
+    out = await HeuristicLabeller().generate(label_request("xq-thing"))
+    payload = json.loads(out.text)
+    assert payload["category"] == "other" and payload["confidence"] < 0.6
+
+
+def flaky_app(failures: int, status: int, retry_after: str | None) -> tuple[FastAPI, list[float]]:
+    app = FastAPI()
+    calls: list[float] = []
+
+    @app.post("/v1/chat/completions")
+    async def chat() -> Response:
+        calls.append(time.monotonic())
+        if len(calls) <= failures:
+            headers = {"Retry-After": retry_after} if retry_after else {}
+            return Response(status_code=status, content=b'{"error": "busy"}', headers=headers)
+        body = {"model": "m", "choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": {}}
+        return Response(content=json.dumps(body), media_type="application/json")
+
+    return app, calls
+
+
+async def test_429_honours_retry_after_then_succeeds() -> None:
+    app, calls = flaky_app(2, 429, "1")
+    with ServedApp(app) as served:
+        client = OpenAICompatModel(served.url + "/v1", "m", backoff_s=0.05, max_attempts=4)
+        out = await client.generate(label_request())
+        await client.aclose()
+    assert out.text == "ok" and len(calls) == 3
+    assert calls[1] - calls[0] >= 0.95 and calls[2] - calls[1] >= 0.95
+
+
+async def test_rate_limit_gives_up_after_bounded_attempts() -> None:
+    app, calls = flaky_app(10, 429, None)
+    with ServedApp(app) as served:
+        client = OpenAICompatModel(served.url + "/v1", "m", backoff_s=0.01, max_attempts=3)
+        out = await client.generate(label_request())
+        await client.aclose()
+    assert out.error_class == model_pb2.ERROR_CLASS_RATE_LIMITED and len(calls) == 3
+
+
+async def test_bad_request_is_not_retried() -> None:
+    app, calls = flaky_app(10, 400, None)
+    with ServedApp(app) as served:
+        client = OpenAICompatModel(served.url + "/v1", "m", backoff_s=0.01, max_attempts=3)
+        out = await client.generate(label_request())
+        await client.aclose()
+    assert out.error_class == model_pb2.ERROR_CLASS_INVALID_REQUEST and len(calls) == 1
+
+
+async def test_timeout_is_classified() -> None:
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def slow() -> dict[str, str]:
+        await asyncio.sleep(3)
+        return {}
+
+    with ServedApp(app) as served:
+        client = OpenAICompatModel(served.url + "/v1", "m", timeout_s=0.3, backoff_s=0.01, max_attempts=2)
+        started = time.monotonic()
+        out = await client.generate(label_request())
+        elapsed = time.monotonic() - started
+        await client.aclose()
+    assert out.error_class == model_pb2.ERROR_CLASS_TIMEOUT
+    assert elapsed < 2.0  # two bounded attempts of 0.3 s, not the server's 3 s
+
+
+def test_red_box_colour_reading() -> None:
+    from skyqa.models.heuristic import dominant_colour, red_box_crop
+
+    arr = np.asarray(Image.open(io.BytesIO(boxed_image((200, 40, 30)))).convert("RGB"))
+    crop, ratio = red_box_crop(arr)
+    assert dominant_colour(crop) == "red" and ratio > 1.4
+
+
+@pytest.mark.parametrize(("hint", "category"), [("bus", "vehicle"), ("water_tower", "other"), ("street_lamp", "public_facility")])
+def test_hint_keywords(hint: str, category: str) -> None:
+    from skyqa.models.heuristic import category_for
+
+    assert category_for(hint) == category
