@@ -28,7 +28,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
-STAGES = ("capture", "fusion", FINAL_STAGE)
+STAGES = ("capture", "fusion", "landmark", FINAL_STAGE)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:

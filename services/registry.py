@@ -9,6 +9,7 @@ from skyqa.runtime import Service, Settings
 
 from services.capture import app as capture_app
 from services.fusion import app as fusion_app
+from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.renderer import app as renderer_app
 
@@ -19,4 +20,5 @@ SERVICES: dict[str, Factory] = {
     "fusion": fusion_app.create,
     "renderer": renderer_app.create,
     "landmark": landmark_app.create,
+    "labeller": labeller_app.create,
 }

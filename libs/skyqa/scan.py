@@ -71,6 +71,7 @@ def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
     fusion.instance_min_points = fusion.instance_min_points or 20
     fusion.coverage_grid_m = fusion.coverage_grid_m or 1.0
     out.poses_per_job = out.poses_per_job or 8
+    out.review_mode = out.review_mode or "auto"
     return out
 
 
@@ -129,6 +130,8 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         and 0.1 <= f.coverage_grid_m <= 50
     ):
         raise bad("fusion voxel must be 0.005..5 m, instance voxel 0.1..10 m, coverage grid 0.1..50 m")
+    if req.review_mode not in ("auto", "human"):
+        raise bad(f"review mode must be 'auto' or 'human', got {req.review_mode!r}")
     if not 1 <= req.poses_per_job <= 1000:
         raise bad(f"poses per job must be 1..1000, got {req.poses_per_job}")
     n = pose_count(req)

@@ -66,6 +66,18 @@ class AirSimSettings(BaseModel):
     extent: tuple[float, float, float, float] = (-500.0, 500.0, -500.0, 500.0)
 
 
+class ModelEndpoint(BaseModel):
+    """Which model a service calls; swapping models is a configuration change."""
+
+    kind: Literal["heuristic", "openai", "grpc"] = "heuristic"
+    url: str = ""  # OpenAI-compatible base URL (…/v1) or gRPC target host:port
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = Field(60.0, gt=0)
+    max_attempts: int = Field(4, ge=1, le=20)
+    rpm: int = Field(0, ge=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SKYQA_", env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -79,6 +91,7 @@ class Settings(BaseSettings):
     http: HttpSettings = HttpSettings()
     scenes_dir: Path | None = None
     airsim: AirSimSettings = AirSimSettings()
+    labeller_model: ModelEndpoint = ModelEndpoint()
 
     @classmethod
     def settings_customise_sources(

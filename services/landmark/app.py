@@ -8,6 +8,7 @@ import threading
 from collections import OrderedDict
 
 import numpy as np
+from google.protobuf import json_format
 from numpy.typing import NDArray
 from skyqa import keys
 from skyqa.blob import BlobStore
@@ -16,11 +17,12 @@ from skyqa.contracts import CollectSummary, InstancesFile, InstanceTable, Landma
 from skyqa.contracts.base import dump_json
 from skyqa.runtime import Service, Settings
 from skyqa.sim import Intrinsics
-from skyqa.v1 import common_pb2, fusion_pb2, render_pb2
+from skyqa.v1 import common_pb2, fusion_pb2, render_pb2, scan_pb2
 
 from services.landmark.candidates import collect
 from services.landmark.config import CollectConfig
 from services.landmark.plan import LandmarkPlan, PlannedCandidate, instance_key, plan_all
+from services.landmark.review_app import setup_review
 from services.landmark.views import measure_view
 
 NAME = "landmark"
@@ -72,6 +74,7 @@ def make_plan(done: fusion_pb2.FusionCompleted, store: BlobStore) -> LandmarkPla
         dropped_small_instances=collected.dropped_small_instances,
         dropped_view_insufficient=dropped,
         candidates=planned,
+        scan=json_format.MessageToDict(done.scan, preserving_proto_field_name=True),
     )
     store.put(plan_key(done.run_id, done.scene_id), dump_json(plan), "application/json")
     return plan
@@ -185,7 +188,7 @@ async def setup(svc: Service) -> None:
                     cache.popitem(last=False)
             return cache[run_id]
 
-    async def finish(plan: LandmarkPlan, scan: object, trace_id: str) -> None:
+    async def finish(plan: LandmarkPlan, trace_id: str) -> None:
         key, kept = await asyncio.to_thread(assemble, plan, svc.store)
         info = await asyncio.to_thread(svc.store.head, key)
         assert info is not None
@@ -197,6 +200,7 @@ async def setup(svc: Service) -> None:
             ),
             candidates=plan.candidate_pairs,
             kept=kept,
+            scan=json_format.ParseDict(plan.scan, scan_pb2.ScanRequest()),
         )
         await svc.bus.publish(
             topology.LANDMARKS_COLLECTED,
@@ -218,7 +222,7 @@ async def setup(svc: Service) -> None:
         await progress.report(done.run_id, STAGE, 0, total, message=f"rendering views of {total} candidates")
         if total == 0:
             await fanin.mark_done(f"{done.run_id}.{STAGE}", "none", 1)
-            await finish(plan, done.scan, d.trace_id)
+            await finish(plan, d.trace_id)
             return
         for cand in plan.candidates:
             await svc.bus.publish(
@@ -236,8 +240,9 @@ async def setup(svc: Service) -> None:
         fan = await fanin.mark_done(f"{done.run_id}.{STAGE}", done.correlation, len(plan.candidates))
         await progress.report(done.run_id, STAGE, fan.done, fan.total, message=f"checked {done.correlation}")
         if fan.complete and not fan.announced:
-            await finish(plan, None, d.trace_id)
+            await finish(plan, d.trace_id)
 
+    await setup_review(svc)
     svc.bus.handle(FUSED, fusion_pb2.FusionCompleted, on_fused, stage=STAGE)
     svc.bus.handle(
         RENDERED, render_pb2.RenderDone, on_rendered, stage=STAGE, concurrency=svc.settings.concurrency

@@ -50,6 +50,7 @@ class LandmarkPlan(BaseModel):
     dropped_small_instances: int
     dropped_view_insufficient: int
     candidates: list[PlannedCandidate]
+    scan: dict[str, Any]  # the scan request, as protobuf JSON, carried to later events
 
 
 def _pose(p: object) -> CameraPose:

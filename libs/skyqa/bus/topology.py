@@ -29,6 +29,9 @@ CAPTURE_COMPLETED = "skyqa.v1.capture.completed"
 FUSION_COMPLETED = "skyqa.v1.fusion.completed"
 RENDER_JOB = "skyqa.v1.render.job"
 LANDMARKS_COLLECTED = "skyqa.v1.landmark.collected"
+LANDMARKS_REVIEWED = "skyqa.v1.landmark.reviewed"
+LABEL_REQUESTED = "skyqa.v1.label.requested"
+LABEL_DONE = "skyqa.v1.label.done"
 
 DAY = 24 * 3600.0
 
@@ -101,3 +104,4 @@ def streams(duplicate_window_s: float = 600.0) -> list[StreamSpec]:
 
 RUNS_BUCKET = "skyqa-runs"
 FANIN_BUCKET = "skyqa-fanin"
+REVIEW_BUCKET = "skyqa-review"

@@ -12,9 +12,23 @@ from skyqa.contracts.landmarks import (
     LandmarkInstance,
     RgbView,
 )
+from skyqa.contracts.review import (
+    AutoLabel,
+    InstanceReview,
+    ReviewState,
+    ValidInstance,
+    ValidInstancesFile,
+    annotation_status,
+)
 from skyqa.contracts.runs import RunState, StageState
 
 __all__ = [
+    "AutoLabel",
+    "InstanceReview",
+    "ReviewState",
+    "ValidInstance",
+    "ValidInstancesFile",
+    "annotation_status",
     "RING",
     "Bbox3D",
     "CameraPose",

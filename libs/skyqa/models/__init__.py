@@ -7,6 +7,7 @@ about retries with full information.
 """
 
 from skyqa.models.base import VisionModel, error_response
+from skyqa.models.factory import open_model
 from skyqa.models.grpc import GrpcModel, serve_grpc
 from skyqa.models.heuristic import HeuristicLabeller
 from skyqa.models.openai_http import OpenAICompatModel, openai_app
@@ -17,6 +18,7 @@ __all__ = [
     "OpenAICompatModel",
     "VisionModel",
     "error_response",
+    "open_model",
     "openai_app",
     "serve_grpc",
 ]

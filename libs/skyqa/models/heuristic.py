@@ -92,7 +92,7 @@ class HeuristicLabeller:
         ratio = float(np.median(ratios))
         shape = "tall" if ratio > 1.6 else "low wide" if ratio < 0.6 else "compact"
         subcategory = hint or "structure"
-        description = f"{colour} {subcategory}, {shape} form seen from above"
+        description = f"{colour} {subcategory} with a {shape} silhouette"
         if category is None:
             confidence = 0.2
             category = "other"

@@ -58,6 +58,8 @@ class Service:
         self.port: int | None = None
         self._draining = False
         self.started_at = time.time()
+        # service-specific objects set up in ``setup`` (e.g. for extra HTTP routes)
+        self.state: dict[str, Any] = {}
 
     # -- HTTP -------------------------------------------------------------------------
 

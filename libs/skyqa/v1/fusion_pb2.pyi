@@ -3,8 +3,10 @@
 isort:skip_file
 """
 
+from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf.internal import containers as _containers
 from skyqa.v1 import common_pb2 as _common_pb2
 from skyqa.v1 import scan_pb2 as _scan_pb2
 import builtins as _builtins
@@ -80,6 +82,46 @@ class FusionCompleted(_message.Message):
 Global___FusionCompleted: _TypeAlias = FusionCompleted  # noqa: Y015
 
 @_typing.final
+class LandmarksReviewed(_message.Message):
+    """Published on skyqa.v1.landmark.reviewed when a run's review is finalized."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    SCENE_ID_FIELD_NUMBER: _builtins.int
+    VALID_INSTANCES_FIELD_NUMBER: _builtins.int
+    VALID_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    SCAN_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    scene_id: _builtins.str
+    valid: _builtins.int
+    total: _builtins.int
+    @_builtins.property
+    def valid_instances(self) -> _common_pb2.BlobRef:
+        """landmarks_review/<scene>.valid_instances.json"""
+
+    @_builtins.property
+    def scan(self) -> _scan_pb2.ScanRequest: ...
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        scene_id: _builtins.str = ...,
+        valid_instances: _common_pb2.BlobRef | None = ...,
+        valid: _builtins.int = ...,
+        total: _builtins.int = ...,
+        scan: _scan_pb2.ScanRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["scan", b"scan", "valid_instances", b"valid_instances"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_id", b"run_id", "scan", b"scan", "scene_id", b"scene_id", "total", b"total", "valid", b"valid", "valid_instances", b"valid_instances"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LandmarksReviewed: _TypeAlias = LandmarksReviewed  # noqa: Y015
+
+@_typing.final
 class LandmarksCollected(_message.Message):
     """Published on skyqa.v1.landmark.collected once every candidate's views are rendered and checked."""
 
@@ -118,3 +160,127 @@ class LandmarksCollected(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___LandmarksCollected: _TypeAlias = LandmarksCollected  # noqa: Y015
+
+@_typing.final
+class LabelView(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VIEW_ID_FIELD_NUMBER: _builtins.int
+    IMAGE_KEY_FIELD_NUMBER: _builtins.int
+    DIRECTION_FIELD_NUMBER: _builtins.int
+    BBOX_XYXY_FIELD_NUMBER: _builtins.int
+    IS_MAIN_FIELD_NUMBER: _builtins.int
+    view_id: _builtins.str
+    image_key: _builtins.str
+    """RGB view in the store"""
+    direction: _builtins.str
+    """landmark-centric visible side"""
+    is_main: _builtins.bool
+    @_builtins.property
+    def bbox_xyxy(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        view_id: _builtins.str = ...,
+        image_key: _builtins.str = ...,
+        direction: _builtins.str = ...,
+        bbox_xyxy: _abc.Iterable[_builtins.int] | None = ...,
+        is_main: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bbox_xyxy", b"bbox_xyxy", "direction", b"direction", "image_key", b"image_key", "is_main", b"is_main", "view_id", b"view_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LabelView: _TypeAlias = LabelView  # noqa: Y015
+
+@_typing.final
+class LabelRequest(_message.Message):
+    """Published on skyqa.v1.label.requested: one landmark for the labeller."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    SCENE_ID_FIELD_NUMBER: _builtins.int
+    LANDMARK_ID_FIELD_NUMBER: _builtins.int
+    CLASS_HINT_FIELD_NUMBER: _builtins.int
+    VIEWS_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    scene_id: _builtins.str
+    landmark_id: _builtins.str
+    class_hint: _builtins.str
+    @_builtins.property
+    def views(self) -> _containers.RepeatedCompositeFieldContainer[Global___LabelView]: ...
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        scene_id: _builtins.str = ...,
+        landmark_id: _builtins.str = ...,
+        class_hint: _builtins.str = ...,
+        views: _abc.Iterable[Global___LabelView] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["class_hint", b"class_hint", "landmark_id", b"landmark_id", "run_id", b"run_id", "scene_id", b"scene_id", "views", b"views"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LabelRequest: _TypeAlias = LabelRequest  # noqa: Y015
+
+@_typing.final
+class LabelResult(_message.Message):
+    """Published on skyqa.v1.label.done."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    SCENE_ID_FIELD_NUMBER: _builtins.int
+    LANDMARK_ID_FIELD_NUMBER: _builtins.int
+    OK_FIELD_NUMBER: _builtins.int
+    CATEGORY_FIELD_NUMBER: _builtins.int
+    SUBCATEGORY_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    CONFIDENCE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    ATTEMPTS_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    VIEWS_USED_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    scene_id: _builtins.str
+    landmark_id: _builtins.str
+    ok: _builtins.bool
+    category: _builtins.str
+    subcategory: _builtins.str
+    description: _builtins.str
+    confidence: _builtins.float
+    reason: _builtins.str
+    """why it failed, or which parse stage / repair was used"""
+    attempts: _builtins.int
+    model: _builtins.str
+    @_builtins.property
+    def views_used(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        scene_id: _builtins.str = ...,
+        landmark_id: _builtins.str = ...,
+        ok: _builtins.bool = ...,
+        category: _builtins.str = ...,
+        subcategory: _builtins.str = ...,
+        description: _builtins.str = ...,
+        confidence: _builtins.float = ...,
+        reason: _builtins.str = ...,
+        attempts: _builtins.int = ...,
+        model: _builtins.str = ...,
+        views_used: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "category", b"category", "confidence", b"confidence", "description", b"description", "landmark_id", b"landmark_id", "model", b"model", "ok", b"ok", "reason", b"reason", "run_id", b"run_id", "scene_id", b"scene_id", "subcategory", b"subcategory", "views_used", b"views_used"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LabelResult: _TypeAlias = LabelResult  # noqa: Y015

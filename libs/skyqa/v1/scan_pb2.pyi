@@ -148,6 +148,7 @@ class ScanRequest(_message.Message):
     PROFILE_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     POSES_PER_JOB_FIELD_NUMBER: _builtins.int
+    REVIEW_MODE_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     backend: _builtins.str
@@ -157,6 +158,8 @@ class ScanRequest(_message.Message):
     profile: _builtins.str
     seed: _builtins.int
     poses_per_job: _builtins.int
+    review_mode: _builtins.str
+    """"auto" (rules + auto-label) or "human" (the review web)"""
     @_builtins.property
     def bound(self) -> _common_pb2.MapBound: ...
     @_builtins.property
@@ -186,10 +189,11 @@ class ScanRequest(_message.Message):
         profile: _builtins.str = ...,
         seed: _builtins.int = ...,
         poses_per_job: _builtins.int = ...,
+        review_mode: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "fusion", b"fusion", "lidar", b"lidar"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "fusion", b"fusion", "lidar", b"lidar", "poses_per_job", b"poses_per_job", "profile", b"profile", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "fusion", b"fusion", "lidar", b"lidar", "poses_per_job", b"poses_per_job", "profile", b"profile", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "yaw_deg", b"yaw_deg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

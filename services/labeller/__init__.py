@@ -1,0 +1,1 @@
+"""Labeller service: constrained auto-labelling of landmarks through a swappable model endpoint."""

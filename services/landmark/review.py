@@ -1,0 +1,217 @@
+"""Review rules: auto-review, direction anchors, view validity, labels, and valid_instances.json.
+
+Pure functions over :class:`ReviewState`; persistence lives in ``book.py``.
+"""
+
+from __future__ import annotations
+
+from skyqa.contracts import (
+    AutoLabel,
+    InstanceReview,
+    InstancesFile,
+    LandmarkInstance,
+    ReviewState,
+    ValidInstance,
+    ValidInstancesFile,
+    annotation_status,
+)
+from skyqa.contracts.landmarks import CARDINALS, RING
+from skyqa.contracts.review import ValidSummary
+from skyqa.errors import InvalidInput
+from skyqa.labels import validate
+from skyqa.v1 import fusion_pb2
+
+MIN_VALID_VIEWS = 4
+
+
+class ReviewError(InvalidInput):
+    reason = "invalid_review_action"
+
+
+def _valid_orbit(inst: LandmarkInstance, review: InstanceReview) -> list[str]:
+    return [v.view_id for v in inst.rgb_views if v.mode == "orbit" and v.is_valid and v.view_id not in review.invalid_views]
+
+
+def initial_state(run_id: str, doc: InstancesFile, instances_key: str, mode: str) -> ReviewState:
+    """Auto mode keeps every collected landmark and picks the first valid cardinal view as main."""
+    reviews = {}
+    for inst in doc.instances:
+        review = InstanceReview(
+            class_name=inst.class_name,
+            view_directions={v.view_id: v.view_direction for v in inst.rgb_views},
+            invalid_views=[v.view_id for v in inst.rgb_views if not v.is_valid],
+        )
+        if mode == "auto":
+            valid = _valid_orbit(inst, review)
+            by_dir = {review.view_directions[v]: v for v in valid}
+            review.main_view = next((by_dir[d] for d in CARDINALS if d in by_dir), valid[0] if valid else "")
+            review.action = "keep" if len(valid) >= MIN_VALID_VIEWS and review.main_view else "drop"
+        reviews[inst.instance_id] = review
+    return ReviewState(
+        run_id=run_id, scene_id=doc.scene_id, mode="auto" if mode == "auto" else "human",
+        source_instances_json=instances_key, instances=reviews,
+    )  # fmt: skip
+
+
+def find(doc: InstancesFile, instance_id: str) -> LandmarkInstance:
+    for inst in doc.instances:
+        if inst.instance_id == instance_id:
+            return inst
+    raise ReviewError(f"no landmark {instance_id!r} in this run")
+
+
+def decide(state: ReviewState, doc: InstancesFile, instance_id: str, action: str, note: str = "") -> None:
+    review = state.instances[find(doc, instance_id).instance_id]
+    if action not in ("keep", "drop"):
+        raise ReviewError(f"action must be keep or drop, got {action!r}")
+    if action == "keep":
+        inst = find(doc, instance_id)
+        if not review.main_view or review.main_view in review.invalid_views:
+            raise ReviewError("keep_requires_main_view: pick a valid main view first")
+        if len(_valid_orbit(inst, review)) < MIN_VALID_VIEWS:
+            raise ReviewError(f"keep needs at least {MIN_VALID_VIEWS} valid orbit views")
+    review.action = action  # type: ignore[assignment]
+    review.note = note
+
+
+def set_direction(state: ReviewState, doc: InstancesFile, instance_id: str, view_id: str, direction: str, main: bool) -> None:
+    """Anchor one view to a direction; the other orbit views follow in ring order by yaw."""
+    inst = find(doc, instance_id)
+    review = state.instances[instance_id]
+    if direction not in RING:
+        raise ReviewError(f"direction must be one of {', '.join(RING)}")
+    anchor = next((v for v in inst.rgb_views if v.view_id == view_id), None)
+    if anchor is None or anchor.mode != "orbit":
+        raise ReviewError(f"{view_id!r} is not an orbit view of {instance_id}")
+    base = RING.index(direction)
+    for v in inst.rgb_views:
+        if v.mode != "orbit":
+            continue
+        delta = (v.yaw_deg - anchor.yaw_deg + 180.0) % 360.0 - 180.0
+        review.view_directions[v.view_id] = RING[(base + round(-delta / 45.0)) % 8]
+    if main:
+        if view_id in review.invalid_views:
+            raise ReviewError("an invalid view cannot be the main view")
+        review.main_view = view_id
+
+
+def set_view_validity(state: ReviewState, doc: InstancesFile, instance_id: str, view_id: str, valid: bool) -> None:
+    inst = find(doc, instance_id)
+    if view_id not in {v.view_id for v in inst.rgb_views}:
+        raise ReviewError(f"{view_id!r} is not a view of {instance_id}")
+    review = state.instances[instance_id]
+    if valid:
+        review.invalid_views = [v for v in review.invalid_views if v != view_id]
+    elif view_id not in review.invalid_views:
+        review.invalid_views = sorted([*review.invalid_views, view_id])
+        if review.main_view == view_id:
+            review.main_view = ""
+
+
+def set_class_name(state: ReviewState, doc: InstancesFile, instance_id: str, class_name: str) -> list[str]:
+    """Sync the class-name hint to every landmark of the same class id (as UAV-DualCog does)."""
+    class_id = find(doc, instance_id).class_id
+    synced = [i.instance_id for i in doc.instances if i.class_id == class_id]
+    for iid in synced:
+        state.instances[iid].class_name = class_name.strip()
+    return synced
+
+
+def update_labels(state: ReviewState, doc: InstancesFile, instance_id: str, category: str, subcategory: str, description: str, note: str = "") -> None:
+    label, problem = validate({"category": category, "subcategory": subcategory, "description": description, "confidence": 1.0})
+    if label is None:
+        raise ReviewError(problem)
+    review = state.instances[find(doc, instance_id).instance_id]
+    review.landmark_category, review.landmark_subcategory = label.category, label.subcategory
+    review.landmark_description, review.landmark_decision, review.landmark_note = label.description, "manual", note
+    review.annotation_status = annotation_status(review)
+
+
+def apply_label(state: ReviewState, result: fusion_pb2.LabelResult) -> InstanceReview:
+    review = state.instances[result.landmark_id]
+    review.auto_label = AutoLabel(
+        ok=result.ok, category=result.category, subcategory=result.subcategory, description=result.description,
+        confidence=result.confidence, model=result.model, reason=result.reason, views=list(result.views_used),
+    )  # fmt: skip
+    if review.landmark_decision != "manual":
+        status = annotation_status(review)
+        if status == "labeled":
+            review.landmark_category, review.landmark_subcategory = result.category, result.subcategory
+            review.landmark_description, review.landmark_decision = result.description, "auto_approved"
+        else:
+            review.landmark_category = review.landmark_subcategory = review.landmark_description = ""
+            review.landmark_decision = ""
+    review.annotation_status = annotation_status(review)
+    return review
+
+
+def label_request(state: ReviewState, doc: InstancesFile, instance_id: str) -> fusion_pb2.LabelRequest:
+    inst = find(doc, instance_id)
+    review = state.instances[instance_id]
+    req = fusion_pb2.LabelRequest(
+        run_id=state.run_id, scene_id=state.scene_id, landmark_id=instance_id, class_hint=review.class_name
+    )
+    for v in inst.rgb_views:
+        if v.mode == "orbit" and v.is_valid and v.view_id not in review.invalid_views:
+            req.views.add(
+                view_id=v.view_id, image_key=v.path, direction=review.view_directions.get(v.view_id, v.view_direction),
+                bbox_xyxy=v.bbox_2d_xyxy, is_main=v.view_id == review.main_view,
+            )  # fmt: skip
+    return req
+
+
+def valid_instances(state: ReviewState, doc: InstancesFile, decision_file: str, trigger: str) -> ValidInstancesFile:
+    """Only landmarks that are kept AND labelled; reviewer-invalid views are marked invalid."""
+    out = []
+    for inst in doc.instances:
+        review = state.instances[inst.instance_id]
+        if review.action != "keep" or review.annotation_status != "labeled":
+            continue
+        views = []
+        for v in inst.rgb_views:
+            v2 = v.model_copy(deep=True)
+            v2.view_direction = review.view_directions.get(v.view_id, v.view_direction)
+            v2.label = v2.view_direction if v.mode == "orbit" else v.label
+            if v.view_id in review.invalid_views:
+                v2.is_valid, v2.invalid_reason = False, v2.invalid_reason or "reviewer_marked_invalid"
+            views.append(v2)
+        auto = review.auto_label or AutoLabel(ok=False)
+        base = inst.model_dump(exclude={"rgb_views", "class_name"})
+        out.append(
+            ValidInstance(
+                **base,
+                class_name=review.class_name,
+                rgb_views=views,
+                review_action=review.action,
+                review_note=review.note,
+                main_view=review.main_view,
+                valid_view_ids=[v.view_id for v in views if v.is_valid],
+                auto_label_category=auto.category,
+                auto_label_subcategory=auto.subcategory,
+                auto_label_description=auto.description,
+                auto_label_confidence=auto.confidence,
+                auto_label_model=auto.model,
+                auto_label_views=",".join(auto.views),
+                landmark_category=review.landmark_category,
+                landmark_subcategory=review.landmark_subcategory,
+                landmark_description=review.landmark_description,
+                landmark_decision=review.landmark_decision,
+                landmark_note=review.landmark_note,
+                annotation_status=review.annotation_status,
+            )
+        )
+    kept = sum(1 for r in state.instances.values() if r.action == "keep")
+    return ValidInstancesFile(
+        scene_id=state.scene_id,
+        source_instances_json=state.source_instances_json,
+        decision_file=decision_file,
+        summary=ValidSummary(
+            instances_total=len(doc.instances),
+            valid_instances=len(out),
+            dropped_instances=sum(1 for r in state.instances.values() if r.action == "drop"),
+            pending_or_failed=kept - len(out),
+            default_action="keep" if state.mode == "auto" else "",
+            last_trigger=trigger,
+        ),
+        valid_instances=out,
+    )

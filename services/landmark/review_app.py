@@ -1,0 +1,133 @@
+"""Review wiring in the landmark service: auto-review, auto-labels, finalization.
+
+Auto mode (the embedded default) keeps every collected landmark with enough valid views,
+asks the labeller for every kept one, and finalizes when all labels are back. Human mode
+leaves decisions to the review web, which finalizes explicitly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from skyqa.bus import Delivery, topology
+from skyqa.contracts import InstancesFile, ReviewState, load_json
+from skyqa.contracts.base import dump_json
+from skyqa.runtime import Service
+from skyqa.v1 import common_pb2, fusion_pb2
+
+from services.landmark import review
+from services.landmark.book import ReviewBook, state_key, valid_key
+
+STAGE = "review"
+COLLECTED = topology.ConsumerSpec("landmark-review", topology.EVENTS_STREAM, topology.LANDMARKS_COLLECTED)
+LABELS = topology.ConsumerSpec("landmark-labels", topology.EVENTS_STREAM, topology.LABEL_DONE)
+
+
+class Reviewer:
+    """Everything the review web and the bus handlers do to a run's review."""
+
+    def __init__(self, svc: Service, book: ReviewBook) -> None:
+        self.svc = svc
+        self.book = book
+        self._docs: dict[str, InstancesFile] = {}
+        self._scans: dict[str, fusion_pb2.LandmarksCollected] = {}
+
+    async def instances(self, state: ReviewState) -> InstancesFile:
+        if state.source_instances_json not in self._docs:
+            data = await asyncio.to_thread(self.svc.store.get, state.source_instances_json)
+            self._docs[state.source_instances_json] = load_json(InstancesFile, data, "instances.json")
+        return self._docs[state.source_instances_json]
+
+    async def start(self, event: fusion_pb2.LandmarksCollected, trace_id: str) -> None:
+        self._scans[event.run_id] = event
+        doc = await self.instances(
+            ReviewState(run_id=event.run_id, scene_id=event.scene_id, mode="auto", source_instances_json=event.instances.key, instances={})
+        )
+        mode = event.scan.review_mode or "auto"
+        initial = review.initial_state(event.run_id, doc, event.instances.key, mode)
+        state = await self.book.create(initial, [{"event": "review_session_start", "mode": mode, "instances": len(doc.instances)}])
+        progress, fanin = self.svc.require()
+        if state.mode == "human":
+            await progress.report(event.run_id, STAGE, 0, len(doc.instances), message="waiting for human review", scene_id=event.scene_id)
+            return
+        kept = sorted(i for i, r in state.instances.items() if r.action == "keep")
+        await progress.report(event.run_id, STAGE, 0, len(kept), message=f"auto-labelling {len(kept)} landmarks")
+        if not kept:
+            await fanin.mark_done(f"{event.run_id}.{STAGE}", "none", 1)
+            await self.finalize(event.run_id, "auto_review", trace_id)
+            return
+        await self.request_labels(state, kept, trace_id)
+
+    async def request_labels(self, state: ReviewState, instance_ids: list[str], trace_id: str = "") -> None:
+        doc = await self.instances(state)
+        for iid in instance_ids:
+            await self.svc.bus.publish(
+                topology.LABEL_REQUESTED,
+                review.label_request(state, doc, iid),
+                msg_id=f"label-req:{state.run_id}:{iid}:{state.log_seq}",
+                run_id=state.run_id,
+                trace_id=trace_id,
+            )
+
+    async def on_label(self, result: fusion_pb2.LabelResult, trace_id: str) -> None:
+        def apply(state: ReviewState) -> list[dict[str, object]]:
+            if result.landmark_id not in state.instances:
+                return []
+            r = review.apply_label(state, result)
+            event = "web_auto_label_item_done" if result.ok else "web_auto_label_item_failed"
+            return [{"event": event, "instance_id": result.landmark_id, "status": r.annotation_status, "reason": result.reason}]
+
+        state = await self.book.change(result.run_id, apply)
+        if state.mode != "auto" or state.finalized:
+            return
+        progress, fanin = self.svc.require()
+        kept = [i for i, r in state.instances.items() if r.action == "keep"]
+        fan = await fanin.mark_done(f"{result.run_id}.{STAGE}", result.landmark_id, len(kept))
+        await progress.report(result.run_id, STAGE, fan.done, fan.total, message=f"labelled {result.landmark_id}")
+        if fan.complete and not fan.announced:
+            await self.finalize(result.run_id, "auto_review", trace_id)
+
+    async def finalize(self, run_id: str, trigger: str, trace_id: str = "") -> fusion_pb2.LandmarksReviewed:
+        state = await self.book.change(run_id, lambda s: _mark_final(s, trigger))
+        doc = await self.instances(state)
+        valid = review.valid_instances(state, doc, state_key(run_id, state.scene_id), trigger)
+        key = valid_key(run_id, state.scene_id)
+        info = await asyncio.to_thread(self.svc.store.put, key, dump_json(valid), "application/json")
+        event = fusion_pb2.LandmarksReviewed(
+            run_id=run_id, scene_id=state.scene_id, valid=len(valid.valid_instances), total=len(doc.instances),
+            valid_instances=common_pb2.BlobRef(key=key, sha256=info.sha256, size=info.size, content_type="application/json"),
+        )  # fmt: skip
+        collected = self._scans.get(run_id)
+        if collected is not None:
+            event.scan.CopyFrom(collected.scan)
+        await self.svc.bus.publish(
+            topology.LANDMARKS_REVIEWED, event, msg_id=f"landmarks-reviewed:{run_id}:{state.log_seq}", run_id=run_id, trace_id=trace_id
+        )
+        progress, fanin = self.svc.require()
+        await fanin.mark_announced(f"{run_id}.{STAGE}")
+        await progress.report(
+            run_id, STAGE, event.valid, event.total, common_pb2.RUN_STATUS_COMPLETED,
+            f"{event.valid} landmarks kept and labelled of {event.total}", outputs={"valid_instances": key},
+        )  # fmt: skip
+        return event
+
+
+def _mark_final(state: ReviewState, trigger: str) -> list[dict[str, object]]:
+    state.finalized = True
+    return [{"event": "review_session_end", "trigger": trigger}]
+
+
+async def setup_review(svc: Service) -> Reviewer:
+    book = ReviewBook(await svc.bus.kv(topology.REVIEW_BUCKET), svc.store)
+    reviewer = Reviewer(svc, book)
+
+    async def on_collected(event: fusion_pb2.LandmarksCollected, d: Delivery) -> None:
+        await reviewer.start(event, d.trace_id)
+
+    async def on_label(result: fusion_pb2.LabelResult, d: Delivery) -> None:
+        await reviewer.on_label(result, d.trace_id)
+
+    svc.bus.handle(COLLECTED, fusion_pb2.LandmarksCollected, on_collected, stage=STAGE)
+    svc.bus.handle(LABELS, fusion_pb2.LabelResult, on_label, stage=STAGE)
+    svc.state["reviewer"] = reviewer
+    return reviewer
