@@ -38,4 +38,3 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
 def unique() -> str:
     """A fresh token for subjects, durables, buckets and run ids, so tests never collide."""
     return uuid.uuid4().hex[:10]
-

@@ -29,7 +29,13 @@ async def setup(svc: Service) -> None:
             trace_id=d.trace_id,
         )
 
-    svc.bus.handle(CONSUMER, fusion_pb2.LabelRequest, on_request, stage=STAGE, concurrency=max(2, svc.settings.concurrency))
+    svc.bus.handle(
+        CONSUMER,
+        fusion_pb2.LabelRequest,
+        on_request,
+        stage=STAGE,
+        concurrency=max(2, svc.settings.concurrency),
+    )
 
 
 def create(settings: Settings, store: BlobStore | None = None) -> Service:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from skyqa.blob import BlobStore
+from skyqa.labels import extract_json, validate
 from skyqa.models import VisionModel
 from skyqa.models.base import RETRYABLE
 from skyqa.v1 import fusion_pb2, model_pb2
 
-from skyqa.labels import extract_json, validate
 from services.labeller.prompt import build_package
 
 RETRY_NOTE = (
@@ -29,7 +29,9 @@ async def label_landmark(
     )
     error = ""
     for attempt in range(1, max_attempts + 1):
-        gen = model_pb2.GenerateRequest(system=system, prompt=prompt, request_id=f"{request.landmark_id}:{attempt}")
+        gen = model_pb2.GenerateRequest(
+            system=system, prompt=prompt, request_id=f"{request.landmark_id}:{attempt}"
+        )
         for data, direction in images:
             gen.images.add(data=data, mime_type="image/jpeg", label=direction)
         gen.params.temperature = 0.2 if attempt == 1 else 0.0
@@ -52,6 +54,7 @@ async def label_landmark(
             error = problem
             continue
         result.ok = True
+        result.model = out.model or model.name  # what the server says it ran
         result.category, result.subcategory = label.category, label.subcategory
         result.description, result.confidence = label.description, label.confidence
         result.reason = ",".join([stage, *label.repairs])

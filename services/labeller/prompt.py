@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 
 from PIL import Image, ImageDraw, ImageFont
-
 from skyqa.blob import BlobStore
 from skyqa.contracts.landmarks import CARDINALS, DIAGONALS
 from skyqa.sim.classes import CATEGORIES
@@ -73,8 +72,9 @@ def user_prompt(class_hint: str, n_views: int) -> str:
     examples = "; ".join(f'"{d}"' for d in DESCRIPTION_EXAMPLES)
     return (
         f'Weak class-name hint: "{class_hint}" (from automatic segmentation; it may be wrong).\n'
-        f"You are given {n_views} aerial view(s) of the same landmark. In each, the landmark is inside the red "
-        "box, and the caption names the side of the landmark that is visible (landmark-centric).\n"
+        f"You are given {n_views} aerial view(s) of the same landmark. "
+        "In each, the landmark is inside the red box, and the caption names the side "
+        "of the landmark that is visible (landmark-centric).\n"
         f"category: exactly one of [{cats}].\n"
         "subcategory: a generic subtype, never a proper noun or brand, consistent with the category "
         f"(examples: {subs}).\n"

@@ -212,9 +212,14 @@ async def setup(svc: Service) -> None:
         await fanin.mark_announced(f"{plan.run_id}.{STAGE}")
         total = len(plan.candidates)
         await progress.report(
-            plan.run_id, STAGE, total, total, common_pb2.RUN_STATUS_COMPLETED,
-            f"{kept} landmarks kept of {plan.candidate_pairs} candidates", outputs={"landmarks_raw": key},
-        )  # fmt: skip
+            plan.run_id,
+            STAGE,
+            total,
+            total,
+            common_pb2.RUN_STATUS_COMPLETED,
+            f"{kept} landmarks kept of {plan.candidate_pairs} candidates",
+            outputs={"landmarks_raw": key},
+        )
 
     async def on_fused(done: fusion_pb2.FusionCompleted, d: Delivery) -> None:
         plan = await asyncio.to_thread(make_plan, done, svc.store)

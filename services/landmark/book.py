@@ -74,7 +74,9 @@ class ReviewBook:
             produced.clear()
             for row in rows:
                 state.log_seq += 1
-                produced.append({"seq": state.log_seq, "ts": round(time.time(), 3), "scene_id": state.scene_id, **row})
+                produced.append(
+                    {"seq": state.log_seq, "ts": round(time.time(), 3), "scene_id": state.scene_id, **row}
+                )
             return state.model_dump(mode="json")
 
         doc = await self.kv.update(f"review.{run_id}", apply)
@@ -85,7 +87,15 @@ class ReviewBook:
     def _persist(self, state: ReviewState, rows: list[Row]) -> None:
         root = review_root(state.run_id, state.scene_id)
         for row in rows:
-            self.store.put(f"{root}/log/{row['seq']:06d}.json", json.dumps(row, sort_keys=True).encode(), "application/json")
+            self.store.put(
+                f"{root}/log/{row['seq']:06d}.json",
+                json.dumps(row, sort_keys=True).encode(),
+                "application/json",
+            )
         self.store.put(state_key(state.run_id, state.scene_id), dump_json(state), "application/json")
         lines = [self.store.get(k) for k in self.store.list(f"{root}/log/")]
-        self.store.put(log_key(state.run_id, state.scene_id), b"".join(line.strip() + b"\n" for line in lines), "application/x-ndjson")
+        self.store.put(
+            log_key(state.run_id, state.scene_id),
+            b"".join(line.strip() + b"\n" for line in lines),
+            "application/x-ndjson",
+        )

@@ -98,9 +98,14 @@ def plan_candidate(
             seen, ratio = visible_points(pose, c.points, context, cfg)
             if seen >= cfg.min_visible_points and ratio >= cfg.min_visible_ratio:
                 chosen[direction] = PlannedView(
-                    view_id="", direction=direction, mode="orbit", yaw_deg=round(_wrap(ring_yaw), 4),
-                    pitch_offset_deg=offset, camera=_pose(pose), visible_points=seen,
-                )  # fmt: skip
+                    view_id="",
+                    direction=direction,
+                    mode="orbit",
+                    yaw_deg=round(_wrap(ring_yaw), 4),
+                    pitch_offset_deg=offset,
+                    camera=_pose(pose),
+                    visible_points=seen,
+                )
                 break
     if len(chosen) < cfg.min_keep:
         return None

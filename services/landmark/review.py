@@ -29,7 +29,11 @@ class ReviewError(InvalidInput):
 
 
 def _valid_orbit(inst: LandmarkInstance, review: InstanceReview) -> list[str]:
-    return [v.view_id for v in inst.rgb_views if v.mode == "orbit" and v.is_valid and v.view_id not in review.invalid_views]
+    return [
+        v.view_id
+        for v in inst.rgb_views
+        if v.mode == "orbit" and v.is_valid and v.view_id not in review.invalid_views
+    ]
 
 
 def initial_state(run_id: str, doc: InstancesFile, instances_key: str, mode: str) -> ReviewState:
@@ -48,9 +52,12 @@ def initial_state(run_id: str, doc: InstancesFile, instances_key: str, mode: str
             review.action = "keep" if len(valid) >= MIN_VALID_VIEWS and review.main_view else "drop"
         reviews[inst.instance_id] = review
     return ReviewState(
-        run_id=run_id, scene_id=doc.scene_id, mode="auto" if mode == "auto" else "human",
-        source_instances_json=instances_key, instances=reviews,
-    )  # fmt: skip
+        run_id=run_id,
+        scene_id=doc.scene_id,
+        mode="auto" if mode == "auto" else "human",
+        source_instances_json=instances_key,
+        instances=reviews,
+    )
 
 
 def find(doc: InstancesFile, instance_id: str) -> LandmarkInstance:
@@ -74,7 +81,9 @@ def decide(state: ReviewState, doc: InstancesFile, instance_id: str, action: str
     review.note = note
 
 
-def set_direction(state: ReviewState, doc: InstancesFile, instance_id: str, view_id: str, direction: str, main: bool) -> None:
+def set_direction(
+    state: ReviewState, doc: InstancesFile, instance_id: str, view_id: str, direction: str, main: bool
+) -> None:
     """Anchor one view to a direction; the other orbit views follow in ring order by yaw."""
     inst = find(doc, instance_id)
     review = state.instances[instance_id]
@@ -95,7 +104,9 @@ def set_direction(state: ReviewState, doc: InstancesFile, instance_id: str, view
         review.main_view = view_id
 
 
-def set_view_validity(state: ReviewState, doc: InstancesFile, instance_id: str, view_id: str, valid: bool) -> None:
+def set_view_validity(
+    state: ReviewState, doc: InstancesFile, instance_id: str, view_id: str, valid: bool
+) -> None:
     inst = find(doc, instance_id)
     if view_id not in {v.view_id for v in inst.rgb_views}:
         raise ReviewError(f"{view_id!r} is not a view of {instance_id}")
@@ -117,22 +128,42 @@ def set_class_name(state: ReviewState, doc: InstancesFile, instance_id: str, cla
     return synced
 
 
-def update_labels(state: ReviewState, doc: InstancesFile, instance_id: str, category: str, subcategory: str, description: str, note: str = "") -> None:
-    label, problem = validate({"category": category, "subcategory": subcategory, "description": description, "confidence": 1.0})
+def update_labels(
+    state: ReviewState,
+    doc: InstancesFile,
+    instance_id: str,
+    category: str,
+    subcategory: str,
+    description: str,
+    note: str = "",
+) -> None:
+    label, problem = validate(
+        {"category": category, "subcategory": subcategory, "description": description, "confidence": 1.0}
+    )
     if label is None:
         raise ReviewError(problem)
     review = state.instances[find(doc, instance_id).instance_id]
     review.landmark_category, review.landmark_subcategory = label.category, label.subcategory
-    review.landmark_description, review.landmark_decision, review.landmark_note = label.description, "manual", note
+    review.landmark_description, review.landmark_decision, review.landmark_note = (
+        label.description,
+        "manual",
+        note,
+    )
     review.annotation_status = annotation_status(review)
 
 
 def apply_label(state: ReviewState, result: fusion_pb2.LabelResult) -> InstanceReview:
     review = state.instances[result.landmark_id]
     review.auto_label = AutoLabel(
-        ok=result.ok, category=result.category, subcategory=result.subcategory, description=result.description,
-        confidence=result.confidence, model=result.model, reason=result.reason, views=list(result.views_used),
-    )  # fmt: skip
+        ok=result.ok,
+        category=result.category,
+        subcategory=result.subcategory,
+        description=result.description,
+        confidence=result.confidence,
+        model=result.model,
+        reason=result.reason,
+        views=list(result.views_used),
+    )
     if review.landmark_decision != "manual":
         status = annotation_status(review)
         if status == "labeled":
@@ -154,13 +185,18 @@ def label_request(state: ReviewState, doc: InstancesFile, instance_id: str) -> f
     for v in inst.rgb_views:
         if v.mode == "orbit" and v.is_valid and v.view_id not in review.invalid_views:
             req.views.add(
-                view_id=v.view_id, image_key=v.path, direction=review.view_directions.get(v.view_id, v.view_direction),
-                bbox_xyxy=v.bbox_2d_xyxy, is_main=v.view_id == review.main_view,
-            )  # fmt: skip
+                view_id=v.view_id,
+                image_key=v.path,
+                direction=review.view_directions.get(v.view_id, v.view_direction),
+                bbox_xyxy=v.bbox_2d_xyxy,
+                is_main=v.view_id == review.main_view,
+            )
     return req
 
 
-def valid_instances(state: ReviewState, doc: InstancesFile, decision_file: str, trigger: str) -> ValidInstancesFile:
+def valid_instances(
+    state: ReviewState, doc: InstancesFile, decision_file: str, trigger: str
+) -> ValidInstancesFile:
     """Only landmarks that are kept AND labelled; reviewer-invalid views are marked invalid."""
     out = []
     for inst in doc.instances:

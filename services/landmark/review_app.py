@@ -41,17 +41,34 @@ class Reviewer:
     async def start(self, event: fusion_pb2.LandmarksCollected, trace_id: str) -> None:
         self._scans[event.run_id] = event
         doc = await self.instances(
-            ReviewState(run_id=event.run_id, scene_id=event.scene_id, mode="auto", source_instances_json=event.instances.key, instances={})
+            ReviewState(
+                run_id=event.run_id,
+                scene_id=event.scene_id,
+                mode="auto",
+                source_instances_json=event.instances.key,
+                instances={},
+            )
         )
         mode = event.scan.review_mode or "auto"
         initial = review.initial_state(event.run_id, doc, event.instances.key, mode)
-        state = await self.book.create(initial, [{"event": "review_session_start", "mode": mode, "instances": len(doc.instances)}])
+        state = await self.book.create(
+            initial, [{"event": "review_session_start", "mode": mode, "instances": len(doc.instances)}]
+        )
         progress, fanin = self.svc.require()
         if state.mode == "human":
-            await progress.report(event.run_id, STAGE, 0, len(doc.instances), message="waiting for human review", scene_id=event.scene_id)
+            await progress.report(
+                event.run_id,
+                STAGE,
+                0,
+                len(doc.instances),
+                message="waiting for human review",
+                scene_id=event.scene_id,
+            )
             return
         kept = sorted(i for i, r in state.instances.items() if r.action == "keep")
-        await progress.report(event.run_id, STAGE, 0, len(kept), message=f"auto-labelling {len(kept)} landmarks")
+        await progress.report(
+            event.run_id, STAGE, 0, len(kept), message=f"auto-labelling {len(kept)} landmarks"
+        )
         if not kept:
             await fanin.mark_done(f"{event.run_id}.{STAGE}", "none", 1)
             await self.finalize(event.run_id, "auto_review", trace_id)
@@ -75,7 +92,14 @@ class Reviewer:
                 return []
             r = review.apply_label(state, result)
             event = "web_auto_label_item_done" if result.ok else "web_auto_label_item_failed"
-            return [{"event": event, "instance_id": result.landmark_id, "status": r.annotation_status, "reason": result.reason}]
+            return [
+                {
+                    "event": event,
+                    "instance_id": result.landmark_id,
+                    "status": r.annotation_status,
+                    "reason": result.reason,
+                }
+            ]
 
         state = await self.book.change(result.run_id, apply)
         if state.mode != "auto" or state.finalized:
@@ -83,7 +107,9 @@ class Reviewer:
         progress, fanin = self.svc.require()
         kept = [i for i, r in state.instances.items() if r.action == "keep"]
         fan = await fanin.mark_done(f"{result.run_id}.{STAGE}", result.landmark_id, len(kept))
-        await progress.report(result.run_id, STAGE, fan.done, fan.total, message=f"labelled {result.landmark_id}")
+        await progress.report(
+            result.run_id, STAGE, fan.done, fan.total, message=f"labelled {result.landmark_id}"
+        )
         if fan.complete and not fan.announced:
             await self.finalize(result.run_id, "auto_review", trace_id)
 
@@ -94,21 +120,35 @@ class Reviewer:
         key = valid_key(run_id, state.scene_id)
         info = await asyncio.to_thread(self.svc.store.put, key, dump_json(valid), "application/json")
         event = fusion_pb2.LandmarksReviewed(
-            run_id=run_id, scene_id=state.scene_id, valid=len(valid.valid_instances), total=len(doc.instances),
-            valid_instances=common_pb2.BlobRef(key=key, sha256=info.sha256, size=info.size, content_type="application/json"),
-        )  # fmt: skip
+            run_id=run_id,
+            scene_id=state.scene_id,
+            valid=len(valid.valid_instances),
+            total=len(doc.instances),
+            valid_instances=common_pb2.BlobRef(
+                key=key, sha256=info.sha256, size=info.size, content_type="application/json"
+            ),
+        )
         collected = self._scans.get(run_id)
         if collected is not None:
             event.scan.CopyFrom(collected.scan)
         await self.svc.bus.publish(
-            topology.LANDMARKS_REVIEWED, event, msg_id=f"landmarks-reviewed:{run_id}:{state.log_seq}", run_id=run_id, trace_id=trace_id
+            topology.LANDMARKS_REVIEWED,
+            event,
+            msg_id=f"landmarks-reviewed:{run_id}:{state.log_seq}",
+            run_id=run_id,
+            trace_id=trace_id,
         )
         progress, fanin = self.svc.require()
         await fanin.mark_announced(f"{run_id}.{STAGE}")
         await progress.report(
-            run_id, STAGE, event.valid, event.total, common_pb2.RUN_STATUS_COMPLETED,
-            f"{event.valid} landmarks kept and labelled of {event.total}", outputs={"valid_instances": key},
-        )  # fmt: skip
+            run_id,
+            STAGE,
+            event.valid,
+            event.total,
+            common_pb2.RUN_STATUS_COMPLETED,
+            f"{event.valid} landmarks kept and labelled of {event.total}",
+            outputs={"valid_instances": key},
+        )
         return event
 
 

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from fastapi import FastAPI, Response
 from PIL import Image, ImageDraw
-
 from skyqa.models import GrpcModel, HeuristicLabeller, OpenAICompatModel, openai_app, serve_grpc
 from skyqa.servers import ServedApp
 from skyqa.v1 import model_pb2
@@ -89,7 +88,11 @@ def flaky_app(failures: int, status: int, retry_after: str | None) -> tuple[Fast
         if len(calls) <= failures:
             headers = {"Retry-After": retry_after} if retry_after else {}
             return Response(status_code=status, content=b'{"error": "busy"}', headers=headers)
-        body = {"model": "m", "choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": {}}
+        body = {
+            "model": "m",
+            "choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+            "usage": {},
+        }
         return Response(content=json.dumps(body), media_type="application/json")
 
     return app, calls
@@ -149,7 +152,9 @@ def test_red_box_colour_reading() -> None:
     assert dominant_colour(crop) == "red" and ratio > 1.4
 
 
-@pytest.mark.parametrize(("hint", "category"), [("bus", "vehicle"), ("water_tower", "other"), ("street_lamp", "public_facility")])
+@pytest.mark.parametrize(
+    ("hint", "category"), [("bus", "vehicle"), ("water_tower", "other"), ("street_lamp", "public_facility")]
+)
 def test_hint_keywords(hint: str, category: str) -> None:
     from skyqa.models.heuristic import category_for
 

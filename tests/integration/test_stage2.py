@@ -13,22 +13,29 @@ from conftest import small_scan
 from PIL import Image
 from skyqa.blob import S3BlobStore
 from skyqa.bus import Bus, topology
-from skyqa.contracts import InstancesFile, load_json
+from skyqa.contracts import InstancesFile, ValidInstancesFile, load_json
+from skyqa.models import HeuristicLabeller, openai_app
 from skyqa.runtime import Service
-from skyqa.settings import Settings
+from skyqa.servers import ServedApp
+from skyqa.settings import ModelEndpoint, Settings
 from skyqa.sim import CameraSpec, Pose, load_scene, project
 from skyqa.v1 import common_pb2, render_pb2
 
 from services.capture import app as capture_app
 from services.embedded import publish_scan, wait_for_run
 from services.fusion import app as fusion_app
+from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.renderer import app as renderer_app
 
 
 @pytest.fixture
 async def pipeline(settings: Settings, s3_store: S3BlobStore) -> AsyncIterator[list[Service]]:
+    # the labeller talks to a real OpenAI-compatible HTTP server serving the heuristic model
+    served = ServedApp(openai_app(HeuristicLabeller())).__enter__()
+    settings.labeller_model = ModelEndpoint(kind="openai", url=served.url + "/v1", model="heuristic-labeller")
     services = [
+        labeller_app.create(settings, s3_store),
         capture_app.create(settings, s3_store),
         fusion_app.create(settings, s3_store),
         renderer_app.create(settings, s3_store),
@@ -40,6 +47,7 @@ async def pipeline(settings: Settings, s3_store: S3BlobStore) -> AsyncIterator[l
     yield services
     for svc in services:
         await svc.stop()
+    served.__exit__()
 
 
 def gt_box(vertices: np.ndarray, pose: Pose, cam: CameraSpec) -> np.ndarray:
@@ -61,7 +69,7 @@ async def test_kept_landmarks_have_four_valid_views_with_true_boxes(
 ) -> None:
     req = small_scan(f"lm-{unique}")
     await publish_scan(settings.bus.nats_url, req)
-    state = await wait_for_run(settings.bus.nats_url, req.run_id, "landmark", 300)
+    state = await wait_for_run(settings.bus.nats_url, req.run_id, "review", 300)
     assert state.status == "completed", state.errors
     doc = load_json(InstancesFile, s3_store.get(state.outputs["landmarks_raw"]))
     assert doc.summary.instances == len(doc.instances) >= 5
@@ -92,6 +100,16 @@ async def test_kept_landmarks_have_four_valid_views_with_true_boxes(
             img = Image.open(io.BytesIO(s3_store.get(v.path)))
             assert img.format == "JPEG" and img.size == (w, h)
     assert np.median(ious) > 0.8
+
+    # labels round-trip into valid_instances.json: kept AND labelled only
+    valid = load_json(ValidInstancesFile, s3_store.get(state.outputs["valid_instances"]))
+    assert valid.summary.valid_instances == len(valid.valid_instances) >= len(doc.instances) // 2
+    for v in valid.valid_instances:
+        assert v.review_action == "keep" and v.annotation_status == "labeled"
+        assert v.auto_label_model == "heuristic-labeller"
+        assert v.landmark_category == truth[v.instance_numeric_id].semantic.category
+        assert len(v.landmark_description.split()) <= 20
+        assert v.main_view in v.valid_view_ids and len(v.valid_view_ids) >= 5
 
 
 async def test_render_job_with_bad_input_is_rejected(

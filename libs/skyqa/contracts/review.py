@@ -54,7 +54,9 @@ class ReviewState(Contract):
 def annotation_status(review: InstanceReview) -> AnnotationStatus:
     """UAV-DualCog's rule: manual or final fields win; else the auto label's confidence decides."""
     if review.landmark_decision == "manual" or (
-        review.landmark_category and review.landmark_description and review.landmark_decision != "auto_approved"
+        review.landmark_category
+        and review.landmark_description
+        and review.landmark_decision != "auto_approved"
     ):
         return "labeled"
     auto = review.auto_label

@@ -25,7 +25,10 @@ class GrpcModel:
     def __init__(self, target: str, model: str = "", timeout_s: float = 60.0) -> None:
         self.name = model or target
         self.timeout_s = timeout_s
-        opts = [("grpc.max_send_message_length", MAX_MESSAGE), ("grpc.max_receive_message_length", MAX_MESSAGE)]
+        opts = [
+            ("grpc.max_send_message_length", MAX_MESSAGE),
+            ("grpc.max_receive_message_length", MAX_MESSAGE),
+        ]
         self._channel = grpc.aio.insecure_channel(target, options=opts)
         self._stub = model_pb2_grpc.VisionLanguageModelStub(self._channel)
 
@@ -59,7 +62,7 @@ class _Servicer(model_pb2_grpc.VisionLanguageModelServicer):
     def __init__(self, model: VisionModel) -> None:
         self.model = model
 
-    async def Generate(  # noqa: N802 - gRPC method name
+    async def Generate(
         self, request: model_pb2.GenerateRequest, context: grpc.aio.ServicerContext
     ) -> model_pb2.GenerateResponse:
         started = time.monotonic()
@@ -69,10 +72,15 @@ class _Servicer(model_pb2_grpc.VisionLanguageModelServicer):
         return response
 
 
-async def serve_grpc(model: VisionModel, host: str = "127.0.0.1", port: int = 0) -> tuple[grpc.aio.Server, int]:
+async def serve_grpc(
+    model: VisionModel, host: str = "127.0.0.1", port: int = 0
+) -> tuple[grpc.aio.Server, int]:
     """Start a server with the model and the standard health service; returns it and its port."""
     server = grpc.aio.server(
-        options=[("grpc.max_send_message_length", MAX_MESSAGE), ("grpc.max_receive_message_length", MAX_MESSAGE)]
+        options=[
+            ("grpc.max_send_message_length", MAX_MESSAGE),
+            ("grpc.max_receive_message_length", MAX_MESSAGE),
+        ]
     )
     model_pb2_grpc.add_VisionLanguageModelServicer_to_server(_Servicer(model), server)
     checker = health.aio.HealthServicer()

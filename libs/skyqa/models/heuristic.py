@@ -74,7 +74,9 @@ class HeuristicLabeller:
     async def generate(self, request: model_pb2.GenerateRequest) -> model_pb2.GenerateResponse:
         started = time.monotonic()
         if not request.images:
-            return error_response(model_pb2.ERROR_CLASS_INVALID_REQUEST, "the labeller needs at least one image")
+            return error_response(
+                model_pb2.ERROR_CLASS_INVALID_REQUEST, "the labeller needs at least one image"
+            )
         colours, ratios = [], []
         for image in request.images:
             try:
@@ -107,7 +109,9 @@ class HeuristicLabeller:
         text = json.dumps(payload)
         return model_pb2.GenerateResponse(
             text=text,
-            usage=model_pb2.Usage(prompt_tokens=len(request.prompt.split()), completion_tokens=len(text.split())),
+            usage=model_pb2.Usage(
+                prompt_tokens=len(request.prompt.split()), completion_tokens=len(text.split())
+            ),
             latency_s=time.monotonic() - started,
             model=self.name,
         )

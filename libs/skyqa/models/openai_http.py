@@ -101,7 +101,10 @@ class OpenAICompatModel:
             body["seed"] = p.seed
         if request.json_schema:
             schema = json.loads(request.json_schema)
-            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema},
+            }
         return body
 
     async def generate(self, request: model_pb2.GenerateRequest) -> model_pb2.GenerateResponse:
@@ -143,11 +146,14 @@ class OpenAICompatModel:
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             return error_response(model_pb2.ERROR_CLASS_SERVER, f"malformed completion: {exc}", latency)
         if choice.get("finish_reason") == "content_filter":
-            return error_response(model_pb2.ERROR_CLASS_CONTENT_FILTER, "blocked by the content filter", latency)
+            return error_response(
+                model_pb2.ERROR_CLASS_CONTENT_FILTER, "blocked by the content filter", latency
+            )
         return model_pb2.GenerateResponse(
             text=text,
             usage=model_pb2.Usage(
-                prompt_tokens=int(usage.get("prompt_tokens", 0)), completion_tokens=int(usage.get("completion_tokens", 0))
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
             ),
             latency_s=latency,
             model=str(data.get("model", self.name)),
@@ -166,7 +172,9 @@ def from_messages(body: dict[str, Any]) -> model_pb2.GenerateRequest:
         if message.get("role") == "system":
             request.system = content if isinstance(content, str) else ""
             continue
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        parts: list[dict[str, Any]] = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        )
         for part in parts:
             if part.get("type") == "text":
                 texts.append(str(part.get("text", "")))
@@ -206,7 +214,9 @@ def openai_app(model: VisionModel) -> FastAPI:
             "id": f"skyqa-{int(time.time() * 1000)}",
             "object": "chat.completion",
             "model": model.name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": out.text}, "finish_reason": "stop"}],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": out.text}, "finish_reason": "stop"}
+            ],
             "usage": {
                 "prompt_tokens": out.usage.prompt_tokens,
                 "completion_tokens": out.usage.completion_tokens,

@@ -1,0 +1,128 @@
+"""The labeller service against real model servers: gRPC, OpenAI-compatible HTTP, and a broken model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from fastapi import FastAPI
+from skyqa import media
+from skyqa.blob import S3BlobStore
+from skyqa.bus import Bus, topology
+from skyqa.geometry import instance_boxes
+from skyqa.models import HeuristicLabeller, openai_app, serve_grpc
+from skyqa.servers import ServedApp
+from skyqa.settings import ModelEndpoint, Settings
+from skyqa.sim import BuiltinSimulator, CameraSpec, Pose, load_scene, look_at
+from skyqa.v1 import fusion_pb2
+
+from services.labeller import app as labeller_app
+
+
+@pytest.fixture
+def tank_request(s3_store: S3BlobStore, unique: str) -> fusion_pb2.LabelRequest:
+    """Four real rendered views of a storage tank, stored like the landmark service stores them."""
+    sim = BuiltinSimulator(load_scene("tiny_town"))
+    tank = next(o for o in sim.scene.things() if o.semantic.name == "storage_tank")
+    req = fusion_pb2.LabelRequest(
+        run_id=f"lab-{unique}", scene_id="tiny_town", landmark_id="11_1", class_hint="storage_tank"
+    )
+    for i, (direction, yaw) in enumerate([("front", 0.0), ("right", -90.0), ("back", 180.0), ("left", 90.0)]):
+        a = np.radians(yaw)
+        eye = tank.center + np.array([-np.cos(a) * 35, -np.sin(a) * 35, 20.0])
+        frame = sim.render(Pose(*eye, *look_at(eye, tank.center)), CameraSpec(320, 240, 72.0))
+        box = next(
+            b for b in instance_boxes(frame.instance, frame.semantic) if b.instance_id == tank.instance_id
+        )
+        key = f"runs/{req.run_id}/views/{i}.jpg"
+        s3_store.put(key, media.encode_jpeg(frame.rgb, 90), "image/jpeg")
+        req.views.add(view_id=f"v{i}", image_key=key, direction=direction, bbox_xyxy=box.xyxy, is_main=i == 0)
+    return req
+
+
+async def label_via_service(
+    settings: Settings, store: S3BlobStore, request: fusion_pb2.LabelRequest
+) -> tuple[fusion_pb2.LabelResult, float]:
+    svc = labeller_app.create(settings, store)
+    await svc.start(http=False)
+    results: list[fusion_pb2.LabelResult] = []
+    probe = Bus(settings.bus, "probe")
+    await probe.connect()
+    assert probe.nc is not None
+
+    async def collect(msg) -> None:  # type: ignore[no-untyped-def]
+        results.append(fusion_pb2.LabelResult.FromString(msg.data))
+
+    await probe.nc.subscribe(topology.LABEL_DONE, cb=collect)
+    started = time.monotonic()
+    await probe.publish(
+        topology.LABEL_REQUESTED, request, msg_id=f"lr:{request.run_id}", run_id=request.run_id
+    )
+    while not [r for r in results if r.run_id == request.run_id] and time.monotonic() - started < 60:
+        await asyncio.sleep(0.05)
+    elapsed = time.monotonic() - started
+    await probe.stop()
+    await svc.stop()
+    mine = [r for r in results if r.run_id == request.run_id]
+    assert mine, "no label result"
+    return mine[0], elapsed
+
+
+async def test_labeller_through_grpc_model_server(
+    settings: Settings, s3_store: S3BlobStore, tank_request: fusion_pb2.LabelRequest
+) -> None:
+    server, port = await serve_grpc(HeuristicLabeller())
+    settings.labeller_model = ModelEndpoint(kind="grpc", url=f"127.0.0.1:{port}")
+    try:
+        result, _ = await label_via_service(settings, s3_store, tank_request)
+    finally:
+        await server.stop(None)
+    assert result.ok, result.reason
+    assert result.category == "industrial_infrastructure" and result.subcategory == "storage tank"
+    assert result.model == "heuristic-labeller" and result.attempts == 1
+    assert list(result.views_used) == ["front", "back", "left", "right"]  # main first, then cardinals
+
+
+@pytest.fixture
+def http_model() -> Iterator[str]:
+    with ServedApp(openai_app(HeuristicLabeller())) as served:
+        yield served.url + "/v1"
+
+
+async def test_labeller_through_openai_compatible_server(
+    settings: Settings, s3_store: S3BlobStore, tank_request: fusion_pb2.LabelRequest, http_model: str
+) -> None:
+    settings.labeller_model = ModelEndpoint(kind="openai", url=http_model, model="heuristic-labeller")
+    result, _ = await label_via_service(settings, s3_store, tank_request)
+    assert result.ok and result.category == "industrial_infrastructure"
+    assert len(result.description.split()) <= 20
+
+
+async def test_unparseable_model_output_fails_with_a_reason_after_bounded_attempts(
+    settings: Settings, s3_store: S3BlobStore, tank_request: fusion_pb2.LabelRequest
+) -> None:
+    app = FastAPI()
+    calls: list[dict[str, object]] = []
+
+    @app.post("/v1/chat/completions")
+    async def chat(body: dict[str, object]) -> dict[str, object]:
+        calls.append(body)
+        return {
+            "choices": [{"message": {"content": "I think it is a big round thing."}, "finish_reason": "stop"}]
+        }
+
+    with ServedApp(app) as served:
+        settings.labeller_model = ModelEndpoint(
+            kind="openai", url=served.url + "/v1", model="broken", max_attempts=3
+        )
+        result, elapsed = await label_via_service(settings, s3_store, tank_request)
+    assert not result.ok and result.attempts == 3
+    assert "no JSON object" in result.reason
+    assert len(calls) == 3 and elapsed < 30
+    # retries ask again at temperature 0 and say what was wrong
+    assert calls[0]["temperature"] == 0.2 and calls[1]["temperature"] == 0.0
+    assert "previous answer was empty or invalid" in json.dumps(calls[1]["messages"])
