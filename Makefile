@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PROTO_SRC := $(wildcard proto/skyqa/v1/*.proto)
-APT_PACKAGES := libusb-1.0-0 libgomp1
+APT_PACKAGES := libusb-1.0-0 libgomp1 chromium
 
 .PHONY: setup apt proto proto-check lint test test-unit test-integration demo bench clean
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import SecretStr
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from skyqa import scan
@@ -51,8 +53,9 @@ def build_request(
     spacing: float | None,
     altitude: list[float] | None,
     seed: int,
+    review: str = "auto",
 ) -> scan_pb2.ScanRequest:
-    req = scan_pb2.ScanRequest(scene_id=scene, profile=profile, seed=seed)
+    req = scan_pb2.ScanRequest(scene_id=scene, profile=profile, seed=seed, review_mode=review)
     if bound:
         try:
             values = [float(v) for v in bound.split(",")]
@@ -76,6 +79,8 @@ def build_request(
             raise InvalidInput("--spacing must be positive metres")
     if altitude:
         req.altitudes_m.extend(altitude)
+    if review not in ("auto", "human"):
+        raise InvalidInput("--review must be auto or human")
     if profile not in scan.PROFILES:
         raise InvalidInput(f"--profile must be one of {', '.join(scan.PROFILES)}")
     full = scan.apply_defaults(req)
@@ -126,6 +131,9 @@ ProfileOpt = Annotated[str, typer.Option("--profile", help="preview (fast) or re
 BoundOpt = Annotated[str | None, typer.Option("--bound", help="MapBound xmin,xmax,ymin,ymax,zmin,zmax (m)")]
 SpacingOpt = Annotated[float | None, typer.Option("--spacing", help="pose spacing in x and y (m)")]
 AltOpt = Annotated[list[float] | None, typer.Option("--altitude", help="capture altitude (m), repeatable")]
+ReviewOpt = Annotated[
+    str, typer.Option("--review", help="auto (rules + auto-label) or human (the review web)")
+]
 
 
 @app.command()
@@ -138,13 +146,16 @@ def demo(
     bound: BoundOpt = None,
     spacing: SpacingOpt = None,
     altitude: AltOpt = None,
+    review: ReviewOpt = "auto",
     timeout: Annotated[float, typer.Option(help="seconds to wait for the run")] = 1800.0,
 ) -> None:
     """Start everything embedded, scan the demo scene, wait, and print where the outputs are."""
     settings = _settings()
+    if not settings.review_token.get_secret_value():
+        settings.review_token = SecretStr(secrets.token_urlsafe(16))
     configure_logging("WARNING")
     try:
-        req = build_request(scene, profile, None, bound, spacing, altitude, 0)
+        req = build_request(scene, profile, None, bound, spacing, altitude, 0, review)
     except InvalidInput as exc:
         raise _fail(str(exc)) from None
 
@@ -154,6 +165,9 @@ def demo(
             err.print(f"embedded NATS at {env.nats_url}; store at {data_dir / 'store'}")
             for svc in env.running:
                 err.print(f"  {svc.name:<9} http://127.0.0.1:{svc.port}/readyz  /metrics")
+                if svc.name == "landmark":
+                    token = settings.review_token.get_secret_value()
+                    err.print(f"  review web http://127.0.0.1:{svc.port}/review  (token {token})")
             await publish_scan(env.nats_url, req)
             err.print(f"scan of {req.scene_id} submitted as run {req.run_id}")
             return await asyncio.to_thread(_follow, env.nats_url, req.run_id, timeout)
@@ -195,6 +209,7 @@ def scan_cmd(
     bound: BoundOpt = None,
     spacing: SpacingOpt = None,
     altitude: AltOpt = None,
+    review: ReviewOpt = "auto",
     nats_url: Annotated[str | None, typer.Option(help="default: SKYQA_BUS__NATS_URL")] = None,
     wait: Annotated[bool, typer.Option(help="follow progress until the run ends")] = True,
     timeout: float = 1800.0,
@@ -203,7 +218,7 @@ def scan_cmd(
     settings = _settings()
     url = nats_url or settings.bus.nats_url
     try:
-        req = build_request(scene, profile, run_id, bound, spacing, altitude, 0)
+        req = build_request(scene, profile, run_id, bound, spacing, altitude, 0, review)
     except InvalidInput as exc:
         raise _fail(str(exc)) from None
     try:

@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     scenes_dir: Path | None = None
     airsim: AirSimSettings = AirSimSettings()
     labeller_model: ModelEndpoint = ModelEndpoint()
+    # bearer token of the review web; the web refuses writes while it is empty
+    review_token: SecretStr = SecretStr("")
 
     @classmethod
     def settings_customise_sources(

@@ -24,6 +24,7 @@ from services.landmark.config import CollectConfig
 from services.landmark.plan import LandmarkPlan, PlannedCandidate, instance_key, plan_all
 from services.landmark.review_app import setup_review
 from services.landmark.views import measure_view
+from services.landmark.web import mount_review_web
 
 NAME = "landmark"
 STAGE = "landmark"
@@ -247,7 +248,7 @@ async def setup(svc: Service) -> None:
         if fan.complete and not fan.announced:
             await finish(plan, d.trace_id)
 
-    await setup_review(svc)
+    mount_review_web(svc, await setup_review(svc))
     svc.bus.handle(FUSED, fusion_pb2.FusionCompleted, on_fused, stage=STAGE)
     svc.bus.handle(
         RENDERED, render_pb2.RenderDone, on_rendered, stage=STAGE, concurrency=svc.settings.concurrency

@@ -84,8 +84,8 @@ class FanInTracker:
 
     async def mark_announced(self, key: str) -> None:
         def mark(doc: Doc | None) -> Doc:
-            if doc is None:
-                raise RuntimeError(f"fan-in {key!r} vanished before it was announced")
+            # an announcement without a fan-in (a human finalizing a review) is recorded too
+            doc = doc or {"total": 0, "done": [], "announced": False}
             doc["announced"] = True
             return doc
 
