@@ -71,7 +71,15 @@ def test_same_scene_config_seed_gives_byte_identical_outputs(
     two_demo_runs: list[dict[str, Path]],
 ) -> None:
     a, b = two_demo_runs
-    for name in ("frames_manifest", "instances", "meta", "cloud_pcd", "preview_topdown", "landmarks_raw", "valid_instances"):
+    for name in (
+        "frames_manifest",
+        "instances",
+        "meta",
+        "cloud_pcd",
+        "preview_topdown",
+        "landmarks_raw",
+        "valid_instances",
+    ):
         assert a[name].read_bytes() == b[name].read_bytes(), name
 
 
