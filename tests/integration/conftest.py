@@ -1,6 +1,9 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import pytest
 from skyqa import scan
@@ -62,3 +65,38 @@ def small_scan(run_id: str, **changes: float) -> scan_pb2.ScanRequest:
     for k, v in changes.items():
         setattr(full.fusion, k, v)
     return full
+
+
+class Probe:
+    """A test-side bus connection that records messages on subjects and waits for them."""
+
+    def __init__(self, bus: Bus) -> None:
+        self.bus = bus
+
+    async def collect(self, subject: str, message_type: type[Any]) -> list[Any]:
+        out: list[Any] = []
+
+        async def on_msg(msg: Any) -> None:
+            out.append(message_type.FromString(msg.data))
+
+        assert self.bus.nc is not None
+        await self.bus.nc.subscribe(subject, cb=on_msg)
+        return out
+
+    @staticmethod
+    async def first(items: list[Any], predicate: Callable[[Any], bool], timeout: float = 20.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for item in items:
+                if predicate(item):
+                    return item
+            await asyncio.sleep(0.05)
+        raise AssertionError("no matching message arrived")
+
+
+@pytest.fixture
+async def probe(bus_settings: BusSettings) -> AsyncIterator[Probe]:
+    b = Bus(bus_settings, "probe")
+    await b.connect()
+    yield Probe(b)
+    await b.stop()

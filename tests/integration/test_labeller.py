@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from conftest import Probe
 from fastapi import FastAPI
 from skyqa import media
 from skyqa.blob import S3BlobStore
-from skyqa.bus import Bus, topology
+from skyqa.bus import topology
 from skyqa.geometry import instance_boxes
 from skyqa.models import HeuristicLabeller, openai_app, serve_grpc
 from skyqa.servers import ServedApp
@@ -45,40 +45,29 @@ def tank_request(s3_store: S3BlobStore, unique: str) -> fusion_pb2.LabelRequest:
 
 
 async def label_via_service(
-    settings: Settings, store: S3BlobStore, request: fusion_pb2.LabelRequest
+    settings: Settings, store: S3BlobStore, probe: Probe, request: fusion_pb2.LabelRequest
 ) -> tuple[fusion_pb2.LabelResult, float]:
     svc = labeller_app.create(settings, store)
     await svc.start(http=False)
-    results: list[fusion_pb2.LabelResult] = []
-    probe = Bus(settings.bus, "probe")
-    await probe.connect()
-    assert probe.nc is not None
-
-    async def collect(msg) -> None:  # type: ignore[no-untyped-def]
-        results.append(fusion_pb2.LabelResult.FromString(msg.data))
-
-    await probe.nc.subscribe(topology.LABEL_DONE, cb=collect)
+    results = await probe.collect(topology.LABEL_DONE, fusion_pb2.LabelResult)
     started = time.monotonic()
-    await probe.publish(
-        topology.LABEL_REQUESTED, request, msg_id=f"lr:{request.run_id}", run_id=request.run_id
-    )
-    while not [r for r in results if r.run_id == request.run_id] and time.monotonic() - started < 60:
-        await asyncio.sleep(0.05)
-    elapsed = time.monotonic() - started
-    await probe.stop()
-    await svc.stop()
-    mine = [r for r in results if r.run_id == request.run_id]
-    assert mine, "no label result"
-    return mine[0], elapsed
+    try:
+        await probe.bus.publish(
+            topology.LABEL_REQUESTED, request, msg_id=f"lr:{request.run_id}", run_id=request.run_id
+        )
+        result = await Probe.first(results, lambda r: r.run_id == request.run_id, timeout=60)
+    finally:
+        await svc.stop()
+    return result, time.monotonic() - started
 
 
 async def test_labeller_through_grpc_model_server(
-    settings: Settings, s3_store: S3BlobStore, tank_request: fusion_pb2.LabelRequest
+    settings: Settings, s3_store: S3BlobStore, probe: Probe, tank_request: fusion_pb2.LabelRequest
 ) -> None:
     server, port = await serve_grpc(HeuristicLabeller())
     settings.labeller_model = ModelEndpoint(kind="grpc", url=f"127.0.0.1:{port}")
     try:
-        result, _ = await label_via_service(settings, s3_store, tank_request)
+        result, _ = await label_via_service(settings, s3_store, probe, tank_request)
     finally:
         await server.stop(None)
     assert result.ok, result.reason
@@ -94,16 +83,20 @@ def http_model() -> Iterator[str]:
 
 
 async def test_labeller_through_openai_compatible_server(
-    settings: Settings, s3_store: S3BlobStore, tank_request: fusion_pb2.LabelRequest, http_model: str
+    settings: Settings,
+    s3_store: S3BlobStore,
+    probe: Probe,
+    tank_request: fusion_pb2.LabelRequest,
+    http_model: str,
 ) -> None:
     settings.labeller_model = ModelEndpoint(kind="openai", url=http_model, model="heuristic-labeller")
-    result, _ = await label_via_service(settings, s3_store, tank_request)
+    result, _ = await label_via_service(settings, s3_store, probe, tank_request)
     assert result.ok and result.category == "industrial_infrastructure"
     assert len(result.description.split()) <= 20
 
 
 async def test_unparseable_model_output_fails_with_a_reason_after_bounded_attempts(
-    settings: Settings, s3_store: S3BlobStore, tank_request: fusion_pb2.LabelRequest
+    settings: Settings, s3_store: S3BlobStore, probe: Probe, tank_request: fusion_pb2.LabelRequest
 ) -> None:
     app = FastAPI()
     calls: list[dict[str, object]] = []
@@ -119,7 +112,7 @@ async def test_unparseable_model_output_fails_with_a_reason_after_bounded_attemp
         settings.labeller_model = ModelEndpoint(
             kind="openai", url=served.url + "/v1", model="broken", max_attempts=3
         )
-        result, elapsed = await label_via_service(settings, s3_store, tank_request)
+        result, elapsed = await label_via_service(settings, s3_store, probe, tank_request)
     assert not result.ok and result.attempts == 3
     assert "no JSON object" in result.reason
     assert len(calls) == 3 and elapsed < 30

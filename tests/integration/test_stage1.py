@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from conftest import small_scan
+from conftest import Probe, small_scan
 from skyqa.blob import BlobStore, S3BlobStore
 from skyqa.bus import Bus, topology
 from skyqa.contracts import FrameRow, InstanceTable, load_json
@@ -125,39 +125,28 @@ async def test_malformed_scan_requests_get_error_events_and_store_nothing(
     settings: Settings,
     s3_store: S3BlobStore,
     unique: str,
+    probe: Probe,
     mutate,
     reason: str,
     fragment: str,
 ) -> None:
-    errors: list[common_pb2.ErrorEvent] = []
-    bus = Bus(settings.bus, "probe")
-    await bus.connect()
-    assert bus.nc is not None
-
-    async def collect(msg) -> None:  # type: ignore[no-untyped-def]
-        errors.append(common_pb2.ErrorEvent.FromString(msg.data))
-
-    await bus.nc.subscribe(topology.error_subject("capture"), cb=collect)
+    errors = await probe.collect(topology.error_subject("capture"), common_pb2.ErrorEvent)
     before = s3_store.list("")
     run_id = f"bad-{unique}"
     if mutate is None:
-        await bus.js.publish(topology.SCAN_REQUESTED, b"\x0a\xffgarbage", headers={"Skyqa-Run-Id": run_id})
+        await probe.bus.js.publish(
+            topology.SCAN_REQUESTED, b"\x0a\xffgarbage", headers={"Skyqa-Run-Id": run_id}
+        )
     else:
         req = small_scan(run_id)
         mutate(req)
-        await bus.publish(topology.SCAN_REQUESTED, req, msg_id=f"scan:{run_id}", run_id=run_id)
-    deadline = time.monotonic() + 20
-    while not [e for e in errors if e.run_id == run_id] and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    mine = [e for e in errors if e.run_id == run_id]
-    assert mine, "no error event"
-    assert mine[0].reason == reason
-    assert fragment in mine[0].message
+        await probe.bus.publish(topology.SCAN_REQUESTED, req, msg_id=f"scan:{run_id}", run_id=run_id)
+    event = await Probe.first(errors, lambda e: e.run_id == run_id)
+    assert event.reason == reason and fragment in event.message
     state = await wait_for_run(settings.bus.nats_url, run_id, "fusion", 10)
     assert state.status == "failed"
     assert fragment in state.errors[0]
     assert s3_store.list("") == before
-    await bus.stop()
 
 
 def _serve_capture(nats: NatsServer, s3: SeaweedS3, bucket: str, tmp: Path) -> subprocess.Popen[bytes]:

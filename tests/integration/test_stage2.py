@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
-import time
 from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
-from conftest import small_scan
+from conftest import Probe, small_scan
 from PIL import Image
 from skyqa.blob import S3BlobStore
-from skyqa.bus import Bus, topology
+from skyqa.bus import topology
 from skyqa.contracts import InstancesFile, ValidInstancesFile, load_json
 from skyqa.models import HeuristicLabeller, openai_app
 from skyqa.runtime import Service
@@ -113,26 +111,15 @@ async def test_kept_landmarks_have_four_valid_views_with_true_boxes(
 
 
 async def test_render_job_with_bad_input_is_rejected(
-    pipeline: list[Service], settings: Settings, unique: str
+    pipeline: list[Service], probe: Probe, unique: str
 ) -> None:
-    errors: list[common_pb2.ErrorEvent] = []
-    bus = Bus(settings.bus, "probe")
-    await bus.connect()
-    assert bus.nc is not None
-
-    async def collect(msg) -> None:  # type: ignore[no-untyped-def]
-        errors.append(common_pb2.ErrorEvent.FromString(msg.data))
-
-    await bus.nc.subscribe(topology.error_subject("render"), cb=collect)
+    errors = await probe.collect(topology.error_subject("render"), common_pb2.ErrorEvent)
     run_id = f"rj-{unique}"
     job = render_pb2.RenderJob(
         run_id=run_id, job_id="j", scene_id="tiny_town", width=64, height=48, fov_deg=60, jpeg_quality=80,
         output_prefix="../../etc", requester="probe",
     )  # fmt: skip
     job.views.add(view_id="v0", pose=common_pb2.Pose(z=30, pitch_deg=-90))
-    await bus.publish(topology.RENDER_JOB, job, msg_id=f"rj:{unique}", run_id=run_id)
-    deadline = time.monotonic() + 20
-    while not errors and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert errors and errors[0].reason == "invalid_key" and errors[0].run_id == run_id
-    await bus.stop()
+    await probe.bus.publish(topology.RENDER_JOB, job, msg_id=f"rj:{unique}", run_id=run_id)
+    event = await Probe.first(errors, lambda e: e.run_id == run_id)
+    assert event.reason == "invalid_key"
