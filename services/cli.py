@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -193,12 +194,15 @@ def up(
             err.print(f"NATS {env.nats_url}; store {data_dir / 'store'}; services: {', '.join(SERVICES)}")
             for svc in env.running:
                 err.print(f"  {svc.name:<9} http://127.0.0.1:{svc.port}/healthz")
-            await asyncio.Event().wait()
+            # SIGTERM as well as Ctrl-C leaves through the context, which stops nats-server
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
 
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        err.print("stopped")
+    asyncio.run(main())
+    err.print("stopped")
 
 
 @app.command("scan")

@@ -119,3 +119,31 @@ def test_bad_config_exits_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "bus.max_deliver" in result.stderr
+
+
+def test_up_serves_until_sigterm_and_takes_nats_down_with_it(tmp_path: Path) -> None:
+    import signal
+    import socket
+    import time
+
+    from skyqa.servers import free_port
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKYQA_")}
+    log = tmp_path / "up.log"
+    with log.open("w") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "up", "--data-dir", str(tmp_path), "--nats-port", str(port)],
+            stdout=fh, stderr=fh, env=env,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while "labeller" not in log.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    assert code == 0, log.read_text()
+    with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
+        pass
