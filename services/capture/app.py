@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 
 from google.protobuf import json_format
 from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
-from skyqa.contracts import FrameRow, SemanticClassRow, SemanticClassTable, load_json
-from skyqa.contracts.base import dump_json, dump_jsonl
+from skyqa.contracts import FrameRow, SemanticClassRow, SemanticClassTable
+from skyqa.contracts.base import dump_json, dump_jsonl, load_jsonl
 from skyqa.runtime import Service, Settings
-from skyqa.sim import Simulator, open_simulator
+from skyqa.sim import Simulator, SimulatorCache
 from skyqa.v1 import capture_pb2, common_pb2, scan_pb2
 
 from services.capture.planner import plan_jobs
@@ -40,7 +39,7 @@ def assemble(
     prefix = f"{keys.pcd_map(run_id, scene_id)}/manifests/"
     rows: list[FrameRow] = []
     for key in store.list(prefix):
-        rows += [load_json(FrameRow, line) for line in store.get(key).splitlines() if line.strip()]
+        rows += load_jsonl(FrameRow, store.get(key), "job manifest")
     rows.sort(key=lambda r: r.frame_idx)
     body = dump_jsonl(rows)
     info = store.put(frames_manifest_key(run_id, scene_id), body, "application/x-ndjson")
@@ -58,21 +57,12 @@ def assemble(
         ],
     )
     store.put(classes_key(run_id, scene_id), dump_json(table), "application/json")
-    ref = common_pb2.BlobRef(key=info.key, sha256=info.sha256, size=info.size, content_type=info.content_type)
-    return ref, rows
+    return info.to_ref(), rows
 
 
 async def setup(svc: Service) -> None:
     progress, fanin = svc.require()
-    sims: dict[tuple[str, str], Simulator] = {}
-    lock = threading.Lock()
-
-    def simulator(backend: str, scene_id: str) -> Simulator:
-        with lock:
-            key = (backend, scene_id)
-            if key not in sims:
-                sims[key] = open_simulator(backend, scene_id, svc.settings.scenes_dir, svc.settings.airsim)
-            return sims[key]
+    sims = SimulatorCache(svc.settings.scenes_dir, svc.settings.airsim)
 
     async def on_scan(req: scan_pb2.ScanRequest, d: Delivery) -> None:
         jobs = await asyncio.to_thread(plan_jobs, req, svc.settings.scenes_dir)
@@ -103,7 +93,7 @@ async def setup(svc: Service) -> None:
 
     async def on_job(job: capture_pb2.CaptureJob, d: Delivery) -> None:
         req = job.scan
-        sim = await asyncio.to_thread(simulator, req.backend, req.scene_id)
+        sim = await asyncio.to_thread(sims.get, req.backend, req.scene_id)
         rows = await asyncio.to_thread(capture_job, job, sim, svc.store, svc.metrics.frames.labels(NAME).inc)
         fan = await fanin.mark_done(f"{job.run_id}.{STAGE}", str(job.job_index), job.job_count)
         await progress.report(

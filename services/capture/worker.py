@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from skyqa import keys, media, scan
 from skyqa.blob import BlobStore
-from skyqa.contracts import FrameRow, PoseENU, load_json
-from skyqa.contracts.base import dump_jsonl
+from skyqa.contracts import FrameRow, PoseENU
+from skyqa.contracts.base import dump_jsonl, load_jsonl
 from skyqa.sim import CameraSpec, Pose, Simulator
 from skyqa.v1 import capture_pb2
 
@@ -36,7 +36,7 @@ def capture_job(
     req = job.scan
     manifest_key = job_manifest_key(job.run_id, req.scene_id, job.job_index)
     if store.exists(manifest_key):
-        return [load_json(FrameRow, line) for line in store.get(manifest_key).splitlines() if line.strip()]
+        return load_jsonl(FrameRow, store.get(manifest_key), "job manifest")
     camera = CameraSpec(req.camera.width, req.camera.height, req.camera.fov_deg)
     lidar = scan.lidar_spec(req)
     rows = []

@@ -14,7 +14,7 @@ from skyqa.contracts import (
     SemanticClassTable,
     load_json,
 )
-from skyqa.contracts.base import dump_json
+from skyqa.contracts.base import dump_json, load_jsonl
 from skyqa.geometry import (
     CLOUD_DTYPE,
     connected_instances,
@@ -25,7 +25,7 @@ from skyqa.geometry import (
     voxel_fuse,
     write_pcd,
 )
-from skyqa.v1 import capture_pb2, common_pb2, fusion_pb2
+from skyqa.v1 import capture_pb2, fusion_pb2
 
 
 def output_keys(run_id: str, scene_id: str) -> dict[str, str]:
@@ -40,20 +40,9 @@ def output_keys(run_id: str, scene_id: str) -> dict[str, str]:
     }
 
 
-def _ref(info: object) -> common_pb2.BlobRef:
-    return common_pb2.BlobRef(
-        key=info.key,
-        sha256=info.sha256,
-        size=info.size,
-        content_type=info.content_type,  # type: ignore[attr-defined]
-    )
-
-
 def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.FusionCompleted:
     run_id, scene_id, req = done.run_id, done.scene_id, done.scan
-    rows = [
-        load_json(FrameRow, line) for line in store.get(done.frames_manifest.key).splitlines() if line.strip()
-    ]
+    rows = load_jsonl(FrameRow, store.get(done.frames_manifest.key), "frames manifest")
     table = load_json(
         SemanticClassTable,
         store.get(f"{keys.pcd_map(run_id, scene_id)}/{scene_id}.classes.json"),
@@ -173,7 +162,7 @@ def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.Fus
         instance_count=len(entries),
         coverage_ratio=coverage,
         scan=req,
-        **{k: _ref(v) for k, v in infos.items()},
+        **{k: v.to_ref() for k, v in infos.items()},
     )
 
 

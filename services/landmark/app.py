@@ -11,7 +11,7 @@ import numpy as np
 from google.protobuf import json_format
 from numpy.typing import NDArray
 from skyqa import keys
-from skyqa.blob import BlobStore
+from skyqa.blob import BlobInfo, BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import CollectSummary, InstancesFile, InstanceTable, LandmarkInstance, load_json
 from skyqa.contracts.base import dump_json
@@ -145,7 +145,7 @@ def check_views(
     return landmark
 
 
-def assemble(plan: LandmarkPlan, store: BlobStore) -> tuple[str, int]:
+def assemble(plan: LandmarkPlan, store: BlobStore) -> tuple[BlobInfo, int]:
     cfg = CollectConfig.model_validate(plan.filters)
     kept: list[LandmarkInstance] = []
     insufficient = plan.dropped_view_insufficient
@@ -170,9 +170,8 @@ def assemble(plan: LandmarkPlan, store: BlobStore) -> tuple[str, int]:
         ),
         instances=kept,
     )
-    key = instances_key(plan.run_id, plan.scene_id)
-    store.put(key, dump_json(doc), "application/json")
-    return key, len(kept)
+    info = store.put(instances_key(plan.run_id, plan.scene_id), dump_json(doc), "application/json")
+    return info, len(kept)
 
 
 async def setup(svc: Service) -> None:
@@ -190,15 +189,11 @@ async def setup(svc: Service) -> None:
             return cache[run_id]
 
     async def finish(plan: LandmarkPlan, trace_id: str) -> None:
-        key, kept = await asyncio.to_thread(assemble, plan, svc.store)
-        info = await asyncio.to_thread(svc.store.head, key)
-        assert info is not None
+        info, kept = await asyncio.to_thread(assemble, plan, svc.store)
         event = fusion_pb2.LandmarksCollected(
             run_id=plan.run_id,
             scene_id=plan.scene_id,
-            instances=common_pb2.BlobRef(
-                key=key, sha256=info.sha256, size=info.size, content_type="application/json"
-            ),
+            instances=info.to_ref(),
             candidates=plan.candidate_pairs,
             kept=kept,
             scan=json_format.ParseDict(plan.scan, scan_pb2.ScanRequest()),
@@ -219,7 +214,7 @@ async def setup(svc: Service) -> None:
             total,
             common_pb2.RUN_STATUS_COMPLETED,
             f"{kept} landmarks kept of {plan.candidate_pairs} candidates",
-            outputs={"landmarks_raw": key},
+            outputs={"landmarks_raw": info.key},
         )
 
     async def on_fused(done: fusion_pb2.FusionCompleted, d: Delivery) -> None:
@@ -240,8 +235,7 @@ async def setup(svc: Service) -> None:
             )
 
     async def on_rendered(done: render_pb2.RenderDone, d: Delivery) -> None:
-        scene_id = _scene_of(done)
-        plan, cloud = await asyncio.to_thread(run_data, done.run_id, scene_id)
+        plan, cloud = await asyncio.to_thread(run_data, done.run_id, done.scene_id)
         await asyncio.to_thread(check_views, plan, done, cloud, svc.store)
         fan = await fanin.mark_done(f"{done.run_id}.{STAGE}", done.correlation, len(plan.candidates))
         await progress.report(done.run_id, STAGE, fan.done, fan.total, message=f"checked {done.correlation}")
@@ -253,15 +247,6 @@ async def setup(svc: Service) -> None:
     svc.bus.handle(
         RENDERED, render_pb2.RenderDone, on_rendered, stage=STAGE, concurrency=svc.settings.concurrency
     )
-
-
-def _scene_of(done: render_pb2.RenderDone) -> str:
-    # the render output prefix is runs/<run>/scene_data/<scene>/landmarks_raw/...
-    key = done.views[0].segmentation.key if done.views else ""
-    parts = key.split("/")
-    if len(parts) < 4 or parts[2] != "scene_data":
-        raise ValueError(f"render result {key!r} is not under a scene folder")
-    return parts[3]
 
 
 def create(settings: Settings, store: BlobStore | None = None) -> Service:

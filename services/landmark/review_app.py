@@ -33,22 +33,17 @@ class Reviewer:
         self._scans: dict[str, fusion_pb2.LandmarksCollected] = {}
 
     async def instances(self, state: ReviewState) -> InstancesFile:
-        if state.source_instances_json not in self._docs:
-            data = await asyncio.to_thread(self.svc.store.get, state.source_instances_json)
-            self._docs[state.source_instances_json] = load_json(InstancesFile, data, "instances.json")
-        return self._docs[state.source_instances_json]
+        return await self.instances_at(state.source_instances_json)
+
+    async def instances_at(self, key: str) -> InstancesFile:
+        if key not in self._docs:
+            data = await asyncio.to_thread(self.svc.store.get, key)
+            self._docs[key] = load_json(InstancesFile, data, "instances.json")
+        return self._docs[key]
 
     async def start(self, event: fusion_pb2.LandmarksCollected, trace_id: str) -> None:
         self._scans[event.run_id] = event
-        doc = await self.instances(
-            ReviewState(
-                run_id=event.run_id,
-                scene_id=event.scene_id,
-                mode="auto",
-                source_instances_json=event.instances.key,
-                instances={},
-            )
-        )
+        doc = await self.instances_at(event.instances.key)
         mode = event.scan.review_mode or "auto"
         initial = review.initial_state(event.run_id, doc, event.instances.key, mode)
         state = await self.book.create(
@@ -124,9 +119,7 @@ class Reviewer:
             scene_id=state.scene_id,
             valid=len(valid.valid_instances),
             total=len(doc.instances),
-            valid_instances=common_pb2.BlobRef(
-                key=key, sha256=info.sha256, size=info.size, content_type="application/json"
-            ),
+            valid_instances=info.to_ref(),
         )
         collected = self._scans.get(run_id)
         if collected is not None:

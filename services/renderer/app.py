@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.runtime import Service, Settings
-from skyqa.sim import Simulator, open_simulator
+from skyqa.sim import SimulatorCache
 from skyqa.v1 import render_pb2
 
 from services.renderer.worker import render_job
@@ -19,19 +18,10 @@ CONSUMER = topology.ConsumerSpec("renderer", topology.EVENTS_STREAM, topology.RE
 
 
 async def setup(svc: Service) -> None:
-    sims: dict[tuple[str, str], Simulator] = {}
-    lock = threading.Lock()
-
-    def simulator(backend: str, scene_id: str) -> Simulator:
-        with lock:
-            if (backend, scene_id) not in sims:
-                sims[(backend, scene_id)] = open_simulator(
-                    backend, scene_id, svc.settings.scenes_dir, svc.settings.airsim
-                )
-            return sims[(backend, scene_id)]
+    sims = SimulatorCache(svc.settings.scenes_dir, svc.settings.airsim)
 
     async def on_job(job: render_pb2.RenderJob, d: Delivery) -> None:
-        sim = await asyncio.to_thread(simulator, job.backend or "builtin", job.scene_id)
+        sim = await asyncio.to_thread(sims.get, job.backend or "builtin", job.scene_id)
         done = await asyncio.to_thread(render_job, job, sim, svc.store, svc.metrics.frames.labels(NAME).inc)
         await svc.bus.publish(
             topology.render_done_subject(job.requester),

@@ -14,7 +14,7 @@ from skyqa.blob import BlobInfo, BlobStore
 from skyqa.errors import InvalidInput
 from skyqa.geometry import instance_boxes
 from skyqa.sim import CameraSpec, Pose, Simulator
-from skyqa.v1 import common_pb2, render_pb2
+from skyqa.v1 import render_pb2
 
 MODALITIES = {
     "rgb": ("rgb.jpg", "image/jpeg"),
@@ -51,12 +51,6 @@ def validate_job(job: render_pb2.RenderJob) -> None:
             raise InvalidInput(f"view {v.view_id} has a non-finite pose")
 
 
-def _ref(info: BlobInfo) -> common_pb2.BlobRef:
-    return common_pb2.BlobRef(
-        key=info.key, sha256=info.sha256, size=info.size, content_type=info.content_type
-    )
-
-
 def render_job(
     job: render_pb2.RenderJob, sim: Simulator, store: BlobStore, on_frame: Callable[[], None] | None = None
 ) -> render_pb2.RenderDone:
@@ -67,6 +61,7 @@ def render_job(
         run_id=job.run_id,
         job_id=job.job_id,
         requester=job.requester,
+        scene_id=job.scene_id,
         correlation=job.correlation,
         width=job.width,
         height=job.height,
@@ -96,7 +91,7 @@ def render_job(
         result = done.views.add(view_id=view.view_id)
         for m, info in infos.items():
             if info is not None:
-                getattr(result, m).CopyFrom(_ref(info))
+                getattr(result, m).CopyFrom(info.to_ref())
         for box in instance_boxes(instance, semantic):
             result.instances.add(
                 instance_id=box.instance_id,

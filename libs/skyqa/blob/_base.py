@@ -4,6 +4,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from skyqa.v1 import common_pb2
+
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -17,6 +19,12 @@ class BlobInfo:
     sha256: str
     size: int
     content_type: str = "application/octet-stream"
+
+    def to_ref(self) -> common_pb2.BlobRef:
+        """The wire form that events carry instead of the bytes."""
+        return common_pb2.BlobRef(
+            key=self.key, sha256=self.sha256, size=self.size, content_type=self.content_type
+        )
 
 
 @runtime_checkable

@@ -34,6 +34,11 @@ def load_json(model_type: type[C], data: bytes | str, what: str = "") -> C:
         raise InvalidInput(f"{name} is invalid at {where or 'top level'}: {first['msg']}") from None
 
 
+def load_jsonl(model_type: type[C], data: bytes, what: str = "") -> list[C]:
+    """Rows of a JSON-lines handoff file, each validated; blank lines are skipped."""
+    return [load_json(model_type, line, what) for line in data.splitlines() if line.strip()]
+
+
 def dump_jsonl(rows: list[Any]) -> bytes:
     return b"".join(
         json.dumps(r.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode() + b"\n"

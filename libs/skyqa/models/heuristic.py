@@ -33,16 +33,18 @@ KEYWORDS = {
     "vegetation": ("tree", "hedge", "bush", "vegetation", "grass"),
     "other": ("billboard", "water_tower", "water tower"),
 }
+# longest keyword first, so "water tower" beats "tower"
+_KEYWORDS_BY_LENGTH = sorted(
+    ((k.replace("_", " "), c) for c, ks in KEYWORDS.items() for k in ks), key=lambda kc: -len(kc[0])
+)
 _NAMES = list(COLOURS)
 _PALETTE = np.array([COLOURS[n] for n in _NAMES], dtype=np.float32) * 255
 
 
 def category_for(hint: str) -> str | None:
     h = hint.lower().replace("_", " ")
-    # longest keyword first, so "water tower" beats "tower"
-    pairs = sorted(((k, c) for c, ks in KEYWORDS.items() for k in ks), key=lambda kc: -len(kc[0]))
-    for keyword, category in pairs:
-        if keyword.replace("_", " ") in h:
+    for keyword, category in _KEYWORDS_BY_LENGTH:
+        if keyword in h:
             return category
     return None
 

@@ -4,7 +4,7 @@ from skyqa.sim.builtin import BuiltinSimulator
 from skyqa.sim.camera import Intrinsics, Pose, look_at, project, rotation_matrix, unproject
 from skyqa.sim.classes import BY_ID, BY_NAME, CATEGORIES, CLASSES, SemanticClass
 from skyqa.sim.protocol import CameraSpec, Frame, LidarScan, LidarSpec, Simulator
-from skyqa.sim.registry import known_scenes, load_scene, open_simulator
+from skyqa.sim.registry import SimulatorCache, known_scenes, load_scene, open_simulator
 from skyqa.sim.scene import Scene, SceneObject, load_mesh_scene
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "SceneObject",
     "SemanticClass",
     "Simulator",
+    "SimulatorCache",
     "known_scenes",
     "load_mesh_scene",
     "load_scene",

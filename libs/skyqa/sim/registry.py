@@ -54,6 +54,26 @@ def load_scene(scene_id: str, scenes_dir: Path | None = None) -> Scene:
         return scene
 
 
+class SimulatorCache:
+    """One simulator per (backend, scene) per process, shared by a service's worker threads.
+
+    Building the ray-casting scene is the expensive part; the simulators lock their own casts.
+    """
+
+    def __init__(self, scenes_dir: Path | None = None, airsim: AirSimSettings | None = None) -> None:
+        self.scenes_dir = scenes_dir
+        self.airsim = airsim
+        self._sims: dict[tuple[str, str], Simulator] = {}
+        self._lock = threading.Lock()
+
+    def get(self, backend: str, scene_id: str) -> Simulator:
+        with self._lock:
+            key = (backend, scene_id)
+            if key not in self._sims:
+                self._sims[key] = open_simulator(backend, scene_id, self.scenes_dir, self.airsim)
+            return self._sims[key]
+
+
 def open_simulator(
     backend: str, scene_id: str, scenes_dir: Path | None = None, airsim: AirSimSettings | None = None
 ) -> Simulator:

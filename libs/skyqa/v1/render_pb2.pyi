@@ -195,12 +195,14 @@ class RenderDone(_message.Message):
     VIEWS_FIELD_NUMBER: _builtins.int
     WIDTH_FIELD_NUMBER: _builtins.int
     HEIGHT_FIELD_NUMBER: _builtins.int
+    SCENE_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     job_id: _builtins.str
     requester: _builtins.str
     correlation: _builtins.str
     width: _builtins.int
     height: _builtins.int
+    scene_id: _builtins.str
     @_builtins.property
     def views(self) -> _containers.RepeatedCompositeFieldContainer[Global___ViewResult]: ...
     def __init__(
@@ -213,10 +215,11 @@ class RenderDone(_message.Message):
         views: _abc.Iterable[Global___ViewResult] | None = ...,
         width: _builtins.int = ...,
         height: _builtins.int = ...,
+        scene_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["correlation", b"correlation", "height", b"height", "job_id", b"job_id", "requester", b"requester", "run_id", b"run_id", "views", b"views", "width", b"width"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["correlation", b"correlation", "height", b"height", "job_id", b"job_id", "requester", b"requester", "run_id", b"run_id", "scene_id", b"scene_id", "views", b"views", "width", b"width"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
