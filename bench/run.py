@@ -1,4 +1,4 @@
-"""``make bench``: throughput of the Stage-1 hot paths next to the ceilings measured in the same run.
+"""``make bench``: rendering, video, capture and fusion throughput next to same-run ceilings.
 
 Prints a table and writes ``bench/results.json``. Numbers are machine-specific; the ratios are
 what to compare across machines.
@@ -22,11 +22,12 @@ from skyqa.blob import LocalBlobStore
 from skyqa.geometry import voxel_fuse
 from skyqa.sim import BuiltinSimulator, CameraSpec, Intrinsics, Pose, load_scene, look_at
 from skyqa.sim.camera import camera_rays
-from skyqa.v1 import capture_pb2
+from skyqa.v1 import capture_pb2, common_pb2, mission_pb2
 
 from services.capture.planner import plan_jobs
 from services.capture.worker import capture_job
 from services.fusion.fuse import fuse
+from services.renderer.video import render_video
 
 
 def timed(fn: Any, repeat: int = 3) -> float:
@@ -61,6 +62,45 @@ def still_views(sim: BuiltinSimulator, width: int, height: int, ceiling: float) 
         "seconds_per_view": seconds,
         "views_per_s": 1 / seconds,
         "ratio_of_ceiling_per_pixel": width * height / seconds / ceiling,
+    }
+
+
+def video_frames(
+    sim: BuiltinSimulator, width: int, height: int, ceiling: float, frames: int = 40
+) -> dict[str, Any]:
+    """A mission video end to end: shading, visibility, JPEG/PNG frames and H.264 encoding."""
+    job = mission_pb2.VideoJob(
+        run_id="bench",
+        job_id="orbit",
+        scene_id="demo_city",
+        width=width,
+        height=height,
+        fov_deg=90.0,
+        fps=10.0,
+        bitrate=10_000_000,
+        jpeg_quality=90,
+        output_prefix="bench/video",
+        requester="bench",
+    )
+    for a in np.linspace(0.0, np.pi, frames):
+        eye = np.array([60 * np.cos(a), 60 * np.sin(a), 40.0])
+        job.poses.append(
+            common_pb2.Pose(
+                **dict(zip(("x", "y", "z"), eye.tolist(), strict=True)),
+                **dict(zip(("yaw_deg", "pitch_deg"), look_at(eye, np.zeros(3)), strict=True)),
+            )
+        )
+    job.targets.add(landmark_id="centre", instance_id=1, center=[0.0, 0.0, 10.0], size=[20.0, 20.0, 20.0])
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        render_video(job, sim, LocalBlobStore(tmp))
+        seconds = time.perf_counter() - t
+    return {
+        "width": width,
+        "height": height,
+        "frames": frames,
+        "frames_per_s": frames / seconds,
+        "ratio_of_ceiling_per_pixel": frames * width * height / seconds / ceiling,
     }
 
 
@@ -143,6 +183,8 @@ def main() -> None:
         "raycast_ceiling": ceiling,
         "still_1024x768": still_views(sim, 1024, 768, ceiling["rays_per_s"]),
         "still_4096x3072": still_views(sim, 4096, 3072, ceiling["rays_per_s"]),
+        "video_preview_480x360": video_frames(sim, 480, 360, ceiling["rays_per_s"]),
+        "video_release_1440x1080": video_frames(sim, 1440, 1080, ceiling["rays_per_s"], 20),
         **capture_and_fusion(ceiling["rays_per_s"]),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -157,6 +199,14 @@ def main() -> None:
                 f"{results[key]['ratio_of_ceiling_per_pixel']:.2f}",
             )
             for key in ("still_1024x768", "still_4096x3072")
+        ),
+        *(
+            (
+                f"{key} (H.264)",
+                f"{results[key]['frames_per_s']:.2f} frames/s",
+                f"{results[key]['ratio_of_ceiling_per_pixel']:.2f}",
+            )
+            for key in ("video_preview_480x360", "video_release_1440x1080")
         ),
         (
             f"capture {c['camera']} + LiDAR",

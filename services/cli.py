@@ -31,7 +31,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
-STAGES = ("capture", "fusion", "landmark", FINAL_STAGE)
+STAGES = ("capture", "fusion", "landmark", "review", FINAL_STAGE)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -55,8 +55,19 @@ def build_request(
     altitude: list[float] | None,
     seed: int,
     review: str = "auto",
+    landmarks: int | None = None,
+    video: str | None = None,
 ) -> scan_pb2.ScanRequest:
     req = scan_pb2.ScanRequest(scene_id=scene, profile=profile, seed=seed, review_mode=review)
+    if landmarks is not None:
+        if landmarks < 1:
+            raise InvalidInput("--landmarks must be a positive count")
+        req.landmark_count = landmarks
+    if video:
+        try:
+            req.video.width, req.video.height = (int(v) for v in video.lower().split("x"))
+        except ValueError:
+            raise InvalidInput(f"--video needs WIDTHxHEIGHT, e.g. 480x360, got {video!r}") from None
     if bound:
         try:
             values = [float(v) for v in bound.split(",")]
@@ -135,6 +146,13 @@ AltOpt = Annotated[list[float] | None, typer.Option("--altitude", help="capture 
 ReviewOpt = Annotated[
     str, typer.Option("--review", help="auto (rules + auto-label) or human (the review web)")
 ]
+LandmarksOpt = Annotated[
+    int | None,
+    typer.Option("--landmarks", help="landmarks carried into the dataset (preview 10, release 50)"),
+]
+VideoOpt = Annotated[
+    str | None, typer.Option("--video", help="mission video size WxH (preview 480x360, release 1440x1080)")
+]
 
 
 @app.command()
@@ -148,6 +166,8 @@ def demo(
     spacing: SpacingOpt = None,
     altitude: AltOpt = None,
     review: ReviewOpt = "auto",
+    landmarks: LandmarksOpt = None,
+    video: VideoOpt = None,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the run")] = 1800.0,
 ) -> None:
     """Start everything embedded, scan the demo scene, wait, and print where the outputs are."""
@@ -156,7 +176,7 @@ def demo(
         settings.review_token = SecretStr(secrets.token_urlsafe(16))
     configure_logging("WARNING")
     try:
-        req = build_request(scene, profile, None, bound, spacing, altitude, 0, review)
+        req = build_request(scene, profile, None, bound, spacing, altitude, 0, review, landmarks, video)
     except InvalidInput as exc:
         raise _fail(str(exc)) from None
 
@@ -188,17 +208,18 @@ def up(
     configure_logging(settings.log_level, settings.log_json)
 
     async def main() -> None:
+        # installed before start-up, so a signal during start-up still leaves through the
+        # context, which stops nats-server
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
         async with Embedded(
             data_dir, settings, nats_url=nats_url, nats_port=None if nats_url else nats_port
         ) as env:
             err.print(f"NATS {env.nats_url}; store {data_dir / 'store'}; services: {', '.join(SERVICES)}")
             for svc in env.running:
                 err.print(f"  {svc.name:<9} http://127.0.0.1:{svc.port}/healthz")
-            # SIGTERM as well as Ctrl-C leaves through the context, which stops nats-server
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
             await stop.wait()
 
     asyncio.run(main())
@@ -214,6 +235,8 @@ def scan_cmd(
     spacing: SpacingOpt = None,
     altitude: AltOpt = None,
     review: ReviewOpt = "auto",
+    landmarks: LandmarksOpt = None,
+    video: VideoOpt = None,
     nats_url: Annotated[str | None, typer.Option(help="default: SKYQA_BUS__NATS_URL")] = None,
     wait: Annotated[bool, typer.Option(help="follow progress until the run ends")] = True,
     timeout: float = 1800.0,
@@ -222,7 +245,7 @@ def scan_cmd(
     settings = _settings()
     url = nats_url or settings.bus.nats_url
     try:
-        req = build_request(scene, profile, run_id, bound, spacing, altitude, 0, review)
+        req = build_request(scene, profile, run_id, bound, spacing, altitude, 0, review, landmarks, video)
     except InvalidInput as exc:
         raise _fail(str(exc)) from None
     try:

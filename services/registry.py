@@ -11,6 +11,7 @@ from services.capture import app as capture_app
 from services.fusion import app as fusion_app
 from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
+from services.mission_planner import app as mission_app
 from services.renderer import app as renderer_app
 
 Factory = Callable[[Settings, BlobStore | None], Service]
@@ -21,4 +22,5 @@ SERVICES: dict[str, Factory] = {
     "renderer": renderer_app.create,
     "landmark": landmark_app.create,
     "labeller": labeller_app.create,
+    "mission_planner": mission_app.create,
 }

@@ -61,3 +61,16 @@ def pcd_map(run_id: str, scene_id: str) -> str:
 
 def chunk_prefix(run_id: str, scene_id: str, backend: str) -> str:
     return f"{pcd_map(run_id, scene_id)}/raw/{validate_id(backend, 'backend')}"
+
+
+def fused_cloud_npy(run_id: str, scene_id: str) -> str:
+    """Stage 1's compact semantic cloud (structured npy), which later stages read."""
+    return f"{pcd_map(run_id, scene_id)}/{scene_id}.semantic_lidar_compact.npy"
+
+
+def video_tasks(run_id: str) -> str:
+    return f"{run_prefix(run_id)}/video_tasks"
+
+
+def mission_root(run_id: str, traj_id: str) -> str:
+    return f"{video_tasks(run_id)}/missions/{validate_id(traj_id, 'mission id')}"

@@ -18,6 +18,7 @@ from skyqa.v1 import common_pb2, scan_pb2
 MAX_POSES = 20_000
 MAX_EXTENT_M = 20_000.0
 PROFILES = ("preview", "release")
+MAX_LANDMARKS = 2000
 
 
 def lidar_range_auto(spacing_x: float, spacing_y: float) -> float:
@@ -71,6 +72,13 @@ def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
     fusion.instance_min_points = fusion.instance_min_points or 20
     fusion.coverage_grid_m = fusion.coverage_grid_m or 1.0
     out.poses_per_job = out.poses_per_job or 8
+    out.landmark_count = out.landmark_count or (50 if release else 10)
+    video = out.video
+    video.width = video.width or (1440 if release else 480)
+    video.height = video.height or (1080 if release else 360)
+    video.bitrate = video.bitrate or (10_000_000 if release else 2_000_000)
+    # AirSim's default camera field of view
+    video.fov_deg = video.fov_deg or 90.0
     out.review_mode = out.review_mode or "auto"
     return out
 
@@ -134,6 +142,15 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         raise bad(f"review mode must be 'auto' or 'human', got {req.review_mode!r}")
     if not 1 <= req.poses_per_job <= 1000:
         raise bad(f"poses per job must be 1..1000, got {req.poses_per_job}")
+    if not 1 <= req.landmark_count <= MAX_LANDMARKS:
+        raise bad(f"landmark count must be 1..{MAX_LANDMARKS}, got {req.landmark_count}")
+    v = req.video
+    if not (16 <= v.width <= 4096 and 16 <= v.height <= 3072) or v.width % 2 or v.height % 2:
+        raise bad(f"video size must be even and within 16x16..4096x3072, got {v.width}x{v.height}")
+    if not 100_000 <= v.bitrate <= 100_000_000:
+        raise bad(f"video bitrate must be 100 kb/s..100 Mb/s, got {v.bitrate}")
+    if not (_finite(v.fov_deg) and 10 <= v.fov_deg <= 170):
+        raise bad(f"video fov must be 10..170 degrees, got {v.fov_deg}")
     n = pose_count(req)
     if n > MAX_POSES:
         raise bad(f"the scan has {n} poses, more than the limit of {MAX_POSES}; widen the spacing")

@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     scenes_dir: Path | None = None
     airsim: AirSimSettings = AirSimSettings()
     labeller_model: ModelEndpoint = ModelEndpoint()
+    # keep full-resolution (4096x3072) frames of every mission video next to the MP4
+    archive_video_frames: bool = False
     # bearer token of the review web; the web refuses writes while it is empty
     review_token: SecretStr = SecretStr("")
 

@@ -32,7 +32,7 @@ def output_keys(run_id: str, scene_id: str) -> dict[str, str]:
     base = f"{keys.pcd_map(run_id, scene_id)}/{scene_id}"
     return {
         "cloud_pcd": f"{base}.semantic_lidar.pcd",
-        "cloud_npy": f"{base}.semantic_lidar_compact.npy",
+        "cloud_npy": keys.fused_cloud_npy(run_id, scene_id),
         "instances": f"{base}.instances.json",
         "meta": f"{base}.meta.json",
         "preview_topdown": f"{base}.preview_topdown.png",

@@ -57,7 +57,7 @@ def load_cloud(store: BlobStore, key: str) -> NDArray[np.void]:
 
 
 def make_plan(done: fusion_pb2.FusionCompleted, store: BlobStore) -> LandmarkPlan:
-    cfg = CollectConfig.for_profile(done.scan.profile)
+    cfg = CollectConfig.for_scan(done.scan)
     cloud = load_cloud(store, done.cloud_npy.key)
     table = load_json(InstanceTable, store.get(done.instances.key), "instance table")
     collected = collect(cloud, table, cfg)

@@ -7,6 +7,7 @@ candidates were chosen. Deviations from UAV-DualCog's defaults are commented.
 from __future__ import annotations
 
 from pydantic import BaseModel
+from skyqa.v1 import scan_pb2
 
 
 class CollectConfig(BaseModel):
@@ -17,7 +18,7 @@ class CollectConfig(BaseModel):
     ground_margin_m: float = 0.5
     # UAV-DualCog uses 50 points at 1 cm voxels from 128-channel LiDARs; preview scans are sparser
     min_points: int = 40
-    max_instances: int = 0  # 0 = all; the preview profile caps it so the demo stays quick
+    max_instances: int = 0  # 0 = all; the scan's landmark_count sets it
     camera_fov_deg: float = 72.0
     camera_distance_min_m: float = 9.0
     camera_distance_scale: float = 2.5
@@ -46,7 +47,7 @@ class CollectConfig(BaseModel):
     min_visible_ratio_2d: float = 0.15
 
     @classmethod
-    def for_profile(cls, profile: str) -> CollectConfig:
-        if profile == "release":
-            return cls()
-        return cls(image_width=640, image_height=480, max_instances=40)
+    def for_scan(cls, scan: scan_pb2.ScanRequest) -> CollectConfig:
+        if scan.profile == "release":
+            return cls(max_instances=scan.landmark_count)
+        return cls(image_width=640, image_height=480, max_instances=scan.landmark_count)

@@ -8,13 +8,18 @@ from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.runtime import Service, Settings
 from skyqa.sim import SimulatorCache
-from skyqa.v1 import render_pb2
+from skyqa.v1 import mission_pb2, render_pb2
 
+from services.renderer.video import render_video
 from services.renderer.worker import render_job
 
 NAME = "renderer"
 STAGE = "render"
 CONSUMER = topology.ConsumerSpec("renderer", topology.EVENTS_STREAM, topology.RENDER_JOB)
+# a mission video holds one delivery for minutes; the bus's keep-alive extends the ack wait
+VIDEO_CONSUMER = topology.ConsumerSpec(
+    "renderer-video", topology.EVENTS_STREAM, topology.VIDEO_JOB, max_ack_pending=8
+)
 
 
 async def setup(svc: Service) -> None:
@@ -31,7 +36,21 @@ async def setup(svc: Service) -> None:
             trace_id=d.trace_id,
         )
 
+    async def on_video(job: mission_pb2.VideoJob, d: Delivery) -> None:
+        sim = await asyncio.to_thread(sims.get, job.backend or "builtin", job.scene_id)
+        done = await asyncio.to_thread(render_video, job, sim, svc.store, svc.metrics.frames.labels(NAME).inc)
+        await svc.bus.publish(
+            topology.video_done_subject(job.requester),
+            done,
+            msg_id=f"video-done:{job.run_id}:{job.requester}:{job.job_id}",
+            run_id=job.run_id,
+            trace_id=d.trace_id,
+        )
+
     svc.bus.handle(CONSUMER, render_pb2.RenderJob, on_job, stage=STAGE, concurrency=svc.settings.concurrency)
+    svc.bus.handle(
+        VIDEO_CONSUMER, mission_pb2.VideoJob, on_video, stage=STAGE, concurrency=svc.settings.concurrency
+    )
 
 
 def create(settings: Settings, store: BlobStore | None = None) -> Service:

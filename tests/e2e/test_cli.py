@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,10 @@ ARGS = [
     "25",
     "--altitude",
     "45",
+    "--landmarks",
+    "3",
+    "--video",
+    "160x120",
 ]
 
 
@@ -62,9 +67,16 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
         "preview_topdown",
         "preview_oblique",
         "frames_manifest",
+        "missions_index",
     ):
         assert out[name].is_file(), name
     assert out["preview_oblique"].read_bytes().startswith(b"\x89PNG")
+    index = json.loads(out["missions_index"].read_text())
+    assert index["missions"], "the demo renders missions"
+    store = out["missions_index"].parents[3]
+    for row in index["missions"]:
+        assert (store / row["video"]).stat().st_size > 1024
+        assert (store / row["task_data"]).is_file()
 
 
 def test_same_scene_config_seed_gives_byte_identical_outputs(
@@ -79,8 +91,14 @@ def test_same_scene_config_seed_gives_byte_identical_outputs(
         "preview_topdown",
         "landmarks_raw",
         "valid_instances",
+        "missions_index",
     ):
         assert a[name].read_bytes() == b[name].read_bytes(), name
+    # every mission bundle and video too
+    store_a, store_b = (x["missions_index"].parents[3] for x in (a, b))
+    for row in json.loads(a["missions_index"].read_text())["missions"]:
+        for key in (row["task_data"], row["video"]):
+            assert (store_a / key).read_bytes() == (store_b / key).read_bytes(), key
 
 
 def test_rerun_resumes_the_finished_run(tmp_path: Path) -> None:

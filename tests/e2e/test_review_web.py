@@ -42,7 +42,9 @@ async def test_review_web_end_to_end(tmp_path: Path) -> None:
     settings = Settings(review_token=SecretStr(TOKEN))
     async with Embedded(tmp_path, settings) as env:
         assert env.nats_url is not None
-        req = build_request("tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 0, "human")
+        req = build_request(
+            "tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 0, "human", 4, "160x120"
+        )
         await publish_scan(env.nats_url, req)
         await wait_for_review(env.nats_url, req.run_id)
         landmark = next(s for s in env.running if s.name == "landmark")
@@ -99,7 +101,7 @@ async def test_review_web_end_to_end(tmp_path: Path) -> None:
             await browser.close()
 
         state = await wait_for_run(env.nats_url, req.run_id, "review", 30)
-        assert state.status == "completed"
+        assert state.stages["review"].status == "completed"
         assert env.store is not None
         valid = load_json(ValidInstancesFile, env.store.get(state.outputs["valid_instances"]))
         assert [v.instance_id for v in valid.valid_instances] == [ids[0]]

@@ -61,6 +61,8 @@ def small_scan(run_id: str, **changes: float) -> scan_pb2.ScanRequest:
     req.altitudes_m.append(45.0)
     req.camera.width, req.camera.height = 160, 120
     req.lidar.channels, req.lidar.horizontal_samples = 48, 1024
+    req.landmark_count = 3
+    req.video.width, req.video.height = 160, 120
     full = scan.apply_defaults(req)
     for k, v in changes.items():
         setattr(full.fusion, k, v)

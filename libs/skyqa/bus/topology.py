@@ -28,16 +28,22 @@ CAPTURE_JOB = "skyqa.v1.capture.job"
 CAPTURE_COMPLETED = "skyqa.v1.capture.completed"
 FUSION_COMPLETED = "skyqa.v1.fusion.completed"
 RENDER_JOB = "skyqa.v1.render.job"
+VIDEO_JOB = "skyqa.v1.render.video"
 LANDMARKS_COLLECTED = "skyqa.v1.landmark.collected"
 LANDMARKS_REVIEWED = "skyqa.v1.landmark.reviewed"
 LABEL_REQUESTED = "skyqa.v1.label.requested"
 LABEL_DONE = "skyqa.v1.label.done"
+MISSIONS_COMPLETED = "skyqa.v1.mission.completed"
 
 DAY = 24 * 3600.0
 
 
 def render_done_subject(requester: str) -> str:
     return f"skyqa.v1.render.done.{validate_id(requester, 'requester')}"
+
+
+def video_done_subject(requester: str) -> str:
+    return f"skyqa.v1.render.video_done.{validate_id(requester, 'requester')}"
 
 
 def progress_subject(run_id: str) -> str:

@@ -15,6 +15,7 @@ from skyqa.sim.scene import Scene, SceneObject
 
 ROAD_W = 10.0
 BLOCK = 40.0
+GROUND_APRON_M = 600.0
 PITCH = BLOCK + ROAD_W
 SIDEWALK = 4.0
 
@@ -300,12 +301,21 @@ def generate_city(scene_id: str, seed: int, blocks: int) -> Scene:
     road_lines = [-half + k * PITCH for k in range(blocks + 1)]
     margin = 20.0
     ext = 2 * half + 2 * margin
+    # the ground reaches far past the blocks so flights heading out still see a horizon
     b.add(
         "ground",
         "green",
         0.0,
         (0.0, 0.0, -0.2),
-        [box(ext, ext, 0.2, color=(0.36, 0.50, 0.28), material=GRASS)],
+        [
+            box(
+                ext + 2 * GROUND_APRON_M,
+                ext + 2 * GROUND_APRON_M,
+                0.2,
+                color=(0.36, 0.50, 0.28),
+                material=GRASS,
+            )
+        ],
     )
     for c in road_lines:
         b.add(

@@ -129,6 +129,37 @@ class FusionSettings(_message.Message):
 Global___FusionSettings: _TypeAlias = FusionSettings  # noqa: Y015
 
 @_typing.final
+class VideoSettings(_message.Message):
+    """Stage-3 mission videos (UAV-DualCog's final_video_* / final_capture_* keys)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WIDTH_FIELD_NUMBER: _builtins.int
+    HEIGHT_FIELD_NUMBER: _builtins.int
+    BITRATE_FIELD_NUMBER: _builtins.int
+    FOV_DEG_FIELD_NUMBER: _builtins.int
+    width: _builtins.int
+    height: _builtins.int
+    bitrate: _builtins.int
+    """bits per second"""
+    fov_deg: _builtins.float
+    def __init__(
+        self,
+        *,
+        width: _builtins.int = ...,
+        height: _builtins.int = ...,
+        bitrate: _builtins.int = ...,
+        fov_deg: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bitrate", b"bitrate", "fov_deg", b"fov_deg", "height", b"height", "width", b"width"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VideoSettings: _TypeAlias = VideoSettings  # noqa: Y015
+
+@_typing.final
 class ScanRequest(_message.Message):
     """Published on skyqa.v1.scan.requested."""
 
@@ -149,6 +180,8 @@ class ScanRequest(_message.Message):
     SEED_FIELD_NUMBER: _builtins.int
     POSES_PER_JOB_FIELD_NUMBER: _builtins.int
     REVIEW_MODE_FIELD_NUMBER: _builtins.int
+    LANDMARK_COUNT_FIELD_NUMBER: _builtins.int
+    VIDEO_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     backend: _builtins.str
@@ -160,6 +193,8 @@ class ScanRequest(_message.Message):
     poses_per_job: _builtins.int
     review_mode: _builtins.str
     """"auto" (rules + auto-label) or "human" (the review web)"""
+    landmark_count: _builtins.int
+    """UAV-DualCog's landmark_count: the largest candidates carried into the dataset (0 = profile default)"""
     @_builtins.property
     def bound(self) -> _common_pb2.MapBound: ...
     @_builtins.property
@@ -172,6 +207,8 @@ class ScanRequest(_message.Message):
     def lidar(self) -> Global___LidarSettings: ...
     @_builtins.property
     def fusion(self) -> Global___FusionSettings: ...
+    @_builtins.property
+    def video(self) -> Global___VideoSettings: ...
     def __init__(
         self,
         *,
@@ -190,10 +227,12 @@ class ScanRequest(_message.Message):
         seed: _builtins.int = ...,
         poses_per_job: _builtins.int = ...,
         review_mode: _builtins.str = ...,
+        landmark_count: _builtins.int = ...,
+        video: Global___VideoSettings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "fusion", b"fusion", "lidar", b"lidar"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "fusion", b"fusion", "lidar", b"lidar", "video", b"video"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "fusion", b"fusion", "lidar", b"lidar", "poses_per_job", b"poses_per_job", "profile", b"profile", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "fusion", b"fusion", "landmark_count", b"landmark_count", "lidar", b"lidar", "poses_per_job", b"poses_per_job", "profile", b"profile", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,200 @@
+"""Render one mission video: frames along the trajectory, per-frame target visibility, H.264 MP4.
+
+Visibility follows UAV-DualCog's rule: the target's box surface is sampled as an 8x8 grid on
+each of its 6 faces; a sample is visible when it projects into the frame and its depth is at
+most the rendered depth + 0.2 m; the target is visible in a frame when at least 16 samples and
+8% of all samples are visible and the visible samples span at least 4 px. The occluder is the
+frame's own depth buffer (UAV-DualCog uses the Stage-1 cloud, which misses thin occluders).
+The box is measured on the instance mask. A mission whose MP4 and ``frame_visibility.jsonl``
+exist is complete and is not rendered again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+from skyqa import keys, media
+from skyqa.blob import BlobStore
+from skyqa.contracts.missions import FrameVisibility, TargetFrameStat
+from skyqa.errors import InvalidInput
+from skyqa.sim import CameraSpec, Intrinsics, Pose, Simulator, project
+from skyqa.v1 import mission_pb2
+from skyqa.video import Mp4Writer, discard
+
+GRID_N = 8
+MIN_VISIBLE_POINTS = 16
+MIN_VISIBLE_RATIO = 0.08
+MIN_BBOX_PX = 4
+DEPTH_MARGIN_M = 0.2
+MAX_FRAMES = 6000  # 10 minutes at 10 FPS
+VIDEO_NAME = "task_rgb.mp4"
+VISIBILITY_NAME = "frame_visibility.jsonl"
+MIN_COMPLETE_BYTES = 1024
+
+
+def validate_video_job(job: mission_pb2.VideoJob) -> None:
+    keys.validate_id(job.run_id, "run id")
+    keys.validate_id(job.requester, "requester")
+    keys.validate_id(job.job_id, "mission id")
+    keys.validate_key(job.output_prefix)
+    if not 1 <= len(job.poses) <= MAX_FRAMES:
+        raise InvalidInput(f"a video job needs 1..{MAX_FRAMES} poses, got {len(job.poses)}")
+    if not (16 <= job.width <= 4096 and 16 <= job.height <= 3072) or job.width % 2 or job.height % 2:
+        raise InvalidInput(
+            f"video size must be even and within 16x16..4096x3072, got {job.width}x{job.height}"
+        )
+    if job.archive_width or job.archive_height:
+        if not (job.width <= job.archive_width <= 4096 and job.height <= job.archive_height <= 3072):
+            raise InvalidInput("archive size must be at least the video size and at most 4096x3072")
+        if abs(job.archive_width / job.archive_height - job.width / job.height) > 0.01:
+            raise InvalidInput("archive frames must have the video's aspect ratio")
+    if not 1.0 <= job.fps <= 60.0:
+        raise InvalidInput(f"fps must be 1..60, got {job.fps}")
+    if not 10.0 <= job.fov_deg <= 170.0:
+        raise InvalidInput(f"video fov must be 10..170 degrees, got {job.fov_deg}")
+    if not 100_000 <= job.bitrate <= 100_000_000:
+        raise InvalidInput(f"bitrate must be 100 kb/s..100 Mb/s, got {job.bitrate}")
+    if not 1 <= job.jpeg_quality <= 100:
+        raise InvalidInput(f"jpeg quality must be 1..100, got {job.jpeg_quality}")
+    for t in job.targets:
+        if len(t.center) != 3 or len(t.size) != 3 or not np.all(np.isfinite([*t.center, *t.size])):
+            raise InvalidInput(f"target {t.landmark_id} needs a finite 3D centre and size")
+    for i, p in enumerate(job.poses):
+        if not np.all(np.isfinite([p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg])):
+            raise InvalidInput(f"pose {i} is not finite")
+
+
+def box_surface_grid(
+    center: NDArray[np.float64], size: NDArray[np.float64], n: int = GRID_N
+) -> NDArray[np.float64]:
+    """``6*n*n`` samples at cell centres of the box faces."""
+    s = (np.arange(n) + 0.5) / n - 0.5
+    u, v = (a.ravel() for a in np.meshgrid(s, s))
+    faces = []
+    for axis in range(3):
+        a, b = [k for k in range(3) if k != axis]
+        for side in (-0.5, 0.5):
+            f = np.zeros((n * n, 3))
+            f[:, axis] = side
+            f[:, a], f[:, b] = u, v
+            faces.append(f)
+    out: NDArray[np.float64] = center + np.concatenate(faces) * size
+    return out
+
+
+def measure(
+    grid: NDArray[np.float64],
+    instance_id: int,
+    pose: Pose,
+    k: Intrinsics,
+    depth: NDArray[np.float32],
+    instance: NDArray[np.uint32],
+) -> TargetFrameStat:
+    px, d = project(grid, pose, k)
+    inframe = (d > 0.05) & (px[:, 0] >= 0) & (px[:, 0] < k.width) & (px[:, 1] >= 0) & (px[:, 1] < k.height)
+    cols, rows = px[inframe, 0].astype(int), px[inframe, 1].astype(int)
+    seen = d[inframe] <= depth[rows, cols] + DEPTH_MARGIN_M
+    vis = px[inframe][seen]
+    count = int(seen.sum())
+    ratio = count / len(grid)
+    span = float(min(np.ptp(vis[:, 0]), np.ptp(vis[:, 1]))) if count else 0.0
+    mask = instance == instance_id
+    pixels = int(mask.sum())
+    box = [0, 0, 0, 0]
+    if pixels:
+        ys, xs = np.nonzero(mask.any(axis=1))[0], np.nonzero(mask.any(axis=0))[0]
+        box = [int(xs[0]), int(ys[0]), int(xs[-1]) + 1, int(ys[-1]) + 1]
+    return TargetFrameStat(
+        instance_id=instance_id,
+        is_visible=count >= MIN_VISIBLE_POINTS and ratio >= MIN_VISIBLE_RATIO and span >= MIN_BBOX_PX,
+        visible_ratio=round(ratio, 4),
+        visible_point_count=count,
+        target_inframe_point_count=int(inframe.sum()),
+        pixels=pixels,
+        bbox_xyxy=box,
+    )
+
+
+def _nearest(img: NDArray[np.generic], width: int, height: int) -> NDArray[np.generic]:
+    rows = ((np.arange(height) + 0.5) * img.shape[0] / height).astype(int)
+    cols = ((np.arange(width) + 0.5) * img.shape[1] / width).astype(int)
+    return img[rows][:, cols]
+
+
+def render_video(
+    job: mission_pb2.VideoJob, sim: Simulator, store: BlobStore, on_frame: Callable[[], None] | None = None
+) -> mission_pb2.VideoDone:
+    validate_video_job(job)
+    video_key = f"{job.output_prefix}/{VIDEO_NAME}"
+    vis_key = f"{job.output_prefix}/{VISIBILITY_NAME}"
+    done = mission_pb2.VideoDone(
+        run_id=job.run_id,
+        job_id=job.job_id,
+        requester=job.requester,
+        correlation=job.correlation,
+        scene_id=job.scene_id,
+        frame_count=len(job.poses),
+        width=job.width,
+        height=job.height,
+        fps=job.fps,
+        archive_width=job.archive_width,
+        archive_height=job.archive_height,
+    )
+    video_info, vis_info = store.head(video_key), store.head(vis_key)
+    if video_info and vis_info and video_info.size >= MIN_COMPLETE_BYTES:
+        done.video.CopyFrom(video_info.to_ref())
+        done.frame_visibility.CopyFrom(vis_info.to_ref())
+        done.reused = True
+        return done
+    archive = bool(job.archive_width)
+    cam_w, cam_h = (job.archive_width, job.archive_height) if archive else (job.width, job.height)
+    camera = CameraSpec(cam_w, cam_h, job.fov_deg)
+    k = Intrinsics.from_fov(job.width, job.height, job.fov_deg)
+    grids = [(t.instance_id, box_surface_grid(np.array(t.center), np.array(t.size))) for t in job.targets]
+    rows: list[bytes] = []
+    with Mp4Writer(job.width, job.height, job.fps, int(job.bitrate)) as writer:
+        for i, p in enumerate(job.poses):
+            pose = Pose(p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg)
+            frame = sim.render(pose, camera)
+            rgb, depth, instance, semantic = frame.rgb, frame.depth, frame.instance, frame.semantic
+            name = f"frame_{i:06d}"
+            if archive:
+                store.put(
+                    f"{job.output_prefix}/archive/{name}.jpg",
+                    media.encode_jpeg(rgb, job.jpeg_quality),
+                    "image/jpeg",
+                )
+                rgb = np.asarray(Image.fromarray(rgb).resize((job.width, job.height), Image.Resampling.BOX))
+                depth, instance, semantic = (
+                    _nearest(a, job.width, job.height) for a in (depth, instance, semantic)
+                )
+            writer.write(rgb)
+            store.put(
+                f"{job.output_prefix}/frames/{name}.jpg",
+                media.encode_jpeg(rgb, job.jpeg_quality),
+                "image/jpeg",
+            )
+            store.put(
+                f"{job.output_prefix}/seg/{name}.png",
+                media.encode_segmentation(semantic, instance),
+                "image/png",
+            )
+            stats = [measure(g, iid, pose, k, depth, instance) for iid, g in grids]
+            row = FrameVisibility(frame=i, time_sec=round(i / job.fps, 4), targets=stats)
+            rows.append(row.model_dump_json().encode())
+            if on_frame is not None:
+                on_frame()
+    try:
+        with open(writer.path, "rb") as fh:
+            data = fh.read()
+    finally:
+        discard(writer.path)
+    done.video.CopyFrom(store.put(video_key, data, "video/mp4").to_ref())
+    # written last: its presence (with the MP4) marks the mission rendered
+    done.frame_visibility.CopyFrom(
+        store.put(vis_key, b"\n".join(rows) + b"\n", "application/x-ndjson").to_ref()
+    )
+    return done
