@@ -17,21 +17,23 @@ import typer
 from pydantic import SecretStr
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from skyqa import scan
+from skyqa import keys, scan
+from skyqa.blob import LocalBlobStore, open_store
 from skyqa.contracts import RunState
-from skyqa.errors import InvalidInput
+from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Settings, configure_logging, load_settings
 from skyqa.runtime.progress import FINAL_STAGE
 from skyqa.v1 import scan_pb2
 
 from services.embedded import Embedded, publish_scan, read_run, wait_for_run
+from services.qa_generator.refresh import refresh as do_refresh
 from services.registry import SERVICES
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
-STAGES = ("capture", "fusion", "landmark", "review", FINAL_STAGE)
+STAGES = ("capture", "fusion", "landmark", "review", "mission", FINAL_STAGE)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -275,6 +277,34 @@ def status(
     if state is None:
         raise _fail(f"no run {run_id!r}", 1)
     out.print_json(json.dumps(state.model_dump(mode="json")))
+
+
+@app.command()
+def refresh(
+    run_id: str,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="embedded data dir (default: the configured store)")
+    ] = None,
+    videos: Annotated[bool, typer.Option(help="also re-render every mission video")] = False,
+) -> None:
+    """Re-render a run's assets from their recorded camera poses; ids, options and answers stay."""
+    settings = _settings()
+    store = LocalBlobStore(data_dir / "store") if data_dir else open_store(settings.store)
+    try:
+        keys.validate_id(run_id, "run id")
+        done = do_refresh(store, run_id, videos, settings.scenes_dir, settings.airsim)
+    except BlobNotFound:
+        raise _fail(
+            f"run {run_id!r} has no QA plan in {store.describe()}; run it to the qa stage first", 1
+        ) from None
+    except InvalidInput as exc:
+        raise _fail(str(exc)) from None
+    out.print(
+        f"re-rendered {done.env_observations} environment observations, {done.overlays} overlays "
+        f"and {done.videos} videos; manifests rebuilt"
+    )
+    for name, key in sorted(done.manifests.items()):
+        out.print(f"  {name:<17} {key}")
 
 
 @app.command()

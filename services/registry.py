@@ -12,6 +12,7 @@ from services.fusion import app as fusion_app
 from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.mission_planner import app as mission_app
+from services.qa_generator import app as qa_app
 from services.renderer import app as renderer_app
 
 Factory = Callable[[Settings, BlobStore | None], Service]
@@ -23,4 +24,5 @@ SERVICES: dict[str, Factory] = {
     "landmark": landmark_app.create,
     "labeller": labeller_app.create,
     "mission_planner": mission_app.create,
+    "qa_generator": qa_app.create,
 }

@@ -49,6 +49,7 @@ from services.mission_planner.safety import ObstacleMap
 NAME = "mission_planner"
 STAGE = "mission"
 REQUESTER = "mission"
+RENDER_REQUEST = "render_request.json"
 REVIEWED = topology.ConsumerSpec("mission-planner", topology.EVENTS_STREAM, topology.LANDMARKS_REVIEWED)
 VIDEOS = topology.ConsumerSpec(
     "mission-planner-videos", topology.EVENTS_STREAM, topology.video_done_subject(REQUESTER)
@@ -121,6 +122,9 @@ def plan_run(
             backend = scan.backend or "builtin"
             wp = planned.trajectory.waypoints
             job = video_job(run_id, scene_id, backend, composed, wp, fwd, t, cfg, archive, REQUESTER)
+            # the video's render request, kept so `skyqa refresh --videos` can render it again
+            request = json_format.MessageToJson(job, sort_keys=True, indent=1).encode()
+            store.put(f"{keys.mission_root(run_id, traj_id)}/{RENDER_REQUEST}", request, "application/json")
             jobs.append(((t.center[0], t.center[1]), job))
     plan = MissionPlanFile(
         run_id=run_id,

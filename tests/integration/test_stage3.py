@@ -1,16 +1,21 @@
-"""Stage 3 against a real nats-server and S3 server: missions, videos, bundles, visibility."""
+"""Stages 3 and 4 against a real nats-server and S3 server: missions, videos, bundles,
+visibility, then QA rows, QC, exports and refresh."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import itertools
+import json
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from conftest import Probe, small_scan
+from PIL import Image
 from skyqa import keys, media
 from skyqa.blob import S3BlobStore
 from skyqa.bus import Bus, topology
@@ -24,6 +29,7 @@ from skyqa.contracts.missions import (
     TaskData,
 )
 from skyqa.runtime import Service, Settings
+from skyqa.sim import Intrinsics, Pose, project
 from skyqa.v1 import common_pb2, mission_pb2
 from skyqa.video import probe
 
@@ -33,6 +39,8 @@ from services.fusion import app as fusion_app
 from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.mission_planner import app as mission_app
+from services.qa_generator import app as qa_app
+from services.qa_generator.refresh import refresh
 from services.renderer import app as renderer_app
 
 pytestmark = pytest.mark.timeout(900)
@@ -40,7 +48,16 @@ pytestmark = pytest.mark.timeout(900)
 
 @pytest.fixture
 async def pipeline(settings: Settings, s3_store: S3BlobStore) -> AsyncIterator[list[Service]]:
-    factories = [capture_app, fusion_app, renderer_app, renderer_app, landmark_app, labeller_app, mission_app]
+    factories = [
+        capture_app,
+        fusion_app,
+        renderer_app,
+        renderer_app,
+        landmark_app,
+        labeller_app,
+        mission_app,
+        qa_app,
+    ]
     services = [f.create(settings, s3_store) for f in factories]
     for svc in services:
         await svc.start(http=False)
@@ -55,7 +72,7 @@ async def run(
 ) -> dict[str, str]:
     req = small_scan(f"m-{unique}")
     await publish_scan(settings.bus.nats_url, req)
-    state = await wait_for_run(settings.bus.nats_url, req.run_id, "mission", 600)
+    state = await wait_for_run(settings.bus.nats_url, req.run_id, "qa", 600)
     assert state.status == "completed", state.errors
     return {"run_id": req.run_id, **state.outputs}
 
@@ -197,3 +214,97 @@ async def test_bad_video_job_is_rejected_with_an_error_event(
     err = await Probe.first(errors, lambda e: e.run_id == f"bad-{unique}")
     assert "even" in err.message
     await asyncio.sleep(0)
+
+
+TASKS = ("self_where", "self_what", "env_where", "env_how")
+
+
+def rows_of(store: S3BlobStore, key: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in store.get(key).splitlines()]
+
+
+async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
+    run: dict[str, str], s3_store: S3BlobStore
+) -> None:
+    run_id = run["run_id"]
+    root = keys.run_prefix(run_id)
+    image = rows_of(s3_store, run["image_qa"])
+    video = rows_of(s3_store, run["video_qa"])
+    report = json.loads(s3_store.get(run["qc_report"]))
+    n = report["funnel"]["released_landmarks"]
+    assert n >= 1 and len(image) == 8 * n and len(video) == 4 * n
+    assert report["funnel"]["image_rows"] == len(image) and report["funnel"]["reviewed"] >= n
+    for lm in {r["landmark_id"] for r in image}:
+        mine = [r for r in image if r["landmark_id"] == lm]
+        assert Counter(r["task_type"] for r in mine) == {t: 2 for t in TASKS}
+        assert Counter(r["difficulty"] for r in mine) in ({"4way": 4, "8way": 4}, {"4way": 8})
+        assert sum(1 for r in video if r["landmark_id"] == lm) == 4
+
+    valid = load_json(ValidInstancesFile, s3_store.get(run["valid_instances"]))
+    views = {v.view_id: (lm, v) for lm in valid.valid_instances for v in lm.rgb_views}
+    requests = {r["request_id"]: r for r in json.loads(s3_store.get(run["render_requests"]))["env_requests"]}
+    for r in image:
+        opts = {o["option_id"]: o["label"] for o in r["label_options"]}
+        assert opts[r["answer_option_id"]] == r["answer_label"] and len(opts) == 4
+        assert r["reasoning_steps"] and {s["operation"] for s in r["reasoning_steps"]} >= {"GND", "INF"}
+        if r["task_type"] == "self_where":
+            lm, target = views[r["metadata"]["target_view_id"]]
+            assert target.is_valid and target.view_id in lm.valid_view_ids
+            assert r["answer_label"] == "-".join(p.capitalize() for p in target.view_direction.split("_"))
+        elif r["task_type"].startswith("env"):
+            req = requests[r["metadata"]["env_request_id"]]
+            x, y, z, yaw, pitch, roll = req["pose"]
+            pose = Pose(x, y, z, yaw, pitch, roll)
+            k = Intrinsics.from_fov(req["width"], req["height"], req["fov_deg"])
+            (px, py), depth = (a[0] for a in project(np.array([req["target_center_3d"]]), pose, k))
+            assert depth > 0
+            left, above = px < k.cx, py < k.cy
+            label = r["answer_label"]
+            if r["task_type"] == "env_where" and label != "Front":
+                assert ("Left" in label) == left, (r["sample_id"], px, k.cx)
+            if r["task_type"] == "env_how":
+                if "left" in label.lower() or "right" in label.lower():
+                    assert ("left" in label.lower()) == left
+                if "climb" in label.lower() or "descend" in label.lower():
+                    assert ("climb" in label.lower()) == above
+            _, instance = media.decode_segmentation(s3_store.get(f"{root}/{req['output_segmentation']}"))
+            ys, xs = np.nonzero(instance == req["rendered_instance_id"])
+            truth = np.array(
+                [xs.min() / k.width, ys.min() / k.height, (xs.max() + 1) / k.width, (ys.max() + 1) / k.height]
+            )
+            assert np.allclose(r["answer_bbox_xyxy_norm"], truth, atol=2e-3)
+    for r in video:
+        if r["form"] == "env_visibility_reasoning":
+            task = load_json(
+                TaskData,
+                s3_store.get(f"{keys.mission_root(run_id, r['mission_id'])}/final_task/task_data.json"),
+            )
+            assert (
+                r["gold_environment_answer"]["visible_count"]
+                == task.task_tracks.environmental_awareness.visible_count
+            )
+        else:
+            ids = {o["option_id"] for o in r["choice_options"]}
+            assert set(r["answer_option_ids"]) <= ids and 2 <= len(ids) <= 8
+
+    # exports: dataset card with the funnel, VLMEvalKit TSV with one line per image row
+    card = s3_store.get(run["dataset_card"]).decode()
+    assert "config_name: image_qa" in card and f"| released landmarks (full lattice) | {n} |" in card
+    assert len(s3_store.get(run["image_mcq_tsv"]).decode().splitlines()) == len(image) + 1
+
+    # refresh: delete the rendered assets, re-render from the sidecar, nothing changes
+    manifests = {k: s3_store.get(run[k]) for k in ("image_qa", "video_qa", "render_requests", "qc_report")}
+    assets = [f"{root}/{r['output_image']}" for r in requests.values()]
+    assets += [f"{root}/{o['output_image']}" for o in json.loads(manifests["render_requests"])["overlays"]]
+    before = {a: decode(s3_store.get(a)) for a in assets}
+    for a in assets:
+        s3_store.delete(a)
+    refresh(s3_store, run_id)
+    for k, data in manifests.items():
+        assert s3_store.get(run[k]) == data, k
+    for a, pixels in before.items():
+        assert np.array_equal(decode(s3_store.get(a)), pixels), a
+
+
+def decode(data: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))

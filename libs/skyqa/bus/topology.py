@@ -34,6 +34,7 @@ LANDMARKS_REVIEWED = "skyqa.v1.landmark.reviewed"
 LABEL_REQUESTED = "skyqa.v1.label.requested"
 LABEL_DONE = "skyqa.v1.label.done"
 MISSIONS_COMPLETED = "skyqa.v1.mission.completed"
+QA_COMPLETED = "skyqa.v1.qa.completed"
 
 DAY = 24 * 3600.0
 

@@ -1,0 +1,165 @@
+"""Stage-4 handoff: QA manifests (image and video rows), the render_requests sidecar, QC report.
+
+Row fields keep UAV-DualCog's names (``label_options``, ``answer_option_id``,
+``answer_bbox_xyxy_norm``, ``choice_options``, ``answer_items``, ``gold_environment_answer``);
+additions are ``reasoning_steps`` (UltraVR-style process supervision) and ``checks`` (what
+the independent geometry re-check computed).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from skyqa.contracts.base import Contract
+
+Operation = Literal["GND", "PER", "QUA", "INT", "INF"]
+
+
+class Option(Contract):
+    option_id: str
+    label: str
+
+
+class Candidate(Contract):
+    option_id: str
+    image: str
+    view_under_definition: str
+    bbox_xyxy_norm: list[float]
+
+
+class ReasoningStep(Contract):
+    question: str
+    answer: str
+    operation: Operation
+
+
+class ImageRow(Contract):
+    sample_id: str
+    scene_id: str
+    engine: str
+    landmark_id: str
+    landmark_category: str
+    landmark_description: str
+    task_family: str = "qa"
+    task_group: Literal["self-aware", "environment-aware"]
+    view_definition: Literal["Self-Aware", "Environment-Aware"]
+    task_type: Literal["self_where", "self_what", "env_where", "env_how"]
+    task_display_name: str
+    difficulty: Literal["4way", "8way"]
+    reference_image: str
+    reference_image_with_bbox: str
+    reference_bbox_xyxy_norm: list[float]
+    reference_object_view: str
+    target_image: str
+    images: list[str]  # in prompt order
+    label_options: list[Option]
+    answer_option_id: str
+    answer_label: str
+    answer_bbox_xyxy_norm: list[float]
+    candidates: list[Candidate] = Field(default_factory=list)
+    behavior_instance: str = ""
+    metadata: dict[str, str | float | int | bool]
+    reasoning_steps: list[ReasoningStep]
+    prompt_text: str
+    user_prompt: str
+    system_prompt: str
+
+
+class AnswerItem(Contract):
+    option_id: str
+    label: str
+    intervals_sec: list[list[float]]
+
+
+class VideoRow(Contract):
+    sample_id: str
+    scene_id: str
+    engine: str
+    form: Literal["self_instance_recognition_joint", "env_visibility_reasoning"]
+    task_group: Literal["self-state", "environmental"]
+    task_name: str
+    task_display_name: str
+    response_kind: Literal["choice_with_optional_intervals", "count_and_intervals"]
+    mission_id: str
+    mission_kind: Literal["atomic", "composite"]
+    set_id: str
+    set_name: str
+    landmark_id: str
+    landmark_category: str
+    landmark_description: str
+    reference_image_with_bbox: str
+    reference_bbox_xyxy_norm: list[float]
+    video_path: str
+    fps: float
+    frame_count: int
+    duration_sec: float
+    video_width: int
+    video_height: int
+    difficulty_score: float
+    difficulty_band: str
+    choice_options: list[Option] = Field(default_factory=list)
+    multi_select: bool = False
+    answer_option_ids: list[str] = Field(default_factory=list)
+    answer_items: list[AnswerItem] = Field(default_factory=list)
+    gold_environment_answer: dict[str, int | list[list[float]]] = Field(default_factory=dict)
+    behavior_intervals_sec: list[dict[str, str | float]] = Field(default_factory=list)
+    prompt_text: str
+    user_prompt: str
+    system_prompt: str
+
+
+class EnvRequest(Contract):
+    """How an environment observation was (and is re-)rendered."""
+
+    request_id: str
+    landmark_id: str
+    rendered_instance_id: int
+    output_image: str
+    output_segmentation: str
+    width: int
+    height: int
+    fov_deg: float
+    pose: list[float]  # x, y, z, yaw, pitch, roll
+    source_view_id: str
+    yaw_delta_deg: float
+    pitch_delta_deg: float
+    target_center_3d: list[float]
+    target_aabb: list[list[float]]  # [min, max]
+
+
+class OverlayRequest(Contract):
+    output_image: str
+    source_image: str
+    bbox_xyxy_norm: list[float]
+
+
+class RenderRequests(Contract):
+    scene_id: str
+    run_id: str
+    backend: str
+    env_requests: list[EnvRequest]
+    overlays: list[OverlayRequest]
+
+
+class Funnel(Contract):
+    candidates: int  # candidate (class, instance) pairs in the fused cloud
+    collected: int  # landmarks with enough valid views (instances.json)
+    reviewed: int  # kept and labelled (valid_instances.json)
+    released_landmarks: int
+    image_rows: int
+    video_rows: int
+
+
+class QCReport(Contract):
+    scene_id: str
+    run_id: str
+    funnel: Funnel
+    checked_rows: int
+    dropped_rows: int
+    drop_reasons: dict[str, int]
+    dropped_landmarks: dict[str, str]
+    answer_letter_balance: dict[str, dict[str, float]]
+    max_option_similarity: float
+    duplicate_questions: int

@@ -1,0 +1,93 @@
+"""qa-generator service: completed missions -> planned rows -> env renders -> checked manifests."""
+
+from __future__ import annotations
+
+import asyncio
+
+from skyqa.blob import BlobStore
+from skyqa.bus import Delivery, topology
+from skyqa.contracts import dump_json, load_json
+from skyqa.runtime import Service, Settings
+from skyqa.v1 import common_pb2, mission_pb2, qa_pb2, render_pb2
+
+from services.qa_generator.pipeline import REQUESTER, QAPlan, finish, plan, plan_key, render_jobs
+
+NAME = "qa_generator"
+STAGE = "qa"
+MISSIONS = topology.ConsumerSpec("qa-generator", topology.EVENTS_STREAM, topology.MISSIONS_COMPLETED)
+RENDERED = topology.ConsumerSpec(
+    "qa-generator-renders", topology.EVENTS_STREAM, topology.render_done_subject(REQUESTER)
+)
+
+
+async def setup(svc: Service) -> None:
+    progress, fanin = svc.require()
+
+    async def complete(p: QAPlan, trace_id: str) -> None:
+        report, out = await asyncio.to_thread(finish, p, svc.store)
+        f = report.funnel
+        event = qa_pb2.QACompleted(
+            run_id=p.run_id,
+            scene_id=p.scene_id,
+            image_rows=f.image_rows,
+            video_rows=f.video_rows,
+            released_landmarks=f.released_landmarks,
+            image_manifest=out["image_qa"],
+            video_manifest=out["video_qa"],
+            qc_report=out["qc_report"],
+        )
+        await svc.bus.publish(
+            topology.QA_COMPLETED,
+            event,
+            msg_id=f"qa-completed:{p.run_id}",
+            run_id=p.run_id,
+            trace_id=trace_id,
+        )
+        await fanin.mark_announced(f"{p.run_id}.{STAGE}")
+        total = len(p.requests.env_requests)
+        await progress.report(
+            p.run_id,
+            STAGE,
+            total,
+            total,
+            common_pb2.RUN_STATUS_COMPLETED,
+            f"{f.image_rows} image, {f.video_rows} video rows, {f.released_landmarks} landmarks released",
+            outputs=dict(out),
+        )
+
+    async def on_missions(event: mission_pb2.MissionsCompleted, d: Delivery) -> None:
+        p = await asyncio.to_thread(plan, event, svc.store)
+        await asyncio.to_thread(svc.store.put, plan_key(event.run_id), dump_json(p), "application/json")
+        jobs = render_jobs(p)
+        await progress.report(
+            event.run_id, STAGE, 0, len(jobs), message=f"rendering {len(jobs)} env observation sets"
+        )
+        if not jobs:
+            await fanin.mark_done(f"{event.run_id}.{STAGE}", "none", 1)
+            await complete(p, d.trace_id)
+            return
+        for job in jobs:
+            await svc.bus.publish(
+                topology.RENDER_JOB,
+                job,
+                msg_id=f"render-job:{event.run_id}:{REQUESTER}:{job.job_id}",
+                run_id=event.run_id,
+                trace_id=d.trace_id,
+            )
+
+    async def on_rendered(done: render_pb2.RenderDone, d: Delivery) -> None:
+        p = load_json(QAPlan, await asyncio.to_thread(svc.store.get, plan_key(done.run_id)), "qa plan")
+        total = len({r.landmark_id for r in p.requests.env_requests})
+        fan = await fanin.mark_done(f"{done.run_id}.{STAGE}", done.correlation, total)
+        await progress.report(done.run_id, STAGE, fan.done, fan.total, message=f"rendered {done.correlation}")
+        if fan.complete and not fan.announced:
+            await complete(p, d.trace_id)
+
+    svc.bus.handle(MISSIONS, mission_pb2.MissionsCompleted, on_missions, stage=STAGE)
+    svc.bus.handle(
+        RENDERED, render_pb2.RenderDone, on_rendered, stage=STAGE, concurrency=svc.settings.concurrency
+    )
+
+
+def create(settings: Settings, store: BlobStore | None = None) -> Service:
+    return Service(NAME, settings, setup, store=store)

@@ -1,0 +1,111 @@
+"""Exports: the dataset card (Hugging Face ``datasets`` front matter) and a VLMEvalKit-style TSV.
+
+The release folder is the run prefix (``runs/<run_id>/``) copied out: manifests and media keep
+their relative paths, and the card's ``configs`` let ``datasets.load_dataset(folder, "image_qa")``
+read the manifests.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from skyqa.contracts.qa import ImageRow, QCReport
+
+TSV_COLUMNS = [
+    "index",
+    "image_path",
+    "question",
+    "A",
+    "B",
+    "C",
+    "D",
+    "answer",
+    "category",
+    "l2-category",
+    "split",
+]
+
+
+def mcq_tsv(rows: list[ImageRow]) -> bytes:
+    """One line per image MCQ; ``image_path`` is a JSON list of paths relative to the release root."""
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    w.writerow(TSV_COLUMNS)
+    for i, r in enumerate(rows):
+        opts = {o.option_id: o.label for o in r.label_options}
+        w.writerow(
+            [
+                i,
+                json.dumps(r.images),
+                r.user_prompt.split("\nOptions:")[0],
+                *(opts[x] for x in "ABCD"),
+                r.answer_option_id,
+                r.task_type,
+                r.difficulty,
+                "test",
+            ]
+        )
+    return buf.getvalue().encode()
+
+
+def dataset_card(scene_id: str, run_id: str, report: QCReport, keys: dict[str, str], root: str) -> bytes:
+    rel = {k: v.removeprefix(root + "/") for k, v in keys.items()}
+    f = report.funnel
+    reasons = "\n".join(f"| {k} | {v} |" for k, v in report.drop_reasons.items()) or "| (none) | 0 |"
+    return f"""---
+pretty_name: skyqa {scene_id}
+license: cc-by-4.0
+task_categories: [visual-question-answering]
+configs:
+- config_name: image_qa
+  data_files: [{{split: test, path: "{rel["image_qa"]}"}}]
+- config_name: video_qa
+  data_files: [{{split: test, path: "{rel["video_qa"]}"}}]
+---
+# skyqa benchmark: {scene_id} (run `{run_id}`)
+
+Aerial embodied-cognition VQA built the UAV-DualCog way: reviewed landmarks from a fused
+semantic point cloud, image QA on landmark views and rendered environment observations, and
+video QA on behavior-driven flight missions. Every answer was re-checked against scene
+geometry by an independent code path (see `{rel["qc_report"]}`).
+
+## Release funnel
+
+| stage | count |
+|---|---|
+| candidate (class, instance) pairs | {f.candidates} |
+| landmarks with enough valid views | {f.collected} |
+| reviewed (kept and labelled) | {f.reviewed} |
+| released landmarks (full lattice) | {f.released_landmarks} |
+| image rows (8 per landmark) | {f.image_rows} |
+| video rows (4 per landmark) | {f.video_rows} |
+
+Dropped rows by reason:
+
+| reason | rows |
+|---|---|
+{reasons}
+
+## Files
+
+- `{rel["image_qa"]}`: image rows: `self_where` (Landmark-Relative Position Reasoning),
+  `self_what` (Future Observation Prediction), `env_where` (Self-Relative Position Reasoning),
+  `env_how` (Landmark-Driven Action Decision), each at 4-way and 8-way; answer
+  `{{"answer_option_id", "bbox_xyxy_norm"}}`; `reasoning_steps` give GND/PER/QUA/INT/INF steps.
+- `{rel["video_qa"]}`: video rows: Flight Behavior Recognition and Temporal Localization
+  (`answers[].intervals_sec`) and Landmark Visibility Counting and Interval Reasoning
+  (`visible_count`, `visible_intervals_sec`).
+- `{rel["image_mcq_tsv"]}`: the image MCQs in VLMEvalKit's TSV layout (`image_path` lists the images).
+- `{rel["render_requests"]}`: camera pose and size of every rendered asset; `skyqa refresh`
+  re-renders them without changing any id, option or answer.
+
+## Media contract
+
+Stills: JPEG quality 80 (release profile 4096x3072). Videos: H.264 (libx264, baseline),
+yuv420p, 10 FPS, MP4 with `+faststart` (release profile 1440x1080 at 10 Mb/s). Environment
+rows' `env_how` gold is the move that brings the landmark to the image centre: turn towards
+its side and climb or descend towards it (4-way: the dominant axis, at least 5 degrees off and
+1.5 times the other; 8-way: every axis at least 5 degrees off).
+""".encode()

@@ -1,0 +1,230 @@
+"""Quality control on every manifest row, with the reason every dropped row was dropped.
+
+Structural checks (AirCopBench / UrbanVideo-Bench style): required fields, option count and
+unique ids and labels, the answer among the options, no two options more similar than 0.85
+(difflib), duplicate questions; answer-letter balance per task is reported (chi-square).
+Every answer is then re-derived from scene geometry by a code path the generator does not use:
+world-frame angles instead of camera-frame ones, ring order from camera yaw instead of labels,
+the 3D box projection around the rendered box, and visibility intervals from the renderer's
+per-frame measurements.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.stats import chisquare
+from skyqa.contracts import RgbView, ValidInstance
+from skyqa.contracts.missions import FrameVisibility
+from skyqa.contracts.qa import EnvRequest, ImageRow, VideoRow
+from skyqa.sim import Intrinsics, Pose
+
+from services.qa_generator import labels as L
+
+MAX_SIMILARITY = 0.85
+BOX_SLACK = 0.04
+
+
+@dataclass
+class Verdict:
+    reasons: dict[str, str] = field(default_factory=dict)  # sample_id -> reason
+
+    def fail(self, sample_id: str, reason: str) -> None:
+        self.reasons.setdefault(sample_id, reason)
+
+
+def _structure(
+    sample_id: str, labels: list[str], ids: list[str], answers: list[str], v: Verdict, text: bool = True
+) -> None:
+    """Option structure; similarity is checked for every pair that involves a distractor (two
+    correct options of a multi-select row may share wording, e.g. one orbit with two camera modes)."""
+    if len(set(ids)) != len(ids) or len(set(labels)) != len(labels):
+        v.fail(sample_id, "duplicate option ids or labels")
+    if not answers or any(a not in ids for a in answers):
+        v.fail(sample_id, "answer not among the options")
+    if not text:
+        return
+    correct = {lab for lab, i in zip(labels, ids, strict=True) if i in answers}
+    for a, b in itertools.combinations(labels, 2):
+        if {a, b} <= correct:
+            continue
+        if difflib.SequenceMatcher(None, a, b).ratio() > MAX_SIMILARITY:
+            v.fail(sample_id, "two options more similar than 0.85")
+
+
+def max_similarity(rows: list[list[str]]) -> float:
+    best = 0.0
+    for labels in rows:
+        for a, b in itertools.combinations(labels, 2):
+            best = max(best, difflib.SequenceMatcher(None, a, b).ratio())
+    return round(best, 4)
+
+
+def world_bearing(center: list[float], pose: list[float]) -> tuple[float, float]:
+    """Horizontal (left positive) and vertical angles of the centre, from world-frame vectors.
+
+    The horizontal angle is the heading difference in the ground plane; the vertical one is the
+    elevation of the centre seen along that heading minus the camera pitch. Near the optical
+    axis these agree with the camera-frame angles the generator uses to within a degree or two.
+    """
+    x, y, z, yaw, pitch = pose[:5]
+    dx, dy, dz = center[0] - x, center[1] - y, center[2] - z
+    heading = math.degrees(math.atan2(dy, dx))
+    h = (heading - yaw + 180.0) % 360.0 - 180.0
+    along = math.hypot(dx, dy) * math.cos(math.radians(h))
+    v = math.degrees(math.atan2(dz, along)) - pitch
+    return h, v
+
+
+def check_image_rows(
+    rows: list[ImageRow],
+    landmarks: dict[str, ValidInstance],
+    requests: dict[str, EnvRequest],
+    instance_masks: dict[str, np.ndarray],
+) -> Verdict:
+    v = Verdict()
+    seen: dict[tuple[str, str, tuple[str, ...]], str] = {}
+    for r in rows:
+        required = [
+            r.sample_id,
+            r.landmark_id,
+            r.reference_image_with_bbox,
+            r.target_image,
+            r.prompt_text,
+            r.answer_option_id,
+        ]
+        if not all(required) or len(r.answer_bbox_xyxy_norm) != 4 or not r.reasoning_steps:
+            v.fail(r.sample_id, "missing required field")
+        ids = [o.option_id for o in r.label_options]
+        labels = [o.label for o in r.label_options]
+        if len(ids) != 4:
+            v.fail(r.sample_id, "image rows need exactly 4 options")
+        # self_what's options name candidate images ("Image 2"...); their views are checked below
+        _structure(r.sample_id, labels, ids, [r.answer_option_id], v, text=r.task_type != "self_what")
+        key = (r.task_type, r.prompt_text, tuple(r.images))
+        if key in seen:
+            v.fail(r.sample_id, "duplicate question")
+        seen[key] = r.sample_id
+        x0, y0, x1, y1 = r.answer_bbox_xyxy_norm or [0, 0, 0, 0]
+        if not (0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1):
+            v.fail(r.sample_id, "answer box outside the image or empty")
+        lm = landmarks[r.landmark_id]
+        if r.task_type.startswith("self"):
+            _recheck_self(r, lm, v)
+        else:
+            _recheck_env(r, lm, requests[str(r.metadata["env_request_id"])], instance_masks, v)
+    return v
+
+
+def _views(lm: ValidInstance) -> dict[str, RgbView]:
+    return {x.view_id: x for x in lm.rgb_views}
+
+
+def _recheck_self(r: ImageRow, lm: ValidInstance, v: Verdict) -> None:
+    views = _views(lm)
+    ref, target = views[str(r.metadata["reference_view_id"])], views[str(r.metadata["target_view_id"])]
+    if not (ref.is_valid and target.is_valid and target.view_id in lm.valid_view_ids):
+        v.fail(r.sample_id, "uses a view the review marked invalid")
+        return
+    # labels may be re-anchored by a reviewer, but they must follow the ring the cameras are on
+    geo = {x.view_id: L.geometric_ring_index(x.yaw_deg, lm.bbox_3d.yaw_deg) for x in (ref, target)}
+    shift = {(L.ring_index(x.view_direction) - geo[x.view_id]) % 8 for x in (ref, target)}
+    if len(shift) != 1:
+        v.fail(r.sample_id, "view labels disagree with the camera ring")
+    if r.task_type == "self_where":
+        if r.answer_label != L.object_label(target.view_direction):
+            v.fail(r.sample_id, "answer is not the target view's facade")
+        return
+    # the turn from the labels' ring positions (the generator used camera yaw)
+    # ring order (front, front_right, right, ...) goes clockwise seen from above
+    steps = (L.ring_index(target.view_direction) - L.ring_index(ref.view_direction)) % 8
+    cw = steps * 45
+    expected = (cw, "clockwise") if cw <= 180 else (360 - cw, "counterclockwise")
+    if (int(r.metadata["turn_degrees"]), str(r.metadata["turn_direction"])) != expected:
+        v.fail(r.sample_id, "orbit turn disagrees with the ring labels")
+    chosen = next(c for c in r.candidates if c.option_id == r.answer_option_id)
+    if chosen.image != r.target_image or len({c.view_under_definition for c in r.candidates}) != 4:
+        v.fail(r.sample_id, "candidates are not distinct or the answer is not the target view")
+
+
+def _recheck_env(
+    r: ImageRow, lm: ValidInstance, req: EnvRequest, masks: dict[str, np.ndarray], v: Verdict
+) -> None:
+    if req.source_view_id not in lm.valid_view_ids:
+        v.fail(r.sample_id, "uses a view the review marked invalid")
+    h, vert = world_bearing(req.target_center_3d, req.pose)
+    if r.task_type == "env_where":
+        side = "Left" if h > 0 else "Right"
+        expected = "Front" if abs(h) < L.FRONT_DEG else side if r.difficulty == "4way" else f"Front-{side}"
+        if r.answer_label != expected:
+            v.fail(r.sample_id, f"direction re-check gives {expected}")
+    else:
+        parts = r.answer_label.lower()
+        if ("left" in parts and h <= 0) or ("right" in parts and h >= 0):
+            v.fail(r.sample_id, "turn direction disagrees with the world-frame bearing")
+        if ("climb" in parts and vert <= 0) or ("descend" in parts and vert >= 0):
+            v.fail(r.sample_id, "climb direction disagrees with the world-frame bearing")
+    # the rendered box must lie inside the projection of the 3D box (a different code path)
+    mask = masks.get(req.request_id)
+    if mask is None:
+        v.fail(r.sample_id, "environment observation missing")
+        return
+    hgt, wid = mask.shape
+    k = Intrinsics.from_fov(wid, hgt, req.fov_deg)
+    x, y, z, yaw, pitch, roll = req.pose
+    proj, inside = L.projected_box(
+        np.array(req.target_aabb[0]), np.array(req.target_aabb[1]), Pose(x, y, z, yaw, pitch, roll), k
+    )
+    box = np.array(r.answer_bbox_xyxy_norm) * [wid, hgt, wid, hgt]
+    # the fused box misses the bottom of an object (the ground cut) and unscanned parts
+    slack = np.array([wid, hgt, wid, hgt]) * BOX_SLACK + 2
+    if not inside or np.any(box[:2] < proj[:2] - slack[:2]) or np.any(box[2:] > proj[2:] + slack[2:]):
+        v.fail(r.sample_id, "landmark box falls outside its projected 3D box")
+
+
+def check_video_rows(
+    rows: list[VideoRow], visibility: dict[str, list[FrameVisibility]], instance_ids: dict[str, int]
+) -> Verdict:
+    v = Verdict()
+    for r in rows:
+        if not (r.sample_id and r.video_path and r.prompt_text and r.frame_count > 0):
+            v.fail(r.sample_id, "missing required field")
+        if r.form == "self_instance_recognition_joint":
+            ids = [o.option_id for o in r.choice_options]
+            _structure(r.sample_id, [o.label for o in r.choice_options], ids, r.answer_option_ids, v)
+            if not 2 <= len(ids) <= 8:
+                v.fail(r.sample_id, "joint rows need 2..8 options")
+            spans = sorted((b["start_sec"], b["end_sec"]) for b in r.behavior_intervals_sec)
+            gaps = any(abs(float(b[0]) - float(a[1])) > 1e-6 for a, b in itertools.pairwise(spans))
+            if not spans or spans[0][0] != 0 or abs(float(spans[-1][1]) - r.duration_sec) > 1e-6 or gaps:
+                v.fail(r.sample_id, "behavior intervals do not tile the video")
+            continue
+        # visibility: recount intervals from the renderer's per-frame rows
+        frames = visibility[r.mission_id]
+        flags = [
+            next(t.is_visible for t in f.targets if t.instance_id == instance_ids[r.mission_id])
+            for f in frames
+        ]
+        runs = sum(1 for i, f in enumerate(flags) if f and (i == 0 or not flags[i - 1]))
+        gold = r.gold_environment_answer
+        ivs = gold.get("visible_intervals_sec", [])
+        if gold.get("visible_count") != runs or not isinstance(ivs, list) or len(ivs) != runs:
+            v.fail(r.sample_id, "visible count disagrees with the per-frame visibility")
+        elif any(not 0 <= s < e <= r.duration_sec + 1e-6 for s, e in ivs):
+            v.fail(r.sample_id, "visibility interval outside the video")
+    return v
+
+
+def letter_balance(rows: list[ImageRow]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for task in sorted({r.task_type for r in rows}):
+        counts = Counter(r.answer_option_id for r in rows if r.task_type == task)
+        observed = [counts.get(x, 0) for x in "ABCD"]
+        p = float(chisquare(observed).pvalue) if sum(observed) >= 4 else 1.0
+        out[task] = {**{x: float(c) for x, c in zip("ABCD", observed, strict=True)}, "chi2_p": round(p, 4)}
+    return out

@@ -1,0 +1,85 @@
+"""Ground-truth reasoning steps (UltraVR style) for every image row, derived from geometry.
+
+Operations: GND grounds the landmark (its box), PER perceives a facade or side, QUA
+quantifies an angle or a turn, INT integrates two observations, INF infers the answer.
+"""
+
+from __future__ import annotations
+
+from skyqa.contracts.qa import ImageRow, ReasoningStep
+
+from services.qa_generator import labels as L
+
+
+def _box(row: ImageRow) -> str:
+    return "[" + ", ".join(f"{v:.3f}" for v in row.answer_bbox_xyxy_norm) + "]"
+
+
+def steps_for(row: ImageRow) -> list[ReasoningStep]:
+    ref = row.reference_object_view
+    m = row.metadata
+    s = ReasoningStep
+    if row.task_type == "self_where":
+        return [
+            s(question="Which facade of the landmark does image 1 show?", answer=ref, operation="PER"),
+            s(question="Where is the landmark in image 2?", answer=_box(row), operation="GND"),
+            s(
+                question="Which facade of the landmark faces you in image 2?",
+                answer=row.answer_label,
+                operation="PER",
+            ),
+            s(
+                question="Where are you relative to the landmark, in its own frame?",
+                answer=row.answer_label,
+                operation="INF",
+            ),
+        ]
+    if row.task_type == "self_what":
+        turn = f"{m['turn_degrees']} degrees {m['turn_direction']}"
+        return [
+            s(question="Which side of the landmark do you observe in image 1?", answer=ref, operation="PER"),
+            s(question="How far and which way do you orbit the landmark?", answer=turn, operation="QUA"),
+            s(
+                question="Which side of the landmark will you observe after the turn?",
+                answer=str(m["query_label"]),
+                operation="INT",
+            ),
+            s(question="Which candidate shows that side?", answer=row.answer_label, operation="INF"),
+            s(question="Where is the landmark in the selected image?", answer=_box(row), operation="GND"),
+        ]
+    h, v = float(m["horizontal_deg"]), float(m["vertical_deg"])
+    side = "left" if h > 0 else "right"
+    ground = s(question="Where is the landmark in image 2?", answer=_box(row), operation="GND")
+    match = s(
+        question="Is the landmark in image 2 the one in image 1?",
+        answer="yes, the same landmark",
+        operation="PER",
+    )
+    horizontal = s(
+        question="How far is the landmark from your forward direction, horizontally?",
+        answer=f"{abs(h):.0f} degrees to the {side}",
+        operation="QUA",
+    )
+    if row.task_type == "env_where":
+        return [
+            ground,
+            match,
+            horizontal,
+            s(question="Where is the landmark?", answer=row.answer_label, operation="INF"),
+        ]
+    vertical = s(
+        question="How far is the landmark above or below the image centre?",
+        answer=f"{abs(v):.0f} degrees {'above' if v > 0 else 'below'}",
+        operation="QUA",
+    )
+    rule = (
+        f"turn when the horizontal offset is dominant, climb or descend when the vertical one is "
+        f"(axes under {L.ACTIVE_DEG:.0f} degrees count as centred)"
+    )
+    return [
+        ground,
+        match,
+        horizontal,
+        vertical,
+        s(question=f"Which move centres the landmark ({rule})?", answer=row.answer_label, operation="INF"),
+    ]

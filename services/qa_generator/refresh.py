@@ -1,0 +1,62 @@
+"""``skyqa refresh``: re-render a run's assets from their recorded camera poses.
+
+Image assets come from the ``render_requests`` sidecar (environment observations are rendered
+again by the simulator, reference overlays redrawn); with ``videos`` every mission video is
+rendered again from its recorded ``render_request.json``. Manifests are then rebuilt from the
+stored plan, so no id, option or answer changes: a deterministic simulator gives byte-identical
+manifests and pixel-identical images.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from google.protobuf import json_format
+from skyqa import keys
+from skyqa.blob import BlobStore
+from skyqa.contracts import load_json
+from skyqa.settings import AirSimSettings
+from skyqa.sim import SimulatorCache
+from skyqa.v1 import mission_pb2
+
+from services.mission_planner.app import RENDER_REQUEST, bundle_mission
+from services.qa_generator.assets import draw_overlay, render_env
+from services.qa_generator.pipeline import QAPlan, finish, plan_key, scan_of
+from services.renderer.video import VISIBILITY_NAME, render_video
+
+
+@dataclass
+class Refreshed:
+    env_observations: int
+    overlays: int
+    videos: int
+    manifests: dict[str, str]
+
+
+def refresh(
+    store: BlobStore,
+    run_id: str,
+    videos: bool = False,
+    scenes_dir: Path | None = None,
+    airsim: AirSimSettings | None = None,
+) -> Refreshed:
+    p = load_json(QAPlan, store.get(plan_key(run_id)), "qa plan")
+    root = keys.run_prefix(run_id)
+    sim = SimulatorCache(scenes_dir, airsim or AirSimSettings()).get(p.engine, p.scene_id)
+    for req in p.requests.env_requests:
+        render_env(store, root, req, sim)
+    for o in p.requests.overlays:
+        draw_overlay(store, root, o)
+    done_videos = 0
+    if videos:
+        scan = scan_of(p)
+        for traj_id in sorted(p.missions):
+            key = f"{keys.mission_root(run_id, traj_id)}/{RENDER_REQUEST}"
+            job = json_format.Parse(store.get(key), mission_pb2.VideoJob())
+            store.delete(f"{job.output_prefix}/{VISIBILITY_NAME}")  # so the renderer does not reuse it
+            done = render_video(job, sim, store)
+            bundle_mission(done, store, scan)
+            done_videos += 1
+    _, out = finish(p, store)
+    return Refreshed(len(p.requests.env_requests), len(p.requests.overlays), done_videos, out)
