@@ -68,6 +68,12 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
         "preview_oblique",
         "frames_manifest",
         "missions_index",
+        "image_qa",
+        "video_qa",
+        "qc_report",
+        "dataset_card",
+        "image_mcq_tsv",
+        "render_requests",
     ):
         assert out[name].is_file(), name
     assert out["preview_oblique"].read_bytes().startswith(b"\x89PNG")
@@ -77,6 +83,12 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     for row in index["missions"]:
         assert (store / row["video"]).stat().st_size > 1024
         assert (store / row["task_data"]).is_file()
+    # the release lattice: 8 image rows and 4 video rows per released landmark
+    report = json.loads(out["qc_report"].read_text())
+    n = report["funnel"]["released_landmarks"]
+    assert n >= 1
+    assert len(out["image_qa"].read_text().splitlines()) == 8 * n
+    assert len(out["video_qa"].read_text().splitlines()) == 4 * n
 
 
 def test_same_scene_config_seed_gives_byte_identical_outputs(
@@ -92,6 +104,10 @@ def test_same_scene_config_seed_gives_byte_identical_outputs(
         "landmarks_raw",
         "valid_instances",
         "missions_index",
+        "image_qa",
+        "video_qa",
+        "render_requests",
+        "qc_report",
     ):
         assert a[name].read_bytes() == b[name].read_bytes(), name
     # every mission bundle and video too

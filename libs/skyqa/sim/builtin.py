@@ -16,19 +16,28 @@ import numpy as np
 import open3d as o3d
 from numpy.typing import NDArray
 
-from skyqa.sim.camera import Pose, camera_rays, rotation_matrix
+from skyqa.sim.camera import Intrinsics, Pose, _camera_directions, camera_rays, rotation_matrix
 from skyqa.sim.classes import SemanticClass
 from skyqa.sim.mesh import ASPHALT, FACADE, FOLIAGE, GRASS
 from skyqa.sim.protocol import CameraSpec, Frame, LidarScan, LidarSpec
 from skyqa.sim.scene import Scene
 
-SUN = np.array([0.45, -0.35, 0.82], dtype=np.float32) / np.linalg.norm([0.45, -0.35, 0.82])
+SUN = (np.array([0.45, -0.35, 0.82]) / np.linalg.norm([0.45, -0.35, 0.82])).astype(np.float32)
 AMBIENT = np.array([0.40, 0.42, 0.47], dtype=np.float32)
 SUNLIGHT = np.array([0.68, 0.65, 0.58], dtype=np.float32)
 SKY_HORIZON = np.array([0.80, 0.86, 0.92], dtype=np.float32)
 SKY_ZENITH = np.array([0.42, 0.60, 0.86], dtype=np.float32)
 WINDOW = np.array([0.20, 0.27, 0.35], dtype=np.float32)
 HAZE_M = 1800.0
+
+
+@lru_cache(maxsize=16)
+def _ray_lengths(k: Intrinsics) -> NDArray[np.float32]:
+    """Length of every pixel's ray direction; a rotation does not change it, so it is cached."""
+    d = _camera_directions(k)
+    out: NDArray[np.float32] = np.sqrt(np.einsum("ij,ij->i", d, d)).astype(np.float32)
+    out.setflags(write=False)
+    return out
 
 
 def _hash01(*cells: NDArray[np.int64]) -> NDArray[np.float32]:
@@ -108,7 +117,9 @@ class BuiltinSimulator:
         t = ans["t_hit"].astype(np.float32)
         hit = np.isfinite(t)
         gidx, instance, semantic = self._labels(ans["geometry_ids"], hit)
-        rgb = self._shade(rays, t, hit, gidx, ans["primitive_ids"].astype(np.int64), ans["primitive_normals"])
+        rgb = self._shade(
+            rays, _ray_lengths(k), t, hit, gidx, ans["primitive_ids"].astype(np.int64), ans["primitive_normals"]
+        )
         h, w = k.height, k.width
         return Frame(
             rgb=rgb.reshape(h, w, 3),
@@ -122,46 +133,65 @@ class BuiltinSimulator:
     def _shade(
         self,
         rays: NDArray[np.float32],
+        dnorm: NDArray[np.float32],
         t: NDArray[np.float32],
         hit: NDArray[np.bool_],
         gidx: NDArray[np.int64],
         prim: NDArray[np.int64],
         normals: NDArray[np.float32],
     ) -> NDArray[np.uint8]:
+        # float32 throughout and work only where it is needed: this is the renderer's hot path
         dirs = rays[:, 3:]
-        dnorm = np.linalg.norm(dirs, axis=1)
         out = np.empty((len(rays), 3), dtype=np.float32)
         # sky: gradient from horizon to zenith by ray elevation
-        elev = np.clip(dirs[:, 2] / dnorm, 0.0, 1.0)[:, None]
-        out[:] = SKY_HORIZON * (1 - elev) + SKY_ZENITH * elev
+        miss = np.flatnonzero(~hit)
+        if miss.size:
+            elev = np.clip(dirs[miss, 2] / dnorm[miss], 0.0, 1.0)[:, None]
+            out[miss] = SKY_HORIZON + (SKY_ZENITH - SKY_HORIZON) * elev
         idx = np.flatnonzero(hit)
-        if idx.size == 0:
-            return (out * 255 + 0.5).astype(np.uint8)
-        tri = self._offsets[gidx[idx]] + np.where(prim[idx] >= 0, prim[idx], 0)
-        albedo = self._colors[tri].copy()
+        if idx.size:
+            out[idx] = self._surface(rays, dnorm, t, idx, gidx, prim, normals)
+        out *= 255.0
+        out += 0.5
+        np.clip(out, 0.0, 255.0, out=out)
+        return out.astype(np.uint8)
+
+    def _surface(
+        self,
+        rays: NDArray[np.float32],
+        dnorm: NDArray[np.float32],
+        t: NDArray[np.float32],
+        idx: NDArray[np.intp],
+        gidx: NDArray[np.int64],
+        prim: NDArray[np.int64],
+        normals: NDArray[np.float32],
+    ) -> NDArray[np.float32]:
+        tri = self._offsets[gidx[idx]] + np.maximum(prim[idx], 0)
+        albedo = self._colors[tri]
         material = self._materials[tri]
         n = normals[idx]
-        d = dirs[idx]
+        d = rays[idx, 3:]
+        th = t[idx]
         flip = np.einsum("ij,ij->i", n, d) > 0
         n[flip] *= -1
-        pts = rays[idx, :3] + d * t[idx, None]
+        pts = rays[idx, :3] + d * th[:, None]
         self._texture(albedo, material, pts, n)
         lam = np.clip(n @ SUN, 0.0, 1.0)
         if self.shadows:
             lit = np.flatnonzero(lam > 0)
             if lit.size:
                 srays = np.empty((lit.size, 6), dtype=np.float32)
-                srays[:, :3] = pts[lit] + n[lit] * 0.05
+                srays[:, :3] = pts[lit] + n[lit] * np.float32(0.05)
                 srays[:, 3:] = SUN
                 with self._lock:
                     occ = self._raycaster.test_occlusions(
                         o3d.core.Tensor(srays), nthreads=self.threads
                     ).numpy()
                 lam[lit[occ]] = 0.0
-        color = albedo * (AMBIENT + SUNLIGHT * lam[:, None])
-        fog = (1.0 - np.exp(-(t[idx] * dnorm[idx]) / HAZE_M))[:, None]
-        out[idx] = color * (1 - fog) + SKY_HORIZON * fog
-        return (np.clip(out, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)
+        fog = 1.0 - np.exp(th * dnorm[idx] * np.float32(-1.0 / HAZE_M))
+        light = AMBIENT + SUNLIGHT * lam[:, None]
+        color: NDArray[np.float32] = albedo * light * (1.0 - fog)[:, None] + SKY_HORIZON * fog[:, None]
+        return color
 
     @staticmethod
     def _texture(
