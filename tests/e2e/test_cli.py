@@ -181,3 +181,19 @@ def test_up_serves_until_sigterm_and_takes_nats_down_with_it(tmp_path: Path) -> 
     assert code == 0, log.read_text()
     with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
         pass
+
+
+def test_release_folder_loads_with_hugging_face_datasets(
+    two_demo_runs: list[dict[str, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # offline and with a private cache; datasets reads these when it is imported
+    for var, value in {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path)}.items():
+        monkeypatch.setenv(var, value)
+    datasets = pytest.importorskip("datasets")
+    out = two_demo_runs[0]
+    release = out["qc_report"].parent  # the run prefix is the release folder
+    image = datasets.load_dataset(str(release), "image_qa", split="test")
+    video = datasets.load_dataset(str(release), "video_qa", split="test")
+    assert len(image) == len(out["image_qa"].read_text().splitlines())
+    assert len(video) == len(out["video_qa"].read_text().splitlines())
+    assert set(image["task_type"]) == {"self_where", "self_what", "env_where", "env_how"}
