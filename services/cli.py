@@ -23,9 +23,11 @@ from skyqa.contracts import RunState
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Settings, configure_logging, load_settings
 from skyqa.runtime.progress import FINAL_STAGE
+from skyqa.settings import ModelEndpoint
 from skyqa.v1 import scan_pb2
 
 from services.embedded import Embedded, publish_scan, read_run, wait_for_run
+from services.evaluator.evaluate import evaluate
 from services.qa_generator.refresh import refresh as do_refresh
 from services.registry import SERVICES
 
@@ -33,7 +35,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
-STAGES = ("capture", "fusion", "landmark", "review", "mission", FINAL_STAGE)
+STAGES = ("capture", "fusion", "landmark", "review", "mission", "qa", FINAL_STAGE)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -304,6 +306,55 @@ def refresh(
         f"and {done.videos} videos; manifests rebuilt"
     )
     for name, key in sorted(done.manifests.items()):
+        out.print(f"  {name:<17} {key}")
+
+
+@app.command("eval")
+def eval_cmd(
+    run_id: str,
+    scene: SceneOpt = "demo_city",
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="embedded data dir (default: the configured store)")
+    ] = None,
+    model_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL (…/v1) to evaluate")
+    ] = None,
+    model: Annotated[str, typer.Option(help="model name at --model-url")] = "",
+    budget: Annotated[int, typer.Option(help="most requests per model (0: no cap)")] = 0,
+) -> None:
+    """Evaluate the baselines (and a model endpoint) on a run's QA manifests; print the leaderboard."""
+    settings = _settings()
+    store = LocalBlobStore(data_dir / "store") if data_dir else open_store(settings.store)
+    endpoints = list(settings.evaluation.models)
+    if model_url:
+        endpoints.append(ModelEndpoint(kind="openai", url=model_url, model=model))
+    try:
+        keys.validate_id(run_id, "run id")
+        result = asyncio.run(
+            evaluate(
+                store,
+                run_id,
+                scene,
+                endpoints,
+                settings.evaluation.cache_dir,
+                settings.evaluation.concurrency,
+                budget or None,
+            )
+        )
+    except BlobNotFound:
+        raise _fail(
+            f"run {run_id!r} of scene {scene!r} has no QA manifests; run it to the qa stage first", 1
+        ) from None
+    except InvalidInput as exc:
+        raise _fail(str(exc)) from None
+    for e in result.leaderboard["models"]:
+        img = e["image"]
+        out.print(
+            f"  {e['model']:<14} image option acc {img.get('option_correct', 0):.3f}"
+            f"  joint {img.get('joint_correct', 0):.3f}"
+            f"  count exact {e['video_visibility'].get('count_exact', 0):.3f}  parse {e['parse']}"
+        )
+    for name, key in sorted(result.outputs.items()):
         out.print(f"  {name:<17} {key}")
 
 

@@ -8,6 +8,7 @@ from skyqa.blob import BlobStore
 from skyqa.runtime import Service, Settings
 
 from services.capture import app as capture_app
+from services.evaluator import app as evaluator_app
 from services.fusion import app as fusion_app
 from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
@@ -25,4 +26,5 @@ SERVICES: dict[str, Factory] = {
     "labeller": labeller_app.create,
     "mission_planner": mission_app.create,
     "qa_generator": qa_app.create,
+    "evaluator": evaluator_app.create,
 }

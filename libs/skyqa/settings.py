@@ -78,6 +78,15 @@ class ModelEndpoint(BaseModel):
     rpm: int = Field(0, ge=0)
 
 
+class EvaluationSettings(BaseModel):
+    """Which models the evaluator runs besides its baselines, and how."""
+
+    models: list[ModelEndpoint] = []
+    cache_dir: Path = Path(".skyqa-eval-cache")
+    concurrency: int = Field(4, ge=1, le=256)
+    budget: int = Field(0, ge=0)  # most requests per model and run; 0 = no cap
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SKYQA_", env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -92,6 +101,7 @@ class Settings(BaseSettings):
     scenes_dir: Path | None = None
     airsim: AirSimSettings = AirSimSettings()
     labeller_model: ModelEndpoint = ModelEndpoint()
+    evaluation: EvaluationSettings = EvaluationSettings()
     # keep full-resolution (4096x3072) frames of every mission video next to the MP4
     archive_video_frames: bool = False
     # bearer token of the review web; the web refuses writes while it is empty

@@ -74,8 +74,13 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
         "dataset_card",
         "image_mcq_tsv",
         "render_requests",
+        "leaderboard",
+        "eval_report",
+        "eval_items",
     ):
         assert out[name].is_file(), name
+    board = json.loads(out["leaderboard"].read_text())
+    assert {m["model"] for m in board["models"]} == {"random", "text_prior"}
     assert out["preview_oblique"].read_bytes().startswith(b"\x89PNG")
     index = json.loads(out["missions_index"].read_text())
     assert index["missions"], "the demo renders missions"

@@ -17,7 +17,7 @@ _STATUS: dict[int, str] = {
 _RANK = {"pending": 0, "running": 1, "completed": 2, "failed": 3}
 
 # The stage whose completion completes the whole run; later stages move this forward.
-FINAL_STAGE = "qa"
+FINAL_STAGE = "eval"
 
 
 def status_name(value: int) -> str:

@@ -118,7 +118,13 @@ class BuiltinSimulator:
         hit = np.isfinite(t)
         gidx, instance, semantic = self._labels(ans["geometry_ids"], hit)
         rgb = self._shade(
-            rays, _ray_lengths(k), t, hit, gidx, ans["primitive_ids"].astype(np.int64), ans["primitive_normals"]
+            rays,
+            _ray_lengths(k),
+            t,
+            hit,
+            gidx,
+            ans["primitive_ids"].astype(np.int64),
+            ans["primitive_normals"],
         )
         h, w = k.height, k.width
         return Frame(

@@ -1,0 +1,81 @@
+"""Evaluate responders on a run's QA manifests and write the reports under ``runs/<run>/eval/``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skyqa import keys
+from skyqa.blob import BlobStore
+from skyqa.models import open_model
+from skyqa.settings import ModelEndpoint
+
+from services.evaluator import report
+from services.evaluator.baselines import RandomBaseline, Responder, TextPrior
+from services.evaluator.runner import Cache, ModelResponder, RunStats, run_items
+from services.qa_generator.pipeline import manifest_keys
+
+
+@dataclass
+class EvalResult:
+    outputs: dict[str, str]
+    stats: dict[str, RunStats]
+    leaderboard: dict[str, Any]
+
+
+def load_rows(store: BlobStore, run_id: str, scene_id: str) -> list[dict[str, Any]]:
+    out = manifest_keys(run_id, scene_id)
+    rows = []
+    for key in (out["image_qa"], out["video_qa"]):
+        rows += [json.loads(line) for line in store.get(key).splitlines() if line.strip()]
+    return rows
+
+
+def responders_for(
+    rows: list[dict[str, Any]], endpoints: list[ModelEndpoint], store: BlobStore, run_id: str, seed: int = 0
+) -> list[Responder]:
+    out: list[Responder] = [RandomBaseline(seed), TextPrior(rows)]
+    for ep in endpoints:
+        name = ep.model or ep.url
+        out.append(ModelResponder(name, open_model(ep), store, keys.run_prefix(run_id), {"temperature": 0.0}))
+    return out
+
+
+async def evaluate(
+    store: BlobStore,
+    run_id: str,
+    scene_id: str,
+    endpoints: list[ModelEndpoint],
+    cache_dir: Path,
+    concurrency: int = 4,
+    budget: int | None = None,
+) -> EvalResult:
+    rows = load_rows(store, run_id, scene_id)
+    root = keys.run_prefix(run_id)
+    items: list[dict[str, Any]] = []
+    stats: dict[str, RunStats] = {}
+    for responder in responders_for(rows, endpoints, store, run_id):
+        cache = Cache(cache_dir / f"{responder.name.replace('/', '_')}.jsonl")
+        got, st = await run_items(responder, rows, store, root, cache, concurrency, budget)
+        items += got
+        stats[responder.name] = st
+    board = report.leaderboard(items)
+    base = f"{root}/eval"
+    outputs = {
+        "eval_items": f"{base}/items.jsonl",
+        "eval_image_metrics": f"{base}/stage4_metrics_{scene_id}_difficulty.csv",
+        "eval_video_metrics": f"{base}/stage3_metrics_{scene_id}_difficulty.csv",
+        "leaderboard": f"{base}/leaderboard.json",
+        "eval_report": f"{base}/report.html",
+    }
+    lines = b"".join(json.dumps(i, sort_keys=True).encode() + b"\n" for i in items)
+    store.put(outputs["eval_items"], lines, "application/x-ndjson")
+    store.put(outputs["eval_image_metrics"], report.image_csv(items), "text/csv")
+    store.put(outputs["eval_video_metrics"], report.video_csv(items), "text/csv")
+    store.put(
+        outputs["leaderboard"], json.dumps(board, indent=1, sort_keys=True).encode(), "application/json"
+    )
+    store.put(outputs["eval_report"], report.html_page(board, f"skyqa evaluation: {scene_id}"), "text/html")
+    return EvalResult(outputs, stats, board)

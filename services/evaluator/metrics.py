@@ -1,0 +1,105 @@
+"""Scores: per-item values, then aggregates with cluster-bootstrap confidence intervals.
+
+Image (UAV-DualCog stage 4): option accuracy, bbox Acc@0.5 and mean IoU (a missing or invalid
+box scores IoU 0), and joint accuracy (option right *and* IoU >= 0.5). Video (stage 3): exact
+option-set accuracy and set F1 for behavior recognition, temporal F1@0.5 and mean tIoU from
+greedy one-to-one matching; count exact / within-1 / MAE, segment F1@0.3/0.5 and mean best
+tIoU for visibility. Unparsed and failed requests stay in every denominator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+Box = Sequence[float]
+Interval = Sequence[float]
+
+
+def iou(a: Box | None, b: Box | None) -> float:
+    if a is None or b is None:
+        return 0.0
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return float(inter / union) if union > 0 else 0.0
+
+
+def tiou(a: Interval, b: Interval) -> float:
+    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+    union = max(a[1], b[1]) - min(a[0], b[0])
+    return float(inter / union) if union > 0 else 0.0
+
+
+def match_prf(
+    gold: Sequence[Interval], pred: Sequence[Interval], threshold: float
+) -> tuple[float, float, float]:
+    """Greedy one-to-one matching: each gold takes its best unused prediction; TP needs tIoU >= t."""
+    if not gold and not pred:
+        return 1.0, 1.0, 1.0
+    used: set[int] = set()
+    tp = 0
+    for g in gold:
+        best, best_j = 0.0, -1
+        for j, p in enumerate(pred):
+            if j not in used and (v := tiou(g, p)) > best:
+                best, best_j = v, j
+        if best_j >= 0 and best >= threshold:
+            used.add(best_j)
+            tp += 1
+    precision = tp / len(pred) if pred else 0.0
+    recall = tp / len(gold) if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+def mean_best_tiou(gold: Sequence[Interval], pred: Sequence[Interval]) -> float:
+    if not gold:
+        return 1.0 if not pred else 0.0
+    return float(np.mean([max((tiou(g, p) for p in pred), default=0.0) for g in gold]))
+
+
+def set_f1(gold: set[str], pred: set[str]) -> float:
+    if not gold and not pred:
+        return 1.0
+    tp = len(gold & pred)
+    if not tp:
+        return 0.0
+    p, r = tp / len(pred), tp / len(gold)
+    return 2 * p * r / (p + r)
+
+
+def bootstrap_ci(
+    values: Sequence[float], clusters: Sequence[str], b: int = 2000, seed: int = 0, alpha: float = 0.05
+) -> tuple[float, float]:
+    """Percentile CI of the mean, resampling whole clusters (landmarks), with a fixed seed."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    keys = sorted(set(clusters))
+    index = {k: i for i, k in enumerate(keys)}
+    cid = np.array([index[c] for c in clusters])
+    sums = np.bincount(cid, weights=v, minlength=len(keys))
+    counts = np.bincount(cid, minlength=len(keys)).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(keys), size=(b, len(keys)))
+    means = sums[draws].sum(axis=1) / np.maximum(counts[draws].sum(axis=1), 1.0)
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return round(float(lo), 4), round(float(hi), 4)
+
+
+def summarize(
+    rows: list[dict[str, float | str]], metrics: Sequence[str], cluster: str = "landmark_id"
+) -> dict[str, object]:
+    """Mean and cluster-bootstrap CI of each metric over rows that have it."""
+    out: dict[str, object] = {"count": len(rows)}
+    for m in metrics:
+        have = [r for r in rows if isinstance(r.get(m), int | float)]
+        if not have:
+            continue
+        vals = [float(r[m]) for r in have]
+        out[m] = round(float(np.mean(vals)), 4)
+        out[f"{m}_ci95"] = list(bootstrap_ci(vals, [str(r[cluster]) for r in have]))
+    return out

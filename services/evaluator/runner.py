@@ -1,0 +1,235 @@
+"""Run responders over manifest rows with a content-addressed cache, a budget cap and resume.
+
+The cache key is sha256 over the responder id, its generation parameters, the system and user
+prompt and the sha256 of every media input, so a changed asset is a cache miss, never a stale
+hit. Only successful replies are cached; failures go to the item log and are retried on the
+next run. Items beyond the request budget are recorded as ``not_run`` and never scored.
+
+Video input for models: 8 frames sampled uniformly with both endpoints, each sent with its
+timestamp ("frame k at t s"), so temporal answers can be audited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+from skyqa.blob import BlobStore
+from skyqa.models.base import VisionModel
+from skyqa.v1 import model_pb2
+from skyqa.video import decode_frames
+
+from services.evaluator.baselines import Responder
+from services.evaluator.parsing import Parsed
+from services.evaluator.scoring import parse_for, score
+
+VIDEO_FRAMES = 8
+UPLOAD_MAX = (640, 480)
+UPLOAD_QUALITY = 80
+
+
+def _jpeg(data: bytes) -> bytes:
+    img = Image.open(io.BytesIO(data)).convert("RGB")
+    img.thumbnail(UPLOAD_MAX)
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=UPLOAD_QUALITY)
+    return buf.getvalue()
+
+
+def sample_frames(mp4: bytes, n: int = VIDEO_FRAMES, fps: float = 10.0) -> list[tuple[float, bytes]]:
+    """Uniform with endpoints: frame indices round(i * (N-1) / (n-1))."""
+    with tempfile.NamedTemporaryFile(suffix=".mp4") as fh:
+        fh.write(mp4)
+        fh.flush()
+        frames = decode_frames(fh.name)
+    idx = sorted({round(i * (len(frames) - 1) / max(1, n - 1)) for i in range(n)}) if frames else []
+    out = []
+    for i in idx:
+        buf = io.BytesIO()
+        Image.fromarray(frames[i]).save(buf, "JPEG", quality=UPLOAD_QUALITY)
+        out.append((round(i / fps, 2), buf.getvalue()))
+    return out
+
+
+class ModelResponder:
+    """A model-service endpoint (OpenAI-compatible HTTP or gRPC) behind the responder interface."""
+
+    def __init__(
+        self, name: str, model: VisionModel, store: BlobStore, run_root: str, params: dict[str, float]
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.store = store
+        self.root = run_root
+        self.params = params
+
+    def request(self, row: dict[str, Any]) -> model_pb2.GenerateRequest:
+        req = model_pb2.GenerateRequest(
+            system=row["system_prompt"], prompt=row["user_prompt"], request_id=row["sample_id"]
+        )
+        req.params.temperature = float(self.params.get("temperature", 0.0))
+        req.params.max_tokens = int(self.params.get("max_tokens", 500))
+        if "label_options" in row:
+            for i, path in enumerate(row["images"], start=1):
+                req.images.add(
+                    data=_jpeg(self.store.get(f"{self.root}/{path}")),
+                    mime_type="image/jpeg",
+                    label=f"Image {i}",
+                )
+        else:
+            req.images.add(
+                data=_jpeg(self.store.get(f"{self.root}/{row['reference_image_with_bbox']}")),
+                mime_type="image/jpeg",
+                label="reference image",
+            )
+            for t, data in sample_frames(self.store.get(f"{self.root}/{row['video_path']}"), fps=row["fps"]):
+                req.images.add(data=data, mime_type="image/jpeg", label=f"video frame at {t:.1f} s")
+        return req
+
+    async def answer(self, row: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        resp = await self.model.generate(self.request(row))
+        meta = {
+            "status": "ok" if resp.error_class == model_pb2.ERROR_CLASS_UNSPECIFIED else "failed",
+            "error_class": model_pb2.ErrorClass.Name(resp.error_class),
+            "error_message": resp.error_message,
+            "latency_ms": round(resp.latency_s * 1000, 1),
+            "prompt_tokens": resp.usage.prompt_tokens,
+            "completion_tokens": resp.usage.completion_tokens,
+        }
+        return resp.text, meta
+
+
+def media_hashes(row: dict[str, Any], store: BlobStore, root: str) -> list[str]:
+    paths = row["images"] if "label_options" in row else [row["reference_image_with_bbox"], row["video_path"]]
+    out = []
+    for p in paths:
+        info = store.head(f"{root}/{p}")
+        out.append(info.sha256 if info else "missing")
+    return out
+
+
+def cache_key(responder: Responder, row: dict[str, Any], media: list[str]) -> str:
+    body = {
+        "responder": responder.name,
+        "params": getattr(responder, "params", {}),
+        "system": row["system_prompt"],
+        "prompt": row["user_prompt"],
+        "media": media,
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+class Cache:
+    """Append-only JSONL of successful replies, keyed by content hash."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: dict[str, str] = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    rec = json.loads(line)
+                    self.entries[rec["key"]] = rec["text"]
+
+    def get(self, key: str) -> str | None:
+        return self.entries.get(key)
+
+    def put(self, key: str, text: str) -> None:
+        if key in self.entries:
+            return
+        self.entries[key] = text
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as fh:
+            fh.write(json.dumps({"key": key, "text": text}) + "\n")
+            fh.flush()
+
+
+@dataclass
+class RunStats:
+    asked: int = 0
+    cached: int = 0
+    failed: int = 0
+    not_run: int = 0
+
+
+async def run_items(
+    responder: Responder,
+    rows: list[dict[str, Any]],
+    store: BlobStore,
+    root: str,
+    cache: Cache,
+    concurrency: int = 4,
+    budget: int | None = None,
+) -> tuple[list[dict[str, Any]], RunStats]:
+    """Item records in row order; ``budget`` caps the requests actually sent (cache hits are free)."""
+    sem = asyncio.Semaphore(concurrency)
+    stats = RunStats()
+    lock = asyncio.Lock()
+
+    async def one(row: dict[str, Any]) -> dict[str, Any]:
+        media = media_hashes(row, store, root)
+        key = cache_key(responder, row, media)
+        base = {
+            "model": responder.name,
+            "sample_id": row["sample_id"],
+            "landmark_id": row["landmark_id"],
+            "task": row.get("task_type") or row["form"],
+            "difficulty": row.get("difficulty") or row.get("difficulty_band", ""),
+            "request_hash": key,
+        }
+        text = cache.get(key)
+        meta: dict[str, Any] = {"status": "ok", "cached": True}
+        if text is None:
+            async with lock:
+                allowed = budget is None or stats.asked < budget
+                if allowed:
+                    stats.asked += 1
+            if not allowed:
+                stats.not_run += 1
+                return {**base, "parse_kind": "not_run", "parse_stage": "", "raw_text": ""}
+            async with sem:
+                started = time.perf_counter()
+                try:
+                    text, meta = await responder.answer(row)
+                except Exception as exc:  # a responder bug must not lose the other items
+                    text, meta = (
+                        "",
+                        {"status": "failed", "error_class": type(exc).__name__, "error_message": str(exc)},
+                    )
+                meta.setdefault("latency_ms", round((time.perf_counter() - started) * 1000, 1))
+            if meta.get("status") != "ok":
+                stats.failed += 1
+                return {
+                    **base,
+                    **meta,
+                    "parse_kind": "request_failed",
+                    "parse_stage": "",
+                    "raw_text": "",
+                    **score(row, Parsed("request_failed")),
+                }
+            cache.put(key, text)
+        else:
+            stats.cached += 1
+        parsed = parse_for(row, text)
+        return {
+            **base,
+            **meta,
+            "raw_text": text,
+            "parse_kind": parsed.kind,
+            "parse_stage": parsed.stage,
+            "pred_option": parsed.option or ",".join(parsed.options),
+            "pred_bbox": parsed.bbox,
+            "pred_count": parsed.count,
+            **score(row, parsed),
+        }
+
+    items = await asyncio.gather(*(one(r) for r in rows))
+    return list(items), stats
