@@ -20,7 +20,8 @@ GREEDY = re.compile(r"\{.*\}", re.DOTALL)
 MAX_WORDS = 20
 
 
-def _balanced_objects(text: str) -> list[str]:
+def balanced_objects(text: str) -> list[str]:
+    """Every top-level ``{...}`` span, skipping braces inside JSON strings."""
     out, depth, start = [], 0, -1
     in_str = escape = False
     for i, ch in enumerate(text):
@@ -48,7 +49,7 @@ def extract_json(text: str) -> tuple[dict[str, Any] | None, str]:
     candidates += [("fenced_json", m) for m in FENCED_JSON.findall(text)]
     candidates += [("fenced_block", m) for m in FENCED_ANY.findall(text)]
     candidates.append(("raw", text.strip()))
-    candidates += [("balanced_object", m) for m in _balanced_objects(text)]
+    candidates += [("balanced_object", m) for m in balanced_objects(text)]
     candidates += [("greedy_braces", m) for m in GREEDY.findall(text)]
     for stage, snippet in candidates:
         try:

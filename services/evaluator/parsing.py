@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from skyqa.labels import balanced_objects
+
 Kind = Literal["choice", "abstain", "unparseable", "request_failed", "not_run"]
 STRICT = "strict_json"
 
@@ -68,21 +70,13 @@ def _objects(text: str) -> list[tuple[str, Any]]:
             out.append(("embedded_json", json.loads(m.group(1))))
         except ValueError:
             continue
-    depth, start = 0, -1
-    for i, ch in enumerate(text):
-        if ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                try:
-                    obj = json.loads(text[start : i + 1])
-                except ValueError:
-                    continue
-                if isinstance(obj, dict):
-                    out.append(("embedded_json", obj))
+    for span in balanced_objects(text):
+        try:
+            obj = json.loads(span)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(("embedded_json", obj))
     return out
 
 

@@ -221,18 +221,9 @@ async def setup(svc: Service) -> None:
         plan = await asyncio.to_thread(make_plan, done, svc.store)
         total = len(plan.candidates)
         await progress.report(done.run_id, STAGE, 0, total, message=f"rendering views of {total} candidates")
-        if total == 0:
-            await fanin.mark_done(f"{done.run_id}.{STAGE}", "none", 1)
+        jobs = [(f"{REQUESTER}:{cand.key}", render_job(plan, cand)) for cand in plan.candidates]
+        if not await svc.fan_out(done.run_id, STAGE, topology.RENDER_JOB, jobs, d.trace_id):
             await finish(plan, d.trace_id)
-            return
-        for cand in plan.candidates:
-            await svc.bus.publish(
-                topology.RENDER_JOB,
-                render_job(plan, cand),
-                msg_id=f"render-job:{done.run_id}:{REQUESTER}:{cand.key}",
-                run_id=done.run_id,
-                trace_id=d.trace_id,
-            )
 
     async def on_rendered(done: render_pb2.RenderDone, d: Delivery) -> None:
         plan, cloud = await asyncio.to_thread(run_data, done.run_id, done.scene_id)

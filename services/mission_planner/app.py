@@ -216,18 +216,9 @@ async def setup(svc: Service) -> None:
         await progress.report(
             event.run_id, STAGE, 0, total, message=f"{total} missions planned, {len(plan.rejected)} rejected"
         )
-        if total == 0:
-            await fanin.mark_done(f"{event.run_id}.{STAGE}", "none", 1)
+        keyed = [(f"{REQUESTER}:{job.job_id}", job) for job in jobs]
+        if not await svc.fan_out(event.run_id, STAGE, topology.VIDEO_JOB, keyed, d.trace_id):
             await finish(plan, d.trace_id)
-            return
-        for job in jobs:
-            await svc.bus.publish(
-                topology.VIDEO_JOB,
-                job,
-                msg_id=f"video-job:{event.run_id}:{REQUESTER}:{job.job_id}",
-                run_id=event.run_id,
-                trace_id=d.trace_id,
-            )
 
     async def on_video(done: mission_pb2.VideoDone, d: Delivery) -> None:
         plan = load_json(

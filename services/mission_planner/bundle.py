@@ -33,7 +33,6 @@ from skyqa.contracts.missions import (
     IntervalSec,
     MissionSegment,
     MissionSummary,
-    ObstacleAdaptation,
     PresenceTarget,
     RepairReport,
     RepairStats,
@@ -135,9 +134,7 @@ def describe(
                 params=params,
                 class_instance_index=sum(1 for e in planned.elements[:i] if e.step.element == seg.element),
                 seed=planned.seed,
-                obstacle_adaptation=None
-                if adapt is None
-                else ObstacleAdaptation(checked=True, **adapt.__dict__),
+                obstacle_adaptation=adapt,
                 target_center_3d=list(t.center),
                 target_bbox_3d=_bbox7(t),
                 target_category=category,

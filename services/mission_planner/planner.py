@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from itertools import product
 
 import numpy as np
+from skyqa.contracts.missions import ObstacleAdaptation
 
 from services.mission_planner.compose import Element, Trajectory, build_shapes, compose, start_position
 from services.mission_planner.library import Library, Value
@@ -33,24 +34,12 @@ class Acceptance:
 
 
 @dataclass
-class Adaptation:
-    applied: bool
-    collision_free: bool
-    min_distance: float
-    violation_count: int
-    candidate_count: int
-    cost: float
-    extension_delta_m: float
-    altitude_delta_m: float
-
-
-@dataclass
 class Planned:
     set_name: str
     seed: int
     attempt: int
     elements: list[Element]
-    adaptations: list[Adaptation | None]
+    adaptations: list[ObstacleAdaptation | None]
     trajectory: Trajectory
     repair: RepairResult
     segment_lifts: list[RepairResult]
@@ -72,14 +61,14 @@ def _adjusted(params: dict[str, Value], de: float, da: float) -> dict[str, Value
 
 def _search(
     lib: Library, elements: list[Element], i: int, t: Target, start: np.ndarray, obstacles: ObstacleMap
-) -> Adaptation:
+) -> ObstacleAdaptation:
     """Pick the collision-free (extension, altitude) change with the least cost for element i."""
     el = elements[i]
     base = dict(el.params)
     ext = SURFACE_DELTAS if el.step.element == "surface_mapping" else EXTENSION_DELTAS
     alt = ALTITUDE_DELTAS if "altitude_offset_m" in base else (0.0,)
     candidates = sorted(product(ext, alt), key=lambda c: (abs(c[0]) + abs(c[1]), -c[0], -c[1]))
-    best: tuple[tuple[int, float], Adaptation, dict[str, Value]] | None = None
+    best: tuple[tuple[int, float], ObstacleAdaptation, dict[str, Value]] | None = None
     for n, (de, da) in enumerate(candidates, start=1):
         trial = [Element(e.step, dict(e.params)) for e in elements[: i + 1]]
         trial[i].params = _adjusted(base, de, da)
@@ -87,7 +76,8 @@ def _search(
         shape = trial[i].shape
         assert shape is not None
         res = obstacles.check(shape.points, keep=0)
-        adapt = Adaptation(
+        adapt = ObstacleAdaptation(
+            checked=True,
             applied=(de, da) != (0.0, 0.0),
             collision_free=res.collision_free,
             min_distance=res.min_distance_m,
@@ -121,7 +111,7 @@ def attempt_once(
     rng = np.random.default_rng(seed)
     start = start_position(t, float(rng.uniform(0.0, 2.0 * math.pi)))
     elements = [Element(step, lib.sample_step(step, rng)) for step in lib.sets[set_name].steps]
-    adaptations: list[Adaptation | None] = []
+    adaptations: list[ObstacleAdaptation | None] = []
     for i, el in enumerate(elements):
         if lib.elements[el.step.element].family in SEARCH_FAMILIES:
             adaptations.append(_search(lib, elements, i, t, start, obstacles))

@@ -62,18 +62,9 @@ async def setup(svc: Service) -> None:
         await progress.report(
             event.run_id, STAGE, 0, len(jobs), message=f"rendering {len(jobs)} env observation sets"
         )
-        if not jobs:
-            await fanin.mark_done(f"{event.run_id}.{STAGE}", "none", 1)
+        keyed = [(f"{REQUESTER}:{job.job_id}", job) for job in jobs]
+        if not await svc.fan_out(event.run_id, STAGE, topology.RENDER_JOB, keyed, d.trace_id):
             await complete(p, d.trace_id)
-            return
-        for job in jobs:
-            await svc.bus.publish(
-                topology.RENDER_JOB,
-                job,
-                msg_id=f"render-job:{event.run_id}:{REQUESTER}:{job.job_id}",
-                run_id=event.run_id,
-                trace_id=d.trace_id,
-            )
 
     async def on_rendered(done: render_pb2.RenderDone, d: Delivery) -> None:
         p = load_json(QAPlan, await asyncio.to_thread(svc.store.get, plan_key(done.run_id)), "qa plan")

@@ -73,7 +73,7 @@ async def run(
     req = small_scan(f"m-{unique}")
     await publish_scan(settings.bus.nats_url, req)
     state = await wait_for_run(settings.bus.nats_url, req.run_id, "qa", 600)
-    assert state.status == "completed", state.errors
+    assert state.stages["qa"].status == "completed", state.errors
     return {"run_id": req.run_id, **state.outputs}
 
 
