@@ -138,6 +138,20 @@ def _report(state: RunState, store_root: Path | None) -> None:
     for name, key in sorted(state.outputs.items()):
         where = (store_root / key) if store_root is not None else key
         out.print(f"  {name:<17} {where}")
+    board = (
+        store_root / state.outputs["leaderboard"] if store_root and "leaderboard" in state.outputs else None
+    )
+    if board is not None and board.is_file():
+        out.print(
+            "leaderboard (image option accuracy with 95% CI, joint option+box accuracy, visibility count):"
+        )
+        for e in json.loads(board.read_text())["models"]:
+            img = e["image"]
+            lo, hi = img.get("option_correct_ci95", [0.0, 0.0])
+            out.print(
+                f"  {e['model']:<14} {img.get('option_correct', 0):.3f} [{lo:.3f}, {hi:.3f}]"
+                f"  joint {img.get('joint_correct', 0):.3f}  count {e['video_visibility'].get('count_exact', 0):.3f}"
+            )
 
 
 SceneOpt = Annotated[
