@@ -150,7 +150,8 @@ def _report(state: RunState, store_root: Path | None) -> None:
             lo, hi = img.get("option_correct_ci95", [0.0, 0.0])
             out.print(
                 f"  {e['model']:<14} {img.get('option_correct', 0):.3f} [{lo:.3f}, {hi:.3f}]"
-                f"  joint {img.get('joint_correct', 0):.3f}  count {e['video_visibility'].get('count_exact', 0):.3f}"
+                f"  joint {img.get('joint_correct', 0):.3f}"
+                f"  count {e['video_visibility'].get('count_exact', 0):.3f}"
             )
 
 
