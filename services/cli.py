@@ -11,11 +11,12 @@ import secrets
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import SecretStr
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from skyqa import keys, scan
 from skyqa.blob import LocalBlobStore, open_store
@@ -27,6 +28,8 @@ from skyqa.settings import ModelEndpoint
 from skyqa.v1 import scan_pb2
 
 from services.embedded import Embedded, publish_scan, read_run, wait_for_run
+from services.evaluator.blind import blind_filter
+from services.evaluator.conditions import CONDITIONS
 from services.evaluator.evaluate import evaluate
 from services.qa_generator.refresh import refresh as do_refresh
 from services.registry import SERVICES
@@ -39,7 +42,7 @@ STAGES = ("capture", "fusion", "landmark", "review", "mission", "qa", FINAL_STAG
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(code)
 
 
@@ -61,8 +64,13 @@ def build_request(
     review: str = "auto",
     landmarks: int | None = None,
     video: str | None = None,
+    eval_models: list[str] | None = None,
+    eval_conditions: str | None = None,
 ) -> scan_pb2.ScanRequest:
     req = scan_pb2.ScanRequest(scene_id=scene, profile=profile, seed=seed, review_mode=review)
+    for ep in model_specs(eval_models):
+        req.evaluation.models.add(kind=ep.kind, url=ep.url, model=ep.model)
+    req.evaluation.conditions.extend(condition_list(eval_conditions) or [])
     if landmarks is not None:
         if landmarks < 1:
             raise InvalidInput("--landmarks must be a positive count")
@@ -142,17 +150,7 @@ def _report(state: RunState, store_root: Path | None) -> None:
         store_root / state.outputs["leaderboard"] if store_root and "leaderboard" in state.outputs else None
     )
     if board is not None and board.is_file():
-        out.print(
-            "leaderboard (image option accuracy with 95% CI, joint option+box accuracy, visibility count):"
-        )
-        for e in json.loads(board.read_text())["models"]:
-            img = e["image"]
-            lo, hi = img.get("option_correct_ci95", [0.0, 0.0])
-            out.print(
-                f"  {e['model']:<14} {img.get('option_correct', 0):.3f} [{lo:.3f}, {hi:.3f}]"
-                f"  joint {img.get('joint_correct', 0):.3f}"
-                f"  count {e['video_visibility'].get('count_exact', 0):.3f}"
-            )
+        _print_board(json.loads(board.read_text()))
 
 
 SceneOpt = Annotated[
@@ -172,6 +170,13 @@ LandmarksOpt = Annotated[
 VideoOpt = Annotated[
     str | None, typer.Option("--video", help="mission video size WxH (preview 480x360, release 1440x1080)")
 ]
+EvalModelsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--eval-model", help="URL[#MODEL] the evaluator runs after the QA stage, repeatable"),
+]
+EvalConditionsOpt = Annotated[
+    str | None, typer.Option("--eval-conditions", help=f"comma list of: {', '.join(CONDITIONS)}")
+]
 
 
 @app.command()
@@ -187,6 +192,8 @@ def demo(
     review: ReviewOpt = "auto",
     landmarks: LandmarksOpt = None,
     video: VideoOpt = None,
+    eval_model: EvalModelsOpt = None,
+    eval_conditions: EvalConditionsOpt = None,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the run")] = 1800.0,
 ) -> None:
     """Start everything embedded, scan the demo scene, wait, and print where the outputs are."""
@@ -195,7 +202,20 @@ def demo(
         settings.review_token = SecretStr(secrets.token_urlsafe(16))
     configure_logging("WARNING")
     try:
-        req = build_request(scene, profile, None, bound, spacing, altitude, 0, review, landmarks, video)
+        req = build_request(
+            scene,
+            profile,
+            None,
+            bound,
+            spacing,
+            altitude,
+            0,
+            review,
+            landmarks,
+            video,
+            eval_model,
+            eval_conditions,
+        )
     except InvalidInput as exc:
         raise _fail(str(exc)) from None
 
@@ -256,6 +276,8 @@ def scan_cmd(
     review: ReviewOpt = "auto",
     landmarks: LandmarksOpt = None,
     video: VideoOpt = None,
+    eval_model: EvalModelsOpt = None,
+    eval_conditions: EvalConditionsOpt = None,
     nats_url: Annotated[str | None, typer.Option(help="default: SKYQA_BUS__NATS_URL")] = None,
     wait: Annotated[bool, typer.Option(help="follow progress until the run ends")] = True,
     timeout: float = 1800.0,
@@ -264,7 +286,20 @@ def scan_cmd(
     settings = _settings()
     url = nats_url or settings.bus.nats_url
     try:
-        req = build_request(scene, profile, run_id, bound, spacing, altitude, 0, review, landmarks, video)
+        req = build_request(
+            scene,
+            profile,
+            run_id,
+            bound,
+            spacing,
+            altitude,
+            0,
+            review,
+            landmarks,
+            video,
+            eval_model,
+            eval_conditions,
+        )
     except InvalidInput as exc:
         raise _fail(str(exc)) from None
     try:
@@ -324,6 +359,39 @@ def refresh(
         out.print(f"  {name:<17} {key}")
 
 
+def model_specs(urls: list[str] | None) -> list[ModelEndpoint]:
+    """``URL[#MODEL]``: an http(s) URL is OpenAI-compatible (…/v1), anything else host:port gRPC."""
+    out = []
+    for text in urls or []:
+        url, _, model = text.partition("#")
+        kind = "openai" if url.startswith(("http://", "https://")) else "grpc"
+        if not url or (kind == "grpc" and ":" not in url):
+            raise InvalidInput(f"--model needs URL[#MODEL] (http://host:port/v1 or host:port), got {text!r}")
+        out.append(ModelEndpoint(kind=kind, url=url, model=model))
+    return out
+
+
+def condition_list(text: str | None) -> list[str] | None:
+    if not text:
+        return None
+    wanted = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = sorted(set(wanted) - set(CONDITIONS))
+    if unknown:
+        raise InvalidInput(f"unknown conditions {unknown}; choose from {', '.join(CONDITIONS)}")
+    return wanted
+
+
+ModelsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model", help="URL[#MODEL] to evaluate: http(s)://…/v1 (OpenAI-compatible) or host:port (gRPC)"
+    ),
+]
+ConditionsOpt = Annotated[
+    str | None, typer.Option("--conditions", help=f"comma list of: {', '.join(CONDITIONS)}")
+]
+
+
 @app.command("eval")
 def eval_cmd(
     run_id: str,
@@ -331,20 +399,17 @@ def eval_cmd(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="embedded data dir (default: the configured store)")
     ] = None,
-    model_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible base URL (…/v1) to evaluate")
-    ] = None,
-    model: Annotated[str, typer.Option(help="model name at --model-url")] = "",
+    models: ModelsOpt = None,
+    conditions: ConditionsOpt = None,
     budget: Annotated[int, typer.Option(help="most requests per model (0: no cap)")] = 0,
 ) -> None:
-    """Evaluate the baselines (and a model endpoint) on a run's QA manifests; print the leaderboard."""
+    """Evaluate the baselines (and model endpoints) on a run's QA manifests; print the leaderboard."""
     settings = _settings()
     store = LocalBlobStore(data_dir / "store") if data_dir else open_store(settings.store)
-    endpoints = list(settings.evaluation.models)
-    if model_url:
-        endpoints.append(ModelEndpoint(kind="openai", url=model_url, model=model))
     try:
         keys.validate_id(run_id, "run id")
+        endpoints = list(settings.evaluation.models) + model_specs(models)
+        conds = condition_list(conditions) or settings.evaluation.conditions
         result = asyncio.run(
             evaluate(
                 store,
@@ -354,6 +419,7 @@ def eval_cmd(
                 settings.evaluation.cache_dir,
                 settings.evaluation.concurrency,
                 budget or None,
+                conds,
             )
         )
     except BlobNotFound:
@@ -362,15 +428,70 @@ def eval_cmd(
         ) from None
     except InvalidInput as exc:
         raise _fail(str(exc)) from None
-    for e in result.leaderboard["models"]:
-        img = e["image"]
-        out.print(
-            f"  {e['model']:<14} image option acc {img.get('option_correct', 0):.3f}"
-            f"  joint {img.get('joint_correct', 0):.3f}"
-            f"  count exact {e['video_visibility'].get('count_exact', 0):.3f}  parse {e['parse']}"
-        )
+    _print_board(result.leaderboard)
     for name, key in sorted(result.outputs.items()):
         out.print(f"  {name:<17} {key}")
+
+
+def _print_board(board: dict[str, Any]) -> None:
+    out.print(
+        "leaderboard (image option accuracy with 95% CI, joint option+box, visibility count exact, "
+        "CircularEval):"
+    )
+    for e in board["models"]:
+        img = e["image"]
+        lo, hi = img.get("option_correct_ci95", [0.0, 0.0])
+        circular = e["circular"].get("circular", 0) if "circular" in e else float("nan")
+        out.print(
+            f"  {e['model']:<14} {img.get('option_correct', 0):.3f} [{lo:.3f}, {hi:.3f}]"
+            f"  joint {img.get('joint_correct', 0):.3f}"
+            f"  count {e['video_visibility'].get('count_exact', 0):.3f}"
+            f"  circular {circular:.3f}  parse {e['parse']}"
+        )
+
+
+@app.command("blind-filter")
+def blind_filter_cmd(
+    run_id: str,
+    scene: SceneOpt = "demo_city",
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="embedded data dir (default: the configured store)")
+    ] = None,
+    models: ModelsOpt = None,
+    samples: Annotated[int, typer.Option(help="text-only samples per model (r)")] = 3,
+    quorum: Annotated[float, typer.Option(help="share of responders that must solve a row")] = 0.75,
+    apply: Annotated[bool, typer.Option(help="also write a filtered copy of the image manifest")] = False,
+) -> None:
+    """Flag image MCQs that text-only responders answer without the image (MMMU-Pro style)."""
+    settings = _settings()
+    store = LocalBlobStore(data_dir / "store") if data_dir else open_store(settings.store)
+    try:
+        keys.validate_id(run_id, "run id")
+        if samples < 1 or not 0 < quorum <= 1:
+            raise InvalidInput("--samples must be >= 1 and --quorum within (0, 1]")
+        result = asyncio.run(
+            blind_filter(
+                store,
+                run_id,
+                scene,
+                list(settings.evaluation.models) + model_specs(models),
+                settings.evaluation.cache_dir,
+                samples,
+                quorum,
+                settings.evaluation.concurrency,
+                apply,
+            )
+        )
+    except BlobNotFound:
+        raise _fail(
+            f"run {run_id!r} of scene {scene!r} has no QA manifests; run it to the qa stage first", 1
+        ) from None
+    except InvalidInput as exc:
+        raise _fail(str(exc)) from None
+    out.print(f"{len(result.flagged)} of {result.rows} image rows answerable without the image")
+    out.print(f"  report            {result.report_key}")
+    if result.filtered_key:
+        out.print(f"  filtered manifest {result.filtered_key}")
 
 
 @app.command()

@@ -76,6 +76,7 @@ class ModelEndpoint(BaseModel):
     timeout_s: float = Field(60.0, gt=0)
     max_attempts: int = Field(4, ge=1, le=20)
     rpm: int = Field(0, ge=0)
+    tpm: int = Field(0, ge=0)  # tokens per minute (prompt estimate + max_tokens); 0 = no limit
 
 
 class EvaluationSettings(BaseModel):
@@ -85,6 +86,8 @@ class EvaluationSettings(BaseModel):
     cache_dir: Path = Path(".skyqa-eval-cache")
     concurrency: int = Field(4, ge=1, le=256)
     budget: int = Field(0, ge=0)  # most requests per model and run; 0 = no cap
+    # services/evaluator/conditions.py; "full" always runs
+    conditions: list[str] = ["full", "text_only", "circular", "schema_cot"]
 
 
 class Settings(BaseSettings):

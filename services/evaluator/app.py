@@ -1,37 +1,80 @@
-"""evaluator service: QA completed -> baselines and configured models run and scored -> reports."""
+"""evaluator service: QA completed (or an evaluation request) -> baselines and models run and
+scored in the requested conditions -> reports under ``runs/<run>/eval/``."""
 
 from __future__ import annotations
 
+import asyncio
+
+from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
+from skyqa.errors import InvalidInput
 from skyqa.runtime import Service, Settings
-from skyqa.v1 import common_pb2, qa_pb2
+from skyqa.settings import EvaluationSettings, ModelEndpoint
+from skyqa.v1 import common_pb2, eval_pb2, qa_pb2
 
+from services.evaluator.conditions import CONDITIONS
 from services.evaluator.evaluate import evaluate
+from services.qa_generator.pipeline import manifest_keys
 
 NAME = "evaluator"
 STAGE = "eval"
 QA_DONE = topology.ConsumerSpec("evaluator", topology.EVENTS_STREAM, topology.QA_COMPLETED)
+REQUESTED = topology.ConsumerSpec("evaluator-requests", topology.EVENTS_STREAM, topology.EVAL_REQUESTED)
+
+
+def endpoints(spec: eval_pb2.EvaluationSpec, cfg: EvaluationSettings) -> list[ModelEndpoint]:
+    """Configured models plus the request's; a bad model entry is the request's fault."""
+    out = list(cfg.models)
+    for m in spec.models:
+        if m.kind not in ("openai", "grpc") or not m.url:
+            raise InvalidInput(f"model {m.model or m.url!r}: kind must be openai or grpc and url is required")
+        out.append(
+            ModelEndpoint(
+                kind=m.kind,  # type: ignore[arg-type]  # checked above
+                url=m.url,
+                model=m.model,
+                rpm=m.rpm,
+                tpm=m.tpm,
+                api_key_env=m.api_key_env or "OPENAI_API_KEY",
+            )
+        )
+    return out
+
+
+def conditions(spec: eval_pb2.EvaluationSpec, cfg: EvaluationSettings) -> list[str]:
+    wanted = list(spec.conditions) or list(cfg.conditions)
+    unknown = sorted(set(wanted) - set(CONDITIONS))
+    if unknown:
+        raise InvalidInput(f"unknown evaluation conditions {unknown}; known: {', '.join(CONDITIONS)}")
+    return wanted
 
 
 async def setup(svc: Service) -> None:
     progress, _ = svc.require()
     cfg = svc.settings.evaluation
 
-    async def on_qa(event: qa_pb2.QACompleted, d: Delivery) -> None:
-        await progress.report(event.run_id, STAGE, 0, 1, message=f"evaluating {2 + len(cfg.models)} models")
+    async def run(run_id: str, scene_id: str, spec: eval_pb2.EvaluationSpec) -> None:
+        keys.validate_id(run_id, "run id")
+        models, conds = endpoints(spec, cfg), conditions(spec, cfg)
+        if not await asyncio.to_thread(svc.store.exists, manifest_keys(run_id, scene_id)["image_qa"]):
+            raise InvalidInput(f"run {run_id!r} of scene {scene_id!r} has no QA manifests to evaluate")
+        await progress.report(
+            run_id, STAGE, 0, 1, message=f"evaluating 3 baselines and {len(models)} models in {conds}"
+        )
         result = await evaluate(
             svc.store,
-            event.run_id,
-            event.scene_id,
-            cfg.models,
+            run_id,
+            scene_id,
+            models,
             cfg.cache_dir,
             cfg.concurrency,
-            cfg.budget or None,
+            spec.budget or cfg.budget or None,
+            conds,
         )
         top = result.leaderboard["models"][0]
         await progress.report(
-            event.run_id,
+            run_id,
             STAGE,
             1,
             1,
@@ -41,7 +84,14 @@ async def setup(svc: Service) -> None:
             outputs=result.outputs,
         )
 
+    async def on_qa(event: qa_pb2.QACompleted, d: Delivery) -> None:
+        await run(event.run_id, event.scene_id, event.evaluation)
+
+    async def on_request(event: eval_pb2.EvaluationRequest, d: Delivery) -> None:
+        await run(event.run_id, event.scene_id, event.spec)
+
     svc.bus.handle(QA_DONE, qa_pb2.QACompleted, on_qa, stage=STAGE)
+    svc.bus.handle(REQUESTED, eval_pb2.EvaluationRequest, on_request, stage=STAGE)
 
 
 def create(settings: Settings, store: BlobStore | None = None) -> Service:

@@ -6,6 +6,11 @@
   landmarks in the same manifest (leave-one-landmark-out): the most frequent gold label of the
   same task and difficulty, their mean box, the most common option count, the median count.
   Its gap to a model is the visual gap; rows it gets right are candidates for blind filtering.
+
+Under ``schema_cot`` both also answer the reasoning steps from the same sources: ``random``
+picks uniformly among the distinct gold answers of that task's step across the manifest,
+``text_prior`` takes the most frequent one among other landmarks. Baselines never look at
+pixels, so they run only in the conditions that do not change the pixels (``BASELINE``).
 """
 
 from __future__ import annotations
@@ -17,13 +22,25 @@ from typing import Any, Protocol
 
 import numpy as np
 
+BASELINE = frozenset({"full", "circular", "schema_cot"})
+
 
 class Responder(Protocol):
     name: str
+    conditions: frozenset[str]  # the conditions it can be evaluated in
 
-    async def answer(self, row: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    async def answer(self, row: dict[str, Any], condition: str) -> tuple[str, dict[str, Any]]:
         """The reply text and request metadata (status, latency, tokens, error class)."""
         ...
+
+
+def _step_pool(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[tuple[str, str]]]:
+    """(task, step index) -> [(landmark, gold step answer)] over the manifest."""
+    pool: dict[tuple[str, int], list[tuple[str, str]]] = {}
+    for r in rows:
+        for i, st in enumerate(r.get("reasoning_steps") or []):
+            pool.setdefault((r["task_type"], i), []).append((r["landmark_id"], st["answer"]))
+    return pool
 
 
 def _rng(seed: int, sample_id: str) -> np.random.Generator:
@@ -32,11 +49,13 @@ def _rng(seed: int, sample_id: str) -> np.random.Generator:
 
 
 class RandomBaseline:
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, rows: list[dict[str, Any]], seed: int = 0) -> None:
         self.name = "random"
+        self.conditions = BASELINE
         self.seed = seed
+        self.steps = _step_pool(rows)
 
-    async def answer(self, row: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    async def answer(self, row: dict[str, Any], condition: str = "full") -> tuple[str, dict[str, Any]]:
         rng = _rng(self.seed, row["sample_id"])
         if "label_options" in row:
             opts = [o["option_id"] for o in row["label_options"]]
@@ -52,6 +71,12 @@ class RandomBaseline:
                 "answer_option_id": opts[int(rng.integers(len(opts)))],
                 "bbox_xyxy_norm": box,
             }
+            if condition == "schema_cot":
+                pools = [
+                    sorted({a for _, a in self.steps[(row["task_type"], i)]})
+                    for i in range(len(row["reasoning_steps"]))
+                ]
+                body["steps"] = [p[int(rng.integers(len(p)))] for p in pools]
         elif row["form"] == "self_instance_recognition_joint":
             opts = [o["option_id"] for o in row["choice_options"]]
             k = int(rng.integers(1, len(opts) + 1))
@@ -72,7 +97,9 @@ class RandomBaseline:
 class TextPrior:
     def __init__(self, rows: list[dict[str, Any]]) -> None:
         self.name = "text_prior"
+        self.conditions = BASELINE
         self.rows = rows
+        self.steps = _step_pool(rows)
 
     def _others(self, row: dict[str, Any], same: tuple[str, ...]) -> list[dict[str, Any]]:
         return [
@@ -81,7 +108,14 @@ class TextPrior:
             if r["landmark_id"] != row["landmark_id"] and all(r.get(k) == row.get(k) for k in same)
         ]
 
-    async def answer(self, row: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def step_answers(self, row: dict[str, Any]) -> list[str]:
+        out = []
+        for i in range(len(row["reasoning_steps"])):
+            freq = Counter(a for lm, a in self.steps[(row["task_type"], i)] if lm != row["landmark_id"])
+            out.append(min(freq, key=lambda a: (-freq[a], a)) if freq else "")
+        return out
+
+    async def answer(self, row: dict[str, Any], condition: str = "full") -> tuple[str, dict[str, Any]]:
         if "label_options" in row:
             others = self._others(row, ("task_type", "difficulty"))
             freq = Counter(r["answer_label"] for r in others)
@@ -95,6 +129,8 @@ class TextPrior:
                 "answer_option_id": ranked[0]["option_id"],
                 "bbox_xyxy_norm": [round(float(v), 3) for v in boxes.mean(axis=0)],
             }
+            if condition == "schema_cot":
+                body["steps"] = self.step_answers(row)
         elif row["form"] == "self_instance_recognition_joint":
             others = self._others(row, ("form", "mission_kind"))
             k = round(float(np.median([len(r["answer_option_ids"]) for r in others]))) if others else 1

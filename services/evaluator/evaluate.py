@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from skyqa.settings import ModelEndpoint
 
 from services.evaluator import report
 from services.evaluator.baselines import RandomBaseline, Responder, TextPrior
+from services.evaluator.conditions import rows_for
+from services.evaluator.cv_baseline import CVBaseline
 from services.evaluator.runner import Cache, ModelResponder, RunStats, run_items
 from services.qa_generator.pipeline import manifest_keys
 
@@ -34,9 +37,19 @@ def load_rows(store: BlobStore, run_id: str, scene_id: str) -> list[dict[str, An
 
 
 def responders_for(
-    rows: list[dict[str, Any]], endpoints: list[ModelEndpoint], store: BlobStore, run_id: str, seed: int = 0
+    rows: list[dict[str, Any]],
+    endpoints: list[ModelEndpoint],
+    store: BlobStore,
+    run_id: str,
+    scene_id: str,
+    seed: int = 0,
 ) -> list[Responder]:
-    out: list[Responder] = [RandomBaseline(seed), TextPrior(rows)]
+    root = keys.run_prefix(run_id)
+    out: list[Responder] = [
+        RandomBaseline(rows, seed),
+        TextPrior(rows),
+        CVBaseline(rows, store, root, scene_id),
+    ]
     for ep in endpoints:
         name = ep.model or ep.url
         out.append(ModelResponder(name, open_model(ep), store, keys.run_prefix(run_id), {"temperature": 0.0}))
@@ -51,16 +64,29 @@ async def evaluate(
     cache_dir: Path,
     concurrency: int = 4,
     budget: int | None = None,
+    conditions: Sequence[str] = ("full",),
 ) -> EvalResult:
+    """Every responder in every condition it supports; ``budget`` caps each model's requests
+    over all its conditions together."""
+    if "full" not in conditions:
+        conditions = ("full", *conditions)  # every other number is read against it
     rows = load_rows(store, run_id, scene_id)
     root = keys.run_prefix(run_id)
     items: list[dict[str, Any]] = []
     stats: dict[str, RunStats] = {}
-    for responder in responders_for(rows, endpoints, store, run_id):
+    for responder in responders_for(rows, endpoints, store, run_id, scene_id):
         cache = Cache(cache_dir / f"{responder.name.replace('/', '_')}.jsonl")
-        got, st = await run_items(responder, rows, store, root, cache, concurrency, budget)
-        items += got
-        stats[responder.name] = st
+        total = RunStats()
+        for condition in conditions:
+            if condition not in responder.conditions:
+                continue
+            left = None if budget is None else max(0, budget - total.asked)
+            got, st = await run_items(
+                responder, rows_for(condition, rows), store, root, cache, concurrency, left, condition
+            )
+            items += got
+            total = total + st
+        stats[responder.name] = total
     board = report.leaderboard(items)
     base = f"{root}/eval"
     outputs = {

@@ -45,6 +45,7 @@ class Parsed:
     count: int | None = None
     count_intervals: list[list[float]] = field(default_factory=list)
     truncated: bool = False
+    steps: list[Any] | None = None  # reasoning-step answers, when the reply's JSON carries them
 
     @property
     def strict(self) -> bool:
@@ -114,6 +115,7 @@ def parse_choice(text: str, option_ids: list[str], option_labels: list[str] | No
                 option=oid.strip().upper(),
                 bbox=_box(obj.get("bbox_xyxy_norm")),
                 truncated=truncated,
+                steps=obj["steps"] if isinstance(obj.get("steps"), list) else None,
             )
     bbox = _loose_box(clean)
     cue = list(

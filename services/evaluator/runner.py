@@ -28,20 +28,42 @@ from skyqa.v1 import model_pb2
 from skyqa.video import decode_frames
 
 from services.evaluator.baselines import Responder
+from services.evaluator.conditions import CONDITIONS, MEDIA
 from services.evaluator.parsing import Parsed
 from services.evaluator.scoring import parse_for, score
 
 VIDEO_FRAMES = 8
 UPLOAD_MAX = (640, 480)
+THUMBNAIL_MAX = (160, 120)
 UPLOAD_QUALITY = 80
 
 
-def _jpeg(data: bytes) -> bytes:
-    img = Image.open(io.BytesIO(data)).convert("RGB")
-    img.thumbnail(UPLOAD_MAX)
+QUADRANTS = ("top-left", "top-right", "bottom-left", "bottom-right")
+
+
+def _jpeg(img: Image.Image, limit: tuple[int, int] = UPLOAD_MAX) -> bytes:
+    img = img.copy()
+    img.thumbnail(limit)
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=UPLOAD_QUALITY)
     return buf.getvalue()
+
+
+def _variants(data: bytes, label: str, kinds: tuple[str, ...]) -> list[tuple[str, bytes]]:
+    """What one image becomes under a condition's media kinds (see ``conditions``)."""
+    img = Image.open(io.BytesIO(data)).convert("RGB")
+    out = []
+    for kind in kinds:
+        if kind == "full":
+            out.append((label, _jpeg(img)))
+        elif kind == "thumbnail":
+            out.append((f"{label} (thumbnail)", _jpeg(img, THUMBNAIL_MAX)))
+        else:
+            w, h = img.size
+            for name, (x, y) in zip(QUADRANTS, ((0, 0), (1, 0), (0, 1), (1, 1)), strict=True):
+                part = img.crop((x * w // 2, y * h // 2, (x + 1) * w // 2, (y + 1) * h // 2))
+                out.append((f"{label}, {name} quadrant", _jpeg(part, (w, h))))
+    return out
 
 
 def sample_frames(mp4: bytes, n: int = VIDEO_FRAMES, fps: float = 10.0) -> list[tuple[float, bytes]]:
@@ -66,36 +88,37 @@ class ModelResponder:
         self, name: str, model: VisionModel, store: BlobStore, run_root: str, params: dict[str, float]
     ) -> None:
         self.name = name
+        self.conditions: frozenset[str] = frozenset(CONDITIONS)
         self.model = model
         self.store = store
         self.root = run_root
         self.params = params
 
-    def request(self, row: dict[str, Any]) -> model_pb2.GenerateRequest:
+    def request(self, row: dict[str, Any], condition: str = "full") -> model_pb2.GenerateRequest:
         req = model_pb2.GenerateRequest(
             system=row["system_prompt"], prompt=row["user_prompt"], request_id=row["sample_id"]
         )
         req.params.temperature = float(self.params.get("temperature", 0.0))
         req.params.max_tokens = int(self.params.get("max_tokens", 500))
-        if "label_options" in row:
-            for i, path in enumerate(row["images"], start=1):
-                req.images.add(
-                    data=_jpeg(self.store.get(f"{self.root}/{path}")),
-                    mime_type="image/jpeg",
-                    label=f"Image {i}",
-                )
-        else:
-            req.images.add(
-                data=_jpeg(self.store.get(f"{self.root}/{row['reference_image_with_bbox']}")),
-                mime_type="image/jpeg",
-                label="reference image",
-            )
-            for t, data in sample_frames(self.store.get(f"{self.root}/{row['video_path']}"), fps=row["fps"]):
-                req.images.add(data=data, mime_type="image/jpeg", label=f"video frame at {t:.1f} s")
+        if "seed" in self.params:
+            req.params.seed = int(self.params["seed"])
+        for label, data in self.media(row):
+            for part_label, part in _variants(data, label, MEDIA[condition]):
+                req.images.add(data=part, mime_type="image/jpeg", label=part_label)
         return req
 
-    async def answer(self, row: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        resp = await self.model.generate(self.request(row))
+    def media(self, row: dict[str, Any]) -> list[tuple[str, bytes]]:
+        """The row's images in prompt order, each with the label the prompt uses for it."""
+        if "label_options" in row:
+            return [
+                (f"Image {i}", self.store.get(f"{self.root}/{p}")) for i, p in enumerate(row["images"], 1)
+            ]
+        out = [("reference image", self.store.get(f"{self.root}/{row['reference_image_with_bbox']}"))]
+        frames = sample_frames(self.store.get(f"{self.root}/{row['video_path']}"), fps=row["fps"])
+        return out + [(f"video frame at {t:.1f} s", data) for t, data in frames]
+
+    async def answer(self, row: dict[str, Any], condition: str = "full") -> tuple[str, dict[str, Any]]:
+        resp = await self.model.generate(self.request(row, condition))
         meta = {
             "status": "ok" if resp.error_class == model_pb2.ERROR_CLASS_UNSPECIFIED else "failed",
             "error_class": model_pb2.ErrorClass.Name(resp.error_class),
@@ -116,10 +139,11 @@ def media_hashes(row: dict[str, Any], store: BlobStore, root: str) -> list[str]:
     return out
 
 
-def cache_key(responder: Responder, row: dict[str, Any], media: list[str]) -> str:
+def cache_key(responder: Responder, row: dict[str, Any], media: list[str], condition: str) -> str:
     body = {
         "responder": responder.name,
         "params": getattr(responder, "params", {}),
+        "condition": condition,
         "system": row["system_prompt"],
         "prompt": row["user_prompt"],
         "media": media,
@@ -159,6 +183,14 @@ class RunStats:
     failed: int = 0
     not_run: int = 0
 
+    def __add__(self, other: RunStats) -> RunStats:
+        return RunStats(
+            self.asked + other.asked,
+            self.cached + other.cached,
+            self.failed + other.failed,
+            self.not_run + other.not_run,
+        )
+
 
 async def run_items(
     responder: Responder,
@@ -168,18 +200,27 @@ async def run_items(
     cache: Cache,
     concurrency: int = 4,
     budget: int | None = None,
+    condition: str = "full",
 ) -> tuple[list[dict[str, Any]], RunStats]:
-    """Item records in row order; ``budget`` caps the requests actually sent (cache hits are free)."""
+    """Item records in row order; ``budget`` caps the requests actually sent (cache hits are free).
+
+    ``rows`` are already the condition's rows (``conditions.rows_for``); the condition decides
+    what the responder is shown and is part of the cache key.
+    """
     sem = asyncio.Semaphore(concurrency)
     stats = RunStats()
     lock = asyncio.Lock()
+    steps = condition == "schema_cot"
 
     async def one(row: dict[str, Any]) -> dict[str, Any]:
         media = media_hashes(row, store, root)
-        key = cache_key(responder, row, media)
+        key = cache_key(responder, row, media, condition)
         base = {
             "model": responder.name,
+            "condition": condition,
             "sample_id": row["sample_id"],
+            "base_sample_id": row.get("base_sample_id", row["sample_id"]),
+            "rotation": row.get("rotation", 0),
             "landmark_id": row["landmark_id"],
             "task": row.get("task_type") or row["form"],
             "difficulty": row.get("difficulty") or row.get("difficulty_band", ""),
@@ -198,7 +239,7 @@ async def run_items(
             async with sem:
                 started = time.perf_counter()
                 try:
-                    text, meta = await responder.answer(row)
+                    text, meta = await responder.answer(row, condition)
                 except Exception as exc:  # a responder bug must not lose the other items
                     text, meta = (
                         "",
@@ -213,12 +254,13 @@ async def run_items(
                     "parse_kind": "request_failed",
                     "parse_stage": "",
                     "raw_text": "",
-                    **score(row, Parsed("request_failed")),
+                    **score(row, Parsed("request_failed"), steps),
                 }
             cache.put(key, text)
         else:
             stats.cached += 1
         parsed = parse_for(row, text)
+        labels = {o["option_id"]: o["label"] for o in row.get("label_options", [])}
         return {
             **base,
             **meta,
@@ -228,7 +270,8 @@ async def run_items(
             "pred_option": parsed.option or ",".join(parsed.options),
             "pred_bbox": parsed.bbox,
             "pred_count": parsed.count,
-            **score(row, parsed),
+            "pred_label": labels.get(parsed.option, ""),
+            **score(row, parsed, steps),
         }
 
     items = await asyncio.gather(*(one(r) for r in rows))

@@ -6,6 +6,7 @@ from typing import Any
 
 from services.evaluator import metrics as M
 from services.evaluator.parsing import Parsed, parse_choice, parse_joint, parse_visibility
+from services.evaluator.steps import score_steps
 
 
 def parse_for(row: dict[str, Any], text: str) -> Parsed:
@@ -17,19 +18,26 @@ def parse_for(row: dict[str, Any], text: str) -> Parsed:
     return parse_visibility(text)
 
 
-def score(row: dict[str, Any], p: Parsed) -> dict[str, Any]:
-    """Metric values of one item; failures and unparsed replies score 0, never skipped."""
+def score(row: dict[str, Any], p: Parsed, steps: bool = False) -> dict[str, Any]:
+    """Metric values of one item; failures and unparsed replies score 0, never skipped.
+
+    With ``steps`` the row's reasoning steps are scored too (protocol ``schema_cot``).
+    """
     ok = p.kind == "choice"
     if "label_options" in row:
         correct = ok and p.option == row["answer_option_id"]
         box_iou = M.iou(p.bbox, row["answer_bbox_xyxy_norm"]) if ok else 0.0
-        return {
+        out: dict[str, Any] = {
             "option_correct": float(correct),
             "option_correct_strict": float(correct and p.strict),
             "bbox_iou": round(box_iou, 4),
             "bbox_acc@50iou": float(box_iou >= 0.5),
+            "bbox_acc@75iou": float(box_iou >= 0.75),
             "joint_correct": float(correct and box_iou >= 0.5),
         }
+        if steps:
+            out.update(score_steps(row["reasoning_steps"], p.steps if ok else None))
+        return out
     if row["form"] == "self_instance_recognition_joint":
         gold = {a["option_id"]: a["intervals_sec"] for a in row["answer_items"]}
         pred = set(p.options) if ok else set()
@@ -61,7 +69,14 @@ def score(row: dict[str, Any], p: Parsed) -> dict[str, Any]:
     return out
 
 
-IMAGE_METRICS = ("option_correct", "option_correct_strict", "bbox_acc@50iou", "bbox_iou", "joint_correct")
+IMAGE_METRICS = (
+    "option_correct",
+    "option_correct_strict",
+    "bbox_acc@50iou",
+    "bbox_acc@75iou",
+    "bbox_iou",
+    "joint_correct",
+)
 JOINT_METRICS = ("set_exact", "set_exact_strict", "element_f1", "temporal_f1@0.5", "temporal_mean_tiou")
 VISIBILITY_METRICS = (
     "count_exact",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+from google.protobuf import json_format
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import dump_json, load_json
 from skyqa.runtime import Service, Settings
-from skyqa.v1 import common_pb2, mission_pb2, qa_pb2, render_pb2
+from skyqa.v1 import common_pb2, eval_pb2, mission_pb2, qa_pb2, render_pb2
 
 from services.qa_generator.pipeline import REQUESTER, QAPlan, finish, plan, plan_key, render_jobs
 
@@ -35,6 +36,7 @@ async def setup(svc: Service) -> None:
             image_manifest=out["image_qa"],
             video_manifest=out["video_qa"],
             qc_report=out["qc_report"],
+            evaluation=json_format.ParseDict(p.scan.get("evaluation", {}), eval_pb2.EvaluationSpec()),
         )
         await svc.bus.publish(
             topology.QA_COMPLETED,

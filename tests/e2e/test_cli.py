@@ -80,7 +80,12 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     ):
         assert out[name].is_file(), name
     board = json.loads(out["leaderboard"].read_text())
-    assert {m["model"] for m in board["models"]} == {"random", "text_prior"}
+    models = {m["model"]: m for m in board["models"]}
+    assert set(models) == {"random", "text_prior", "cv_grounding"}
+    # the default protocols ran: CircularEval and process-level steps, a correlation matrix
+    assert models["random"]["circular"]["circular"] <= models["random"]["circular"]["vanilla"]
+    assert set(models["text_prior"]["process"]["operation_accuracy"]) == {"GND", "PER", "QUA", "INT", "INF"}
+    assert "env_where" in board["task_correlation"]["matrix"]
     assert out["preview_oblique"].read_bytes().startswith(b"\x89PNG")
     index = json.loads(out["missions_index"].read_text())
     assert index["missions"], "the demo renders missions"
@@ -113,6 +118,7 @@ def test_same_scene_config_seed_gives_byte_identical_outputs(
         "video_qa",
         "render_requests",
         "qc_report",
+        "leaderboard",
     ):
         assert a[name].read_bytes() == b[name].read_bytes(), name
     # every mission bundle and video too

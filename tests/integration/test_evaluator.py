@@ -1,10 +1,18 @@
 """The evaluator against real local model servers: OpenAI-compatible HTTP (429s, failures,
-budget stop and resume) and gRPC, on a small manifest written to a real store."""
+timeouts, budget stop, resume, a killed run resumed) and gRPC (conditions, CircularEval,
+process-level steps), plus the classical-CV baseline on images with a known answer."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,81 +28,141 @@ from skyqa.servers import ServedApp
 from skyqa.settings import ModelEndpoint
 from skyqa.v1 import model_pb2
 
+from services.evaluator.blind import blind_filter
 from services.evaluator.evaluate import evaluate
 from services.qa_generator.pipeline import manifest_keys
 
+pytestmark = pytest.mark.integration
+
 RUN, SCENE = "evalrun", "tiny_town"
-LABELS = ["Front", "Back", "Left", "Right"]
+LABELS = ["Front", "Left", "Right", "Back"]
+# where the landmark sits in each row's second image, and the env_where answer that implies
+PLACES = {"Left": [0.05, 0.3, 0.25, 0.7], "Right": [0.75, 0.3, 0.95, 0.7], "Front": [0.4, 0.3, 0.6, 0.7]}
+REF_BOX = [0.4, 0.3, 0.6, 0.7]
+
+
+def _scene(box: list[float], w: int = 320, h: int = 240) -> bytes:
+    """Grass and sky with an orange block (the landmark) and a grey block (a distractor)."""
+    img = np.zeros((h, w, 3), np.uint8)
+    img[: h // 3] = (170, 200, 230)
+    img[h // 3 :] = (70, 120, 60)
+    x0, y0, x1, y1 = (round(v * s) for v, s in zip(box, (w, h, w, h), strict=True))
+    img[y0:y1, x0:x1] = (220, 120, 30)
+    img[y0 + 10 : y1 - 10, x0 + 5 : x0 + 12] = (120, 60, 20)  # a door, some structure
+    gx = (x0 + w // 2) % (w - 40)
+    img[150:200, gx : gx + 30] = (128, 128, 128)
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, "JPEG", quality=92)
+    return buf.getvalue()
 
 
 def write_manifest(store: LocalBlobStore, n: int = 6) -> list[dict[str, Any]]:
-    buf = io.BytesIO()
-    Image.fromarray(np.full((48, 64, 3), 120, np.uint8)).save(buf, "JPEG")
-    store.put(f"runs/{RUN}/img.jpg", buf.getvalue())
-    rows = []
+    """n env_where rows over n // 2 landmarks, with images, the render sidecar and steps."""
+    store.put(f"runs/{RUN}/ref.jpg", _scene(REF_BOX))
+    rows, env = [], []
     for i in range(n):
-        gold = "ABCD"[i % 4]
+        gold_label = list(PLACES)[i % 3]
+        store.put(f"runs/{RUN}/env{i}.jpg", _scene(PLACES[gold_label]))
+        opts = [{"option_id": x, "label": lab} for x, lab in zip("ABCD", LABELS, strict=True)]
+        gold = next(o["option_id"] for o in opts if o["label"] == gold_label)
+        head = f"Question {i}: where is the landmark? (target {gold_label})"
         rows.append(
             {
                 "sample_id": f"s{i}",
                 "landmark_id": f"lm{i // 2}",
-                "task_type": "self_where",
+                "task_type": "env_where",
                 "difficulty": "4way",
-                "label_options": [
-                    {"option_id": x, "label": lab} for x, lab in zip("ABCD", LABELS, strict=True)
-                ],
+                "label_options": opts,
                 "answer_option_id": gold,
-                "answer_label": LABELS["ABCD".index(gold)],
-                "answer_bbox_xyxy_norm": [0.2, 0.2, 0.6, 0.6],
-                "images": ["img.jpg", "img.jpg"],
-                "system_prompt": "Return JSON.",
-                "user_prompt": f"Question {i}? gold {gold}",
+                "answer_label": gold_label,
+                "answer_bbox_xyxy_norm": PLACES[gold_label],
+                "images": ["ref.jpg", f"env{i}.jpg"],
+                "reference_image": "ref.jpg",
+                "reference_bbox_xyxy_norm": REF_BOX,
+                "metadata": {"env_request_id": f"env{i}"},
+                "reasoning_steps": [
+                    {
+                        "question": "Where is the landmark in image 2?",
+                        "answer": str(PLACES[gold_label]),
+                        "operation": "GND",
+                    },
+                    {"question": "Where is the landmark?", "answer": gold_label, "operation": "INF"},
+                ],
+                "system_prompt": "[TASK] Answer.\n[OUTPUT] Return JSON.",
+                "user_prompt": head
+                + "\nOptions:\n"
+                + "\n".join(f"{o['option_id']}. {o['label']}" for o in opts),
             }
         )
+        env.append({"request_id": f"env{i}", "fov_deg": 90.0})
     keys = manifest_keys(RUN, SCENE)
     store.put(keys["image_qa"], b"".join(json.dumps(r).encode() + b"\n" for r in rows))
     store.put(keys["video_qa"], b"")
+    store.put(
+        f"runs/{RUN}/image_tasks/render_requests/{SCENE}.render_requests.json",
+        json.dumps({"env_requests": env, "overlays": []}).encode(),
+    )
     return rows
 
 
-def scripted_server(calls: Counter[str]) -> FastAPI:
-    """Answers the gold it finds in the prompt; the first call per question gets a 429, and
-    question 5 always fails with a 500."""
+def _gold_letter(prompt: str) -> str:
+    """The letter the options block gives the label named in the question (any rotation)."""
+    label = re.search(r"\(target (\w+)\)", prompt).group(1)  # type: ignore[union-attr]
+    return re.search(rf"^([A-D])\. {label}$", prompt, re.M).group(1)  # type: ignore[union-attr]
+
+
+def _answer(prompt: str) -> str:
+    label = re.search(r"\(target (\w+)\)", prompt).group(1)  # type: ignore[union-attr]
+    return json.dumps({"answer_option_id": _gold_letter(prompt), "bbox_xyxy_norm": PLACES[label]})
+
+
+def _text(body: dict[str, Any]) -> str:
+    return next(
+        p["text"]
+        for m in body["messages"]
+        if m["role"] == "user"
+        for p in m["content"]
+        if p["type"] == "text"
+    )
+
+
+def _completion(content: str) -> JSONResponse:
+    return JSONResponse(
+        {
+            "choices": [{"message": {"content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 9},
+        }
+    )
+
+
+def scripted_server(calls: Counter[str], delay_s: float = 0.0) -> FastAPI:
+    """Answers right; the first call per question gets a 429, question 5 always fails with a
+    500, and question 4 is slower than the client's timeout when ``delay_s`` is set."""
     app = FastAPI()
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> JSONResponse:
-        body = await request.json()
-        text = next(
-            p["text"]
-            for m in body["messages"]
-            if m["role"] == "user"
-            for p in m["content"]
-            if p["type"] == "text"
-        )
-        calls[text] += 1
-        if "Question 5" in text:
+        text = _text(await request.json())
+        calls[text.split(":")[0]] += 1
+        if text.startswith("Question 5"):
             return JSONResponse({"error": "boom"}, status_code=500)
-        if calls[text] == 1:
+        if text.startswith("Question 4") and delay_s:
+            await asyncio.sleep(delay_s)
+        if calls[text.split(":")[0]] == 1:
             return JSONResponse({"error": "slow down"}, status_code=429, headers={"Retry-After": "0"})
-        gold = text.rsplit("gold ", 1)[1][0]
-        answer = json.dumps({"answer_option_id": gold, "bbox_xyxy_norm": [0.2, 0.2, 0.6, 0.6]})
-        return JSONResponse(
-            {
-                "choices": [{"message": {"content": answer}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 9},
-            }
-        )
+        return _completion(_answer(text))
 
     return app
 
 
-async def test_http_model_with_429s_failures_budget_and_resume(tmp_path: Path) -> None:
+async def test_http_model_with_429s_failures_timeouts_budget_and_resume(tmp_path: Path) -> None:
     store = LocalBlobStore(tmp_path / "store")
     write_manifest(store)
     calls: Counter[str] = Counter()
-    with ServedApp(scripted_server(calls)) as served:
-        ep = ModelEndpoint(kind="openai", url=served.url + "/v1", model="scripted", max_attempts=3)
+    with ServedApp(scripted_server(calls, delay_s=2.0)) as served:
+        ep = ModelEndpoint(
+            kind="openai", url=served.url + "/v1", model="scripted", max_attempts=3, timeout_s=0.5
+        )
         # a budget of 3 requests stops the run: the rest is NOT_RUN, never scored as wrong answers
         first = await evaluate(store, RUN, SCENE, [ep], tmp_path / "cache", concurrency=2, budget=3)
         stats = first.stats["scripted"]
@@ -102,52 +170,196 @@ async def test_http_model_with_429s_failures_budget_and_resume(tmp_path: Path) -
         model = next(e for e in first.leaderboard["models"] if e["model"] == "scripted")
         assert model["parse"].get("not_run") == 3
         asked_before = sum(calls.values())
-        # resume: finished items come from the cache, the rest are asked, the failure is retried later too
+        # resume: finished items come from the cache, the rest are asked, failures are retried later too
         second = await evaluate(store, RUN, SCENE, [ep], tmp_path / "cache", concurrency=2)
-        s2 = second.stats["scripted"]
-        assert s2.cached == 3 - first.stats["scripted"].failed and s2.not_run == 0
+        assert second.stats["scripted"].cached == 3 - first.stats["scripted"].failed
         third = await evaluate(store, RUN, SCENE, [ep], tmp_path / "cache", concurrency=2)
     s3 = third.stats["scripted"]
-    assert s3.cached == 5 and s3.failed == 1  # failures are never cached
-    assert calls["Question 0? gold A"] == 2  # one 429, one answer, then only the cache
+    assert s3.cached == 4 and s3.failed == 2  # failures (the 500 and the timeout) are never cached
+    assert calls["Question 0"] == 2  # one 429, one answer, then only the cache
+    assert calls["Question 4"] == 2 * 3  # runs 2 and 3 (run 1's budget ended first): 3 timeouts each
     assert sum(calls.values()) > asked_before
     model = next(e for e in third.leaderboard["models"] if e["model"] == "scripted")
-    assert model["parse"] == {"choice": 5, "request_failed": 1}
+    assert model["parse"] == {"choice": 4, "request_failed": 2}
     assert model["image"]["option_correct"] == pytest.approx(
-        5 / 6, abs=1e-3
-    )  # the failure stays in the denominator
+        4 / 6, abs=1e-3
+    )  # failures stay in the denominator
     items = [json.loads(x) for x in store.get(third.outputs["eval_items"]).splitlines()]
-    failed = next(i for i in items if i["model"] == "scripted" and i["sample_id"] == "s5")
-    assert failed["parse_kind"] == "request_failed" and failed["error_class"] == "ERROR_CLASS_SERVER"
+    by_id = {i["sample_id"]: i for i in items if i["model"] == "scripted"}
+    assert by_id["s5"]["error_class"] == "ERROR_CLASS_SERVER"
+    assert by_id["s4"]["error_class"] == "ERROR_CLASS_TIMEOUT"
     csv_text = store.get(third.outputs["eval_image_metrics"]).decode()
-    assert (
-        csv_text.splitlines()[0]
-        == "model,view_definition,task_type,difficulty,count,option_accuracy,bbox_acc@50iou,bbox_mean_iou"
+    assert csv_text.splitlines()[0] == (
+        "model,view_definition,task_type,difficulty,count,option_accuracy,bbox_acc@50iou,bbox_mean_iou"
     )
 
 
+def slow_server(calls: Counter[str]) -> FastAPI:
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> JSONResponse:
+        text = _text(await request.json())
+        calls[text.split(":")[0]] += 1
+        await asyncio.sleep(0.4)
+        return _completion(_answer(text))
+
+    return app
+
+
+async def test_a_killed_eval_resumes_without_asking_finished_items_again(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "store")
+    write_manifest(store, 12)
+    calls: Counter[str] = Counter()
+    cache = tmp_path / "cache"
+    env = {**os.environ, "SKYQA_EVALUATION__CACHE_DIR": str(cache), "SKYQA_EVALUATION__CONCURRENCY": "1"}
+    with ServedApp(slow_server(calls)) as served:
+        cmd = [
+            sys.executable,
+            "-m",
+            "services.cli",
+            "eval",
+            RUN,
+            "--scene",
+            SCENE,
+            "--data-dir",
+            str(tmp_path),
+        ]
+        cmd += ["--model", f"{served.url}/v1#slow", "--conditions", "full"]
+        proc = await asyncio.create_subprocess_exec(
+            *cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        cache_file = cache / "slow.jsonl"
+        deadline = time.monotonic() + 60
+        while not (cache_file.exists() and len(cache_file.read_text().splitlines()) >= 3):
+            assert time.monotonic() < deadline and proc.returncode is None, "the eval ended before the kill"
+            await asyncio.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(proc.wait(), 10)
+        answered = {json.loads(line)["key"] for line in cache_file.read_text().splitlines()}
+        assert 3 <= len(answered) < 12  # killed mid-run
+        before = Counter(calls)
+        again = await asyncio.create_subprocess_exec(
+            *cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        _, stderr = await asyncio.wait_for(again.communicate(), 120)
+    assert again.returncode == 0, stderr.decode()
+    asked_again = calls - before
+    # the resumed run asks exactly what the cache lacks (the one in flight at the kill included)
+    assert sum(asked_again.values()) == 12 - len(answered)
+    assert sum(calls.values()) <= 13
+    board = json.loads(store.get(f"runs/{RUN}/eval/leaderboard.json"))
+    slow = next(e for e in board["models"] if e["model"] == "slow")
+    assert slow["parse"] == {"choice": 12} and slow["image"]["option_correct"] == 1.0
+
+
 class Oracle:
+    """Knows the answer key; records what each condition sent. ``wrong_box`` breaks its GND step."""
+
     name = "oracle"
 
+    def __init__(self, rows: list[dict[str, Any]], wrong_box: bool = False) -> None:
+        self.steps = {r["sample_id"]: [s["answer"] for s in r["reasoning_steps"]] for r in rows}
+        self.wrong_box = wrong_box
+        self.seen: list[tuple[str, list[tuple[str, tuple[int, int]]]]] = []
+
     async def generate(self, request: model_pb2.GenerateRequest) -> model_pb2.GenerateResponse:
-        gold = request.prompt.rsplit("gold ", 1)[1][0]
-        assert len(request.images) == 2
-        return model_pb2.GenerateResponse(text=f"The answer is {gold}.", latency_s=0.001)
+        sizes = [(im.label, Image.open(io.BytesIO(im.data)).size) for im in request.images]
+        self.seen.append((request.request_id, sizes))
+        body = json.loads(_answer(request.prompt))
+        base = request.request_id.split("#")[0]
+        if "steps" in request.system:
+            steps = list(self.steps[base])
+            if self.wrong_box:
+                steps[0] = "[0.0, 0.0, 0.01, 0.01]"
+            body["steps"] = steps
+        return model_pb2.GenerateResponse(
+            text=f"The answer is {body['answer_option_id']}. {json.dumps(body)}"
+        )
 
 
-async def test_grpc_model_and_baselines_rank_as_expected(tmp_path: Path) -> None:
+async def test_conditions_circular_eval_and_process_steps_over_grpc(tmp_path: Path) -> None:
     store = LocalBlobStore(tmp_path / "store")
-    write_manifest(store, 8)
-    server, port = await serve_grpc(Oracle())
+    rows = write_manifest(store, 6)
+    oracle, sloppy = Oracle(rows), Oracle(rows, wrong_box=True)
+    servers = [await serve_grpc(m) for m in (oracle, sloppy)]
+    conditions = ["full", "text_only", "thumbnail", "crop", "full_crop", "circular", "schema_cot"]
     try:
-        ep = ModelEndpoint(kind="grpc", url=f"127.0.0.1:{port}", model="oracle")
-        result = await evaluate(store, RUN, SCENE, [ep], tmp_path / "cache")
+        eps = [
+            ModelEndpoint(kind="grpc", url=f"127.0.0.1:{port}", model=name)
+            for (_, port), name in zip(servers, ("oracle", "sloppy"), strict=True)
+        ]
+        result = await evaluate(store, RUN, SCENE, eps, tmp_path / "cache", conditions=conditions)
     finally:
-        await server.stop(None)
+        for server, _ in servers:
+            await server.stop(None)
+    sent = {}
+    for _, sizes in oracle.seen:
+        sent.setdefault(len(sizes), sizes)
+    # text_only: nothing; full / thumbnail: 2 images; crop: 2 x 4 quadrants; full_crop: 2 + 8
+    assert set(sent) == {0, 2, 8, 10}
+    assert max(w for _, (w, h) in [s for s in sent[2] if "thumbnail" in s[0]] or [("", (0, 0))]) <= 160
+    assert all("quadrant" in label and size == (160, 120) for label, size in sent[8])
     board = {e["model"]: e for e in result.leaderboard["models"]}
-    assert set(board) == {"oracle", "random", "text_prior"}
-    assert board["oracle"]["image"]["option_correct"] == 1.0
-    assert board["oracle"]["image"]["option_correct_strict"] == 0.0  # prose, not the JSON contract
-    assert board["oracle"]["parse_stages"] == {"answer_cue": 8}
-    assert board["random"]["image"]["option_correct"] < 1.0
-    assert b"<table>" in store.get(result.outputs["eval_report"])
+    assert set(board) == {"oracle", "sloppy", "random", "text_prior", "cv_grounding"}
+    o = board["oracle"]
+    assert o["image"]["option_correct"] == 1.0 and o["image"]["option_correct_strict"] == 0.0
+    assert o["parse_stages"] == {"embedded_json": 6}
+    assert set(o["evidence_access"]) == {"text_only", "thumbnail", "full", "crop", "full_crop"}
+    assert o["access_gaps"]["visual"] == 0.0  # the oracle reads the answer from the text
+    # CircularEval: an oracle that tracks content is right in every rotation; chance is not
+    assert o["circular"]["circular"] == 1.0 and o["circular"]["consistent"] == 1.0
+    assert o["circular"]["groups"] == 6
+    assert set(o["circular"]["letter_share"]) == set("ABCD")  # rotations move the gold letter
+    r = board["random"]
+    assert r["circular"]["circular"] <= r["circular"]["vanilla"]
+    # process level: all steps right for the oracle; the sloppy one fails grounding first
+    assert o["process"]["operation_accuracy"] == {"GND": 1.0, "INF": 1.0}
+    assert o["process"]["first_error"] == {"none": 1.0}
+    s = board["sloppy"]["process"]
+    assert s["operation_accuracy"] == {"GND": 0.0, "INF": 1.0} and s["first_error"] == {"GND": 1.0}
+    # classical CV finds the orange block and turns its position into the direction
+    cv = board["cv_grounding"]
+    assert cv["image"]["bbox_acc@50iou"] >= 5 / 6 and cv["image"]["option_correct"] >= 5 / 6
+    assert cv["image"]["option_correct"] > board["text_prior"]["image"]["option_correct"]
+    page = store.get(result.outputs["eval_report"])
+    assert b"<svg" in page and b"CircularEval" in page and b"task correlation" in page
+
+
+def leaky_server() -> FastAPI:
+    """A text-only 'model' that sees the label in questions 0-2 and otherwise guesses A."""
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> JSONResponse:
+        body = await request.json()
+        assert all(p["type"] == "text" for m in body["messages"] if m["role"] == "user" for p in m["content"])
+        text = _text(body)
+        n = int(text.split(":")[0].split()[1])
+        letter = _gold_letter(text) if n < 3 else "A"
+        return _completion(json.dumps({"answer_option_id": letter}))
+
+    return app
+
+
+async def test_blind_filter_flags_rows_text_only_models_solve(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "store")
+    rows = write_manifest(store, 6)
+    original = store.get(manifest_keys(RUN, SCENE)["image_qa"])
+    with ServedApp(leaky_server()) as a, ServedApp(leaky_server()) as b:
+        eps = [
+            ModelEndpoint(kind="openai", url=s.url + "/v1", model=name)
+            for s, name in ((a, "leaky1"), (b, "leaky2"))
+        ]
+        result = await blind_filter(
+            store, RUN, SCENE, eps, tmp_path / "cache", samples=2, quorum=0.6, apply=True
+        )
+    # questions 0-2 are solved by both text-only models (2 of 3 responders >= 0.6); question 3+
+    # only where "A" happens to be the gold
+    lucky = {r["sample_id"] for r in rows[3:] if r["answer_option_id"] == "A"}
+    assert set(result.flagged) == {"s0", "s1", "s2"} | lucky
+    report = json.loads(store.get(result.report_key))
+    assert report["responders"] == ["text_prior", "leaky1", "leaky2"] and report["samples_per_model"] == 2
+    assert store.get(manifest_keys(RUN, SCENE)["image_qa"]) == original  # nothing stored is changed
+    kept = [json.loads(x)["sample_id"] for x in store.get(result.filtered_key or "").splitlines()]
+    assert kept == [r["sample_id"] for r in rows if r["sample_id"] not in set(result.flagged)]

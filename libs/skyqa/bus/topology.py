@@ -35,6 +35,7 @@ LABEL_REQUESTED = "skyqa.v1.label.requested"
 LABEL_DONE = "skyqa.v1.label.done"
 MISSIONS_COMPLETED = "skyqa.v1.mission.completed"
 QA_COMPLETED = "skyqa.v1.qa.completed"
+EVAL_REQUESTED = "skyqa.v1.eval.requested"
 
 DAY = 24 * 3600.0
 

@@ -21,5 +21,6 @@ def open_model(endpoint: ModelEndpoint) -> VisionModel:
             timeout_s=endpoint.timeout_s,
             max_attempts=endpoint.max_attempts,
             rpm=endpoint.rpm,
+            tpm=endpoint.tpm,
         )
     return GrpcModel(endpoint.url, endpoint.model, timeout_s=endpoint.timeout_s)

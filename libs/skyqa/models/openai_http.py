@@ -1,7 +1,8 @@
 """OpenAI-compatible chat-completions: a client adapter and a server that exposes any model.
 
 The client retries rate limits, timeouts and 5xx with exponential back-off and jitter,
-honouring ``Retry-After``, a bounded number of times; it spaces requests to an RPM limit.
+honouring ``Retry-After``, a bounded number of times; it spaces requests to an RPM limit and
+keeps estimated token use under a TPM limit.
 The server lets the built-in models be served to any OpenAI-compatible consumer.
 """
 
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
+import math
 import os
 import random
 import time
@@ -17,6 +20,7 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI, HTTPException, Request
+from PIL import Image
 
 from skyqa.models.base import RETRYABLE, VisionModel, class_for_status, error_response
 from skyqa.v1 import model_pb2
@@ -39,6 +43,54 @@ class RateLimiter:
             self._next = max(now, self._next) + self.interval
         if delay > 0:
             await asyncio.sleep(delay)
+
+
+class TokenLimiter:
+    """At most ``tpm`` tokens a minute: a bucket refilled continuously at tpm/60 per second.
+
+    A request takes its estimate before it is sent (prompt characters / 4, 85 + 170 per
+    512-pixel tile of each image as OpenAI bills vision input, plus max_tokens) and the
+    difference to the reported usage is settled afterwards, so estimates do not drift.
+    """
+
+    def __init__(self, tpm: int) -> None:
+        self.tpm = tpm
+        self._level = float(tpm)
+        self._at = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self._level = min(float(self.tpm), self._level + (now - self._at) * self.tpm / 60.0)
+        self._at = now
+
+    async def take(self, tokens: int) -> None:
+        if self.tpm <= 0:
+            return
+        need = float(min(tokens, self.tpm))  # one request bigger than a minute still goes, alone
+        async with self._lock:
+            self._refill()
+            if self._level < need:
+                await asyncio.sleep((need - self._level) * 60.0 / self.tpm)
+                self._refill()
+            self._level -= need
+
+    def settle(self, estimated: int, used: int) -> None:
+        if self.tpm > 0:
+            self._refill()
+            self._level = min(float(self.tpm), self._level + min(estimated, self.tpm) - used)
+
+
+def estimate_tokens(request: model_pb2.GenerateRequest) -> int:
+    text = len(request.system) + len(request.prompt)
+    images = 0
+    for image in request.images:
+        try:
+            w, h = Image.open(io.BytesIO(image.data)).size
+        except OSError:
+            w = h = 512
+        images += 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+    return text // 4 + images + (request.params.max_tokens or 512)
 
 
 def to_messages(request: model_pb2.GenerateRequest) -> list[dict[str, Any]]:
@@ -74,6 +126,7 @@ class OpenAICompatModel:
         backoff_s: float = 1.0,
         max_backoff_s: float = 30.0,
         rpm: int = 0,
+        tpm: int = 0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.name = model
@@ -84,6 +137,7 @@ class OpenAICompatModel:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.limiter = RateLimiter(rpm)
+        self.tokens = TokenLimiter(tpm)
         self._client = httpx.AsyncClient(transport=transport, timeout=timeout_s)
         self._rng = random.Random(0)
 
@@ -113,8 +167,10 @@ class OpenAICompatModel:
         timeout = request.params.timeout_s or self.timeout_s
         started = time.monotonic()
         last = error_response(model_pb2.ERROR_CLASS_UNAVAILABLE, "no attempt made")
+        estimate = estimate_tokens(request)
         for attempt in range(self.max_attempts):
             await self.limiter.wait()
+            await self.tokens.take(estimate)
             try:
                 response = await self._client.post(self.url, json=body, headers=headers, timeout=timeout)
             except httpx.TimeoutException as exc:
@@ -123,7 +179,10 @@ class OpenAICompatModel:
                 last = error_response(model_pb2.ERROR_CLASS_UNAVAILABLE, f"{type(exc).__name__}: {exc}")
             else:
                 if response.status_code == 200:
-                    return self._parse(response, started)
+                    done = self._parse(response, started)
+                    used = done.usage.prompt_tokens + done.usage.completion_tokens
+                    self.tokens.settle(estimate, used or estimate)
+                    return done
                 last = error_response(
                     class_for_status(response.status_code),
                     f"HTTP {response.status_code}: {response.text[:500]}",

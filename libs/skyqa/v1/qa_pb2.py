@@ -22,15 +22,16 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from skyqa.v1 import eval_pb2 as skyqa_dot_v1_dot_eval__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11skyqa/v1/qa.proto\x12\x08skyqa.v1\"\xb6\x01\n\x0bQACompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12\x12\n\nimage_rows\x18\x03 \x01(\r\x12\x12\n\nvideo_rows\x18\x04 \x01(\r\x12\x1a\n\x12released_landmarks\x18\x05 \x01(\r\x12\x16\n\x0eimage_manifest\x18\x06 \x01(\t\x12\x16\n\x0evideo_manifest\x18\x07 \x01(\t\x12\x11\n\tqc_report\x18\x08 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11skyqa/v1/qa.proto\x12\x08skyqa.v1\x1a\x13skyqa/v1/eval.proto\"\xe4\x01\n\x0bQACompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12\x12\n\nimage_rows\x18\x03 \x01(\r\x12\x12\n\nvideo_rows\x18\x04 \x01(\r\x12\x1a\n\x12released_landmarks\x18\x05 \x01(\r\x12\x16\n\x0eimage_manifest\x18\x06 \x01(\t\x12\x16\n\x0evideo_manifest\x18\x07 \x01(\t\x12\x11\n\tqc_report\x18\x08 \x01(\t\x12,\n\nevaluation\x18\t \x01(\x0b\x32\x18.skyqa.v1.EvaluationSpecb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'skyqa.v1.qa_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_QACOMPLETED']._serialized_start=32
-  _globals['_QACOMPLETED']._serialized_end=214
+  _globals['_QACOMPLETED']._serialized_start=53
+  _globals['_QACOMPLETED']._serialized_end=281
 # @@protoc_insertion_point(module_scope)

@@ -5,6 +5,7 @@ isort:skip_file
 
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from skyqa.v1 import eval_pb2 as _eval_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -30,6 +31,7 @@ class QACompleted(_message.Message):
     IMAGE_MANIFEST_FIELD_NUMBER: _builtins.int
     VIDEO_MANIFEST_FIELD_NUMBER: _builtins.int
     QC_REPORT_FIELD_NUMBER: _builtins.int
+    EVALUATION_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     image_rows: _builtins.int
@@ -39,6 +41,10 @@ class QACompleted(_message.Message):
     """store keys"""
     video_manifest: _builtins.str
     qc_report: _builtins.str
+    @_builtins.property
+    def evaluation(self) -> _eval_pb2.EvaluationSpec:
+        """copied from the scan request"""
+
     def __init__(
         self,
         *,
@@ -50,10 +56,11 @@ class QACompleted(_message.Message):
         image_manifest: _builtins.str = ...,
         video_manifest: _builtins.str = ...,
         qc_report: _builtins.str = ...,
+        evaluation: _eval_pb2.EvaluationSpec | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["evaluation", b"evaluation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["image_manifest", b"image_manifest", "image_rows", b"image_rows", "qc_report", b"qc_report", "released_landmarks", b"released_landmarks", "run_id", b"run_id", "scene_id", b"scene_id", "video_manifest", b"video_manifest", "video_rows", b"video_rows"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["evaluation", b"evaluation", "image_manifest", b"image_manifest", "image_rows", b"image_rows", "qc_report", b"qc_report", "released_landmarks", b"released_landmarks", "run_id", b"run_id", "scene_id", b"scene_id", "video_manifest", b"video_manifest", "video_rows", b"video_rows"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

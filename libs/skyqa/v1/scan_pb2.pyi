@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from skyqa.v1 import common_pb2 as _common_pb2
+from skyqa.v1 import eval_pb2 as _eval_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -182,6 +183,7 @@ class ScanRequest(_message.Message):
     REVIEW_MODE_FIELD_NUMBER: _builtins.int
     LANDMARK_COUNT_FIELD_NUMBER: _builtins.int
     VIDEO_FIELD_NUMBER: _builtins.int
+    EVALUATION_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     backend: _builtins.str
@@ -209,6 +211,10 @@ class ScanRequest(_message.Message):
     def fusion(self) -> Global___FusionSettings: ...
     @_builtins.property
     def video(self) -> Global___VideoSettings: ...
+    @_builtins.property
+    def evaluation(self) -> _eval_pb2.EvaluationSpec:
+        """models and conditions the evaluator runs after the QA stage"""
+
     def __init__(
         self,
         *,
@@ -229,10 +235,11 @@ class ScanRequest(_message.Message):
         review_mode: _builtins.str = ...,
         landmark_count: _builtins.int = ...,
         video: Global___VideoSettings | None = ...,
+        evaluation: _eval_pb2.EvaluationSpec | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "fusion", b"fusion", "lidar", b"lidar", "video", b"video"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "lidar", b"lidar", "video", b"video"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "fusion", b"fusion", "landmark_count", b"landmark_count", "lidar", b"lidar", "poses_per_job", b"poses_per_job", "profile", b"profile", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "landmark_count", b"landmark_count", "lidar", b"lidar", "poses_per_job", b"poses_per_job", "profile", b"profile", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,219 @@
+"""Evaluation protocols on fixtures with known answers: option rotation, step matching,
+circular and process summaries, access gaps, task correlation, the TPM limiter."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from skyqa.models import openai_http
+from skyqa.v1 import model_pb2
+
+from services.evaluator.conditions import rotations, rows_for, with_step_schema
+from services.evaluator.report import access_gaps, circular_summary, task_correlation
+from services.evaluator.steps import score_steps, step_correct, summarize_steps
+
+pytestmark = pytest.mark.unit
+
+
+def _row(**extra: Any) -> dict[str, Any]:
+    opts = [
+        {"option_id": x, "label": lab}
+        for x, lab in zip("ABCD", ["Front", "Left", "Right", "Back"], strict=True)
+    ]
+    return {
+        "sample_id": "s1",
+        "landmark_id": "lm",
+        "task_type": "env_where",
+        "label_options": opts,
+        "answer_option_id": "C",
+        "answer_label": "Right",
+        "system_prompt": "[TASK] t\n[OUTPUT] one JSON",
+        "user_prompt": "Where?\nOptions:\nA. Front\nB. Left\nC. Right\nD. Back",
+        "reasoning_steps": [{"question": "Where is it?", "answer": "Right", "operation": "INF"}],
+        **extra,
+    }
+
+
+def test_rotations_move_every_label_through_every_letter() -> None:
+    rots = rotations(_row())
+    assert [r["sample_id"] for r in rots] == [f"s1#rot{k}" for k in range(4)]
+    assert rots[0]["user_prompt"] == _row()["user_prompt"] and rots[0]["answer_option_id"] == "C"
+    assert [r["answer_option_id"] for r in rots] == ["C", "B", "A", "D"]
+    for r in rots:
+        gold = next(o for o in r["label_options"] if o["option_id"] == r["answer_option_id"])
+        assert gold["label"] == "Right" and f"{r['answer_option_id']}. Right" in r["user_prompt"]
+        assert r["user_prompt"].startswith("Where?\nOptions:\n") and r["base_sample_id"] == "s1"
+    video = {"sample_id": "v", "form": "env_visibility_reasoning"}
+    assert rows_for("circular", [_row(), video]) == rots
+    assert rows_for("crop", [_row(), video]) == [_row()]  # quadrants are for images only
+    assert rows_for("text_only", [_row(), video]) == [_row(), video]
+
+
+def test_step_schema_lists_the_steps_and_asks_for_them() -> None:
+    r = with_step_schema(_row())
+    assert "1. Where is it?" in r["user_prompt"] and '"steps"' in r["system_prompt"]
+    assert r["system_prompt"].startswith("[TASK] t\n") and r["sample_id"] == "s1"
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred", "ok"),
+    [
+        ("[0.100, 0.200, 0.500, 0.600]", [0.1, 0.2, 0.5, 0.62], True),
+        ("[0.100, 0.200, 0.500, 0.600]", "[0.1, 0.2, 0.5, 0.6]", True),
+        ("[0.100, 0.200, 0.500, 0.600]", [0.6, 0.6, 0.9, 0.9], False),
+        ("[0.100, 0.200, 0.500, 0.600]", "somewhere left", False),
+        ("12 degrees below", "about 15 degrees below", True),
+        ("12 degrees below", "12 degrees above", False),
+        ("40 degrees to the left", "25 degrees to the left", False),
+        ("3 degrees to the left", "2 degrees to the right", True),  # both centred
+        ("90 degrees clockwise", "90 degrees counterclockwise", False),
+        ("yes, the same landmark", "Yes.", True),
+        ("yes, the same landmark", "no", False),
+        ("Front-Left", "front left", True),
+        ("Front-Left", "Front", False),
+        ("Image 3", "image 3", True),
+        ("Back", None, False),
+    ],
+)
+def test_step_answers_match_by_the_kind_of_their_gold(gold: str, pred: Any, ok: bool) -> None:
+    assert step_correct(gold, pred) is ok
+
+
+def test_step_scores_and_their_summary() -> None:
+    gold = [
+        {"question": "q1", "answer": "[0.1, 0.1, 0.5, 0.5]", "operation": "GND"},
+        {"question": "q2", "answer": "Back", "operation": "PER"},
+        {"question": "q3", "answer": "Left", "operation": "INF"},
+    ]
+    a = score_steps(gold, [[0.1, 0.1, 0.5, 0.5], "Front", "Left"])
+    assert a["step_correct"] == [1, 0, 1] and a["first_error"] == "PER"
+    b = score_steps(gold, None)  # no steps in the reply: all wrong, grounding first
+    assert b["step_correct"] == [0, 0, 0] and b["first_error"] == "GND" and b["steps_answered"] == 0.0
+    c = score_steps(gold, ["[0.1, 0.1, 0.5, 0.5]", "Back", "Left"])
+    s = summarize_steps([a, b, c])
+    assert s["operation_accuracy"] == {"GND": pytest.approx(2 / 3, abs=1e-4), "PER": 0.3333, "INF": 0.6667}
+    assert s["first_error"] == {"GND": 0.3333, "PER": 0.3333, "none": 0.3333}
+    # error deviation: each operation's error minus the mean error over operations
+    assert sum(s["operation_error_deviation"].values()) == pytest.approx(0.0, abs=1e-3)
+
+
+def _item(base: str, rot: int, ok: bool, label: str, letter: str) -> dict[str, Any]:
+    return {
+        "base_sample_id": base,
+        "landmark_id": base,
+        "rotation": rot,
+        "option_correct": float(ok),
+        "pred_label": label,
+        "pred_option": letter,
+        "parse_kind": "choice",
+    }
+
+
+def test_circular_summary_on_a_known_fixture() -> None:
+    items = [
+        # always right: circular, consistent
+        *(_item("a", k, True, "Left", "ABCD"[k]) for k in range(4)),
+        # right only in rotation 0 (always says A): vanilla yes, circular no, inconsistent
+        _item("b", 0, True, "Left", "A"),
+        *(_item("b", k, False, "Right", "A") for k in range(1, 4)),
+        # always the same wrong content: consistent but wrong
+        *(_item("c", k, False, "Back", "ABCD"[k]) for k in range(4)),
+    ]
+    s = circular_summary(items)
+    assert s["groups"] == 3
+    assert s["vanilla"] == pytest.approx(2 / 3, abs=1e-4) and s["circular"] == pytest.approx(1 / 3, abs=1e-4)
+    assert s["consistent"] == pytest.approx(2 / 3, abs=1e-4)
+    assert s["letter_share"]["A"] == pytest.approx(6 / 12, abs=1e-4)
+
+
+def test_access_gaps_follow_ultravr() -> None:
+    acc = {
+        c: {"option_correct": v}
+        for c, v in [("text_only", 0.3), ("thumbnail", 0.5), ("full", 0.6), ("crop", 0.7)]
+    }
+    assert access_gaps(acc) == {"visual": 0.3, "resolution": 0.1, "access": 0.1}
+
+
+def test_task_correlation_on_constructed_units() -> None:
+    items = []
+    for m, skill in (("m1", [1, 1, 0, 0, 1]), ("m2", [0, 1, 1, 0, 0])):
+        for lm, s in enumerate(skill):
+            items.append(
+                {
+                    "model": m,
+                    "landmark_id": f"l{lm}",
+                    "condition": "full",
+                    "task": "self_where",
+                    "option_correct": s,
+                }
+            )
+            items.append(
+                {
+                    "model": m,
+                    "landmark_id": f"l{lm}",
+                    "condition": "full",
+                    "task": "env_where",
+                    "option_correct": s,
+                }
+            )
+            items.append(
+                {
+                    "model": m,
+                    "landmark_id": f"l{lm}",
+                    "condition": "full",
+                    "task": "env_how",
+                    "option_correct": 1 - s,
+                }
+            )
+            items.append(
+                {
+                    "model": m,
+                    "landmark_id": f"l{lm}",
+                    "condition": "full",
+                    "task": "self_what",
+                    "option_correct": 1,
+                }
+            )
+    c = task_correlation(items)
+    assert c["units"] == 10
+    assert c["matrix"]["self_where"]["env_where"] == 1.0 and c["matrix"]["self_where"]["env_how"] == -1.0
+    assert c["matrix"]["self_what"]["env_where"] is None  # constant: undefined, not 0
+
+
+def test_token_limiter_waits_for_the_bucket_and_settles(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    async def fake_sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    monkeypatch.setattr(openai_http.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(openai_http.asyncio, "sleep", fake_sleep)
+    lim = openai_http.TokenLimiter(600)  # 10 tokens per second
+
+    async def run() -> None:
+        await lim.take(600)  # the full bucket: no wait
+        assert slept == []
+        await lim.take(100)  # empty: 100 tokens take 10 s to come back
+        assert slept == [pytest.approx(10.0)]
+        lim.settle(100, 40)  # the request used 40: 60 return at once
+        await lim.take(60)
+        assert len(slept) == 1
+
+    asyncio.run(run())
+
+
+def test_token_estimate_counts_text_images_and_output() -> None:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (640, 480)).save(buf, "JPEG")
+    req = model_pb2.GenerateRequest(system="s" * 40, prompt="p" * 360)
+    req.params.max_tokens = 100
+    req.images.add(data=buf.getvalue())
+    assert openai_http.estimate_tokens(req) == 400 // 4 + 85 + 170 * 2 + 100
