@@ -83,7 +83,7 @@ class EvaluationSettings(BaseModel):
     """Which models the evaluator runs besides its baselines, and how."""
 
     models: list[ModelEndpoint] = []
-    cache_dir: Path = Path(".skyqa-eval-cache")
+    cache_dir: Path = Path(".skyqa/eval-cache")  # content-addressed, safe to share between runs
     concurrency: int = Field(4, ge=1, le=256)
     budget: int = Field(0, ge=0)  # most requests per model and run; 0 = no cap
     # services/evaluator/conditions.py; "full" always runs
