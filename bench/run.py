@@ -24,6 +24,7 @@ from skyqa.sim import BuiltinSimulator, CameraSpec, Intrinsics, Pose, load_scene
 from skyqa.sim.camera import camera_rays
 from skyqa.v1 import capture_pb2, common_pb2, mission_pb2
 
+from bench.bus import bus_overhead
 from services.capture.planner import plan_jobs
 from services.capture.worker import capture_job
 from services.fusion.fuse import fuse
@@ -172,6 +173,61 @@ def capture_and_fusion(ceiling: float) -> dict[str, Any]:
     }
 
 
+def evaluator_concurrency(latency_s: float = 0.1, items: int = 48) -> dict[str, float]:
+    """Evaluator items/s against a local OpenAI-compatible server with a fixed latency, at
+    concurrency 1 and 8 (fresh caches, so every item is a request)."""
+    import asyncio
+    import io
+
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+    from PIL import Image
+    from skyqa.models import open_model
+    from skyqa.servers import ServedApp
+    from skyqa.settings import ModelEndpoint
+
+    from services.evaluator.runner import Cache, ModelResponder, run_items
+
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat() -> JSONResponse:
+        await asyncio.sleep(latency_s)
+        return JSONResponse({"choices": [{"message": {"content": '{"answer_option_id": "A"}'}}], "usage": {}})
+
+    with tempfile.TemporaryDirectory() as tmp, ServedApp(app) as served:
+        store = LocalBlobStore(Path(tmp) / "store")
+        buf = io.BytesIO()
+        Image.new("RGB", (640, 480), (90, 120, 60)).save(buf, "JPEG")
+        store.put("runs/bench/img.jpg", buf.getvalue())
+        opts = [{"option_id": x, "label": x} for x in "ABCD"]
+        rows = [
+            {
+                "sample_id": f"s{i}",
+                "landmark_id": f"l{i}",
+                "task_type": "env_where",
+                "difficulty": "4way",
+                "label_options": opts,
+                "answer_option_id": "A",
+                "answer_bbox_xyxy_norm": [0, 0, 1, 1],
+                "images": ["img.jpg"],
+                "system_prompt": "s",
+                "user_prompt": f"q{i}",
+            }
+            for i in range(items)
+        ]
+        out: dict[str, float] = {"latency_s": latency_s, "items": items}
+        for conc in (1, 8):
+            model = open_model(ModelEndpoint(kind="openai", url=served.url + "/v1", model="fixed"))
+            resp = ModelResponder("fixed", model, store, "runs/bench", {"temperature": 0.0})
+            cache = Cache(Path(tmp) / f"cache{conc}.jsonl")
+            start = time.perf_counter()
+            asyncio.run(run_items(resp, rows, store, "runs/bench", cache, conc))
+            out[f"items_per_s_concurrency_{conc}"] = items / (time.perf_counter() - start)
+        out["speedup_8_vs_1"] = out["items_per_s_concurrency_8"] / out["items_per_s_concurrency_1"]
+        return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
@@ -186,7 +242,12 @@ def main() -> None:
         "video_preview_480x360": video_frames(sim, 480, 360, ceiling["rays_per_s"]),
         "video_release_1440x1080": video_frames(sim, 1440, 1080, ceiling["rays_per_s"], 20),
         **capture_and_fusion(ceiling["rays_per_s"]),
+        "evaluator": evaluator_concurrency(),
+        "bus": bus_overhead(),
     }
+    # upper bound: as if every captured frame were its own message (jobs carry several poses)
+    per_message_s = 1 / results["bus"]["publish_per_s"] + results["bus"]["latency_ms_p50"] / 1000
+    results["bus"]["overhead_share_of_one_capture_frame"] = per_message_s * results["capture"]["frames_per_s"]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     c, r, f = results["capture"], results["voxel_fusion"], results["fusion_stage"]
@@ -217,6 +278,27 @@ def main() -> None:
         ("voxel fusion (labels)", f"{r['skyqa_points_per_s'] / 1e6:.2f} Mpoints/s", ""),
         ("numpy voxel hash", f"{r['numpy_voxel_hash_points_per_s'] / 1e6:.2f} Mpoints/s", ""),
         ("open3d voxel_down_sample", f"{r['open3d_voxel_down_sample_points_per_s'] / 1e6:.2f} Mpoints/s", ""),
+        *(
+            (
+                f"evaluator, concurrency {k}",
+                f"{results['evaluator'][f'items_per_s_concurrency_{k}']:.1f} items/s",
+                "",
+            )
+            for k in (1, 8)
+        ),
+        ("evaluator speedup 8 vs 1", f"{results['evaluator']['speedup_8_vs_1']:.2f}x", ""),
+        ("bus publish (JetStream ack)", f"{results['bus']['publish_per_s']:.0f} msg/s", ""),
+        ("bus consume, no-op handler", f"{results['bus']['consume_per_s']:.0f} msg/s", ""),
+        (
+            "bus latency p50 / p99",
+            f"{results['bus']['latency_ms_p50']:.2f} / {results['bus']['latency_ms_p99']:.2f} ms",
+            "",
+        ),
+        (
+            "bus overhead per capture frame",
+            f"{100 * results['bus']['overhead_share_of_one_capture_frame']:.2f} %",
+            "",
+        ),
     ]
     print(f"{'measure':<30} {'rate':>18} {'of ceiling':>11}")
     for name, rate, ratio in lines:

@@ -139,10 +139,23 @@ def _follow(nats_url: str, run_id: str, timeout_s: float) -> RunState:
         return asyncio.run(wait_for_run(nats_url, run_id, FINAL_STAGE, timeout_s, show))
 
 
+def _stage_times(state: RunState) -> str:
+    """Wall time per stage (first event to completion); stages overlap in a pipelined run."""
+    parts = [
+        f"{name} {st.finished_at - st.started_at:.0f}s"
+        for name in STAGES
+        if (st := state.stages.get(name)) is not None and st.finished_at
+    ]
+    end = max((st.finished_at for st in state.stages.values()), default=0.0)
+    total = end - state.created_at if end and state.created_at else 0.0
+    return f"wall time {total:.0f}s; per stage: {', '.join(parts)}"
+
+
 def _report(state: RunState, store_root: Path | None) -> None:
     if state.status == "failed":
         raise _fail(f"run {state.run_id} failed: {'; '.join(state.errors) or 'see service logs'}", 1)
     out.print(f"[bold green]run {state.run_id} completed[/]")
+    out.print(_stage_times(state))
     for name, key in sorted(state.outputs.items()):
         where = (store_root / key) if store_root is not None else key
         out.print(f"  {name:<17} {where}")

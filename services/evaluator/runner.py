@@ -118,7 +118,8 @@ class ModelResponder:
         return out + [(f"video frame at {t:.1f} s", data) for t, data in frames]
 
     async def answer(self, row: dict[str, Any], condition: str = "full") -> tuple[str, dict[str, Any]]:
-        resp = await self.model.generate(self.request(row, condition))
+        # decoding and re-encoding images is CPU work: off the loop, so requests overlap
+        resp = await self.model.generate(await asyncio.to_thread(self.request, row, condition))
         meta = {
             "status": "ok" if resp.error_class == model_pb2.ERROR_CLASS_UNSPECIFIED else "failed",
             "error_class": model_pb2.ErrorClass.Name(resp.error_class),

@@ -85,6 +85,8 @@ def test_progress_never_moves_a_stage_backwards() -> None:
     apply_progress(state, ev(2, common_pb2.RUN_STATUS_RUNNING), 4.0)
     assert state.stages["capture"].status == "completed"
     assert state.status == "running"
+    # wall time: first event to the completing one; a late event does not move either end
+    assert (state.stages["capture"].started_at, state.stages["capture"].finished_at) == (1.0, 3.0)
     apply_progress(state, common_pb2.Progress(run_id="r", stage=FINAL_STAGE, done=1, total=1, status=3), 5.0)
     assert state.status == "completed"
     apply_progress(state, common_pb2.Progress(run_id="r", stage=FINAL_STAGE, status=4, message="boom"), 6.0)

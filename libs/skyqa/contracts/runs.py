@@ -17,6 +17,8 @@ class StageState(Contract):
     status: Status = "pending"
     message: str = ""
     updated_at: float = 0.0
+    started_at: float = 0.0  # the stage's first progress event
+    finished_at: float = 0.0  # when it completed; stages overlap, so these do not add up
 
 
 class RunState(Contract):

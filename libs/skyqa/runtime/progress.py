@@ -34,6 +34,9 @@ def apply_progress(state: RunState, event: common_pb2.Progress, now: float) -> R
     stage.done = max(stage.done, int(event.done))
     stage.total = max(stage.total, int(event.total))
     stage.updated_at = now
+    stage.started_at = stage.started_at or now
+    if stage.status == "completed" and not stage.finished_at:
+        stage.finished_at = now
     state.stages[event.stage] = stage
     state.updated_at = now
     if status == "failed":
