@@ -196,10 +196,13 @@ def parse_joint(text: str, option_ids: list[str]) -> Parsed:
                     ivs = _intervals(a.get("intervals_sec", [])) if isinstance(a, dict) else []
                     picked[oid.strip().upper()] = ivs or []
             if picked:
-                return Parsed("choice", stage, options=sorted(picked), intervals=picked, truncated=truncated)
+                # reply order: UAV-DualCog scores the *first* composite option a model names
+                return Parsed("choice", stage, options=list(picked), intervals=picked, truncated=truncated)
         ids = obj.get("answer_option_ids")
         if isinstance(ids, list):
-            chosen = sorted({str(i).strip().upper() for i in ids} & valid)
+            chosen = list(
+                dict.fromkeys(str(i).strip().upper() for i in ids if str(i).strip().upper() in valid)
+            )
             if chosen:
                 return Parsed("choice", stage, options=chosen, truncated=truncated)
     if _ABSTAIN.search(clean):

@@ -74,14 +74,32 @@ def image_csv(items: list[dict[str, Any]]) -> bytes:
     return buf.getvalue().encode()
 
 
+def element_instance_f1(summary: dict[str, Any]) -> float | None:
+    """UAV-DualCog's atomic-level main metric: F1 of the row-averaged precision and recall."""
+    p, r = summary.get("atomic_precision"), summary.get("atomic_recall")
+    if not isinstance(p, float) or not isinstance(r, float):
+        return None
+    return round(2 * p * r / (p + r), 4) if p + r else 0.0
+
+
 def video_csv(items: list[dict[str, Any]]) -> bytes:
+    """One row per model x form x difficulty; the joint task is split into its composite and
+    atomic levels as UAV-DualCog does (composite rows only carry a composite level)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(VIDEO_CSV)
+    forms = (
+        "self_composite_instance_recognition",
+        "self_atomic_instance_recognition",
+        "env_visibility_reasoning",
+    )
     for model in sorted({i["model"] for i in items}):
-        for form in ("self_instance_recognition_joint", "env_visibility_reasoning"):
+        for form in forms:
+            task = "env_visibility_reasoning" if form.startswith("env") else "self_instance_recognition_joint"
             for diff in ("ALL", "easy", "medium", "hard"):
-                rows = _rows(items, model=model, task=form, difficulty=diff, condition="full")
+                rows = _rows(items, model=model, task=task, difficulty=diff, condition="full")
+                if form == "self_composite_instance_recognition":
+                    rows = [i for i in rows if "composite_correct" in i]
                 if not rows:
                     continue
                 if form == "env_visibility_reasoning":
@@ -97,15 +115,8 @@ def video_csv(items: list[dict[str, Any]]) -> bytes:
                     ]
                 else:
                     s = summarize(rows, JOINT_METRICS)
-                    line = [
-                        s.get("element_f1"),
-                        "",
-                        "",
-                        "",
-                        "",
-                        s.get("temporal_f1@0.5"),
-                        s.get("temporal_mean_tiou"),
-                    ]
+                    main = s.get("composite_correct") if "composite" in form else element_instance_f1(s)
+                    line = [main, "", "", "", "", s.get("temporal_f1@0.5"), s.get("temporal_mean_tiou")]
                 w.writerow([model, "single-landmark", form, diff, len(rows), *line])
     return buf.getvalue().encode()
 
@@ -128,6 +139,10 @@ def _entry(model: str, mine: list[dict[str, Any]]) -> dict[str, Any]:
         "parse_stages": dict(sorted(Counter(i["parse_stage"] for i in full if i["parse_stage"]).items())),
         "image": summarize(image, IMAGE_METRICS),
         "per_task": {t: summarize([i for i in image if i["task"] == t], IMAGE_METRICS) for t in IMAGE_TASKS},
+        "per_category": {
+            c: summarize([i for i in image if i.get("category") == c], IMAGE_METRICS)
+            for c in sorted({str(i.get("category", "")) for i in image})
+        },
         "video_behavior": summarize(
             [i for i in full if i["task"] == "self_instance_recognition_joint"], JOINT_METRICS
         ),
@@ -135,6 +150,7 @@ def _entry(model: str, mine: list[dict[str, Any]]) -> dict[str, Any]:
             [i for i in full if i["task"] == "env_visibility_reasoning"], VISIBILITY_METRICS
         ),
     }
+    entry["video_behavior"]["element_instance_f1"] = element_instance_f1(entry["video_behavior"])
     access = {
         c: summarize([i for i in mine if i["condition"] == c and i["task"] in IMAGE_TASKS], IMAGE_METRICS)
         for c in ACCESS

@@ -224,6 +224,7 @@ async def run_items(
             "rotation": row.get("rotation", 0),
             "landmark_id": row["landmark_id"],
             "task": row.get("task_type") or row["form"],
+            "category": row.get("landmark_category", ""),
             "difficulty": row.get("difficulty") or row.get("difficulty_band", ""),
             "request_hash": key,
         }

@@ -7,6 +7,7 @@ from typing import Any
 from services.evaluator import metrics as M
 from services.evaluator.parsing import Parsed, parse_choice, parse_joint, parse_visibility
 from services.evaluator.steps import score_steps
+from services.qa_generator.video_tasks import is_composite_label
 
 
 def parse_for(row: dict[str, Any], text: str) -> Parsed:
@@ -39,20 +40,7 @@ def score(row: dict[str, Any], p: Parsed, steps: bool = False) -> dict[str, Any]
             out.update(score_steps(row["reasoning_steps"], p.steps if ok else None))
         return out
     if row["form"] == "self_instance_recognition_joint":
-        gold = {a["option_id"]: a["intervals_sec"] for a in row["answer_items"]}
-        pred = set(p.options) if ok else set()
-        f1s, tious = [], []
-        for oid, ivs in gold.items():
-            guess = p.intervals.get(oid, []) if ok else []
-            f1s.append(M.match_prf(ivs, guess, 0.5)[2])
-            tious.append(M.mean_best_tiou(ivs, guess))
-        return {
-            "set_exact": float(ok and pred == set(gold)),
-            "set_exact_strict": float(ok and p.strict and pred == set(gold)),
-            "element_f1": round(M.set_f1(set(gold), pred), 4),
-            "temporal_f1@0.5": round(sum(f1s) / len(f1s), 4),
-            "temporal_mean_tiou": round(sum(tious) / len(tious), 4),
-        }
+        return _score_joint(row, p if ok else None)
     gold_answer = row["gold_environment_answer"]
     count, ivs = int(gold_answer["visible_count"]), gold_answer["visible_intervals_sec"]
     pred_ivs = p.count_intervals if ok else []
@@ -69,6 +57,35 @@ def score(row: dict[str, Any], p: Parsed, steps: bool = False) -> dict[str, Any]
     return out
 
 
+def _score_joint(row: dict[str, Any], p: Parsed | None) -> dict[str, Any]:
+    """UAV-DualCog's two levels of the joint row: the composite option (composite missions:
+    the first composite option the reply names must be the gold one) and the atomic options
+    (set precision / recall per row), plus temporal F1@0.5 and mean tIoU over gold intervals."""
+    composite = {o["option_id"] for o in row["choice_options"] if is_composite_label(o["label"])}
+    gold = {a["option_id"]: a["intervals_sec"] for a in row["answer_items"]}
+    picked = list(p.options) if p is not None else []
+    gold_atomic, pred_atomic = set(gold) - composite, set(picked) - composite
+    tp = len(gold_atomic & pred_atomic)
+    f1s, tious = [], []
+    for oid, ivs in gold.items():
+        guess = p.intervals.get(oid, []) if p is not None else []
+        f1s.append(M.match_prf(ivs, guess, 0.5)[2])
+        tious.append(M.mean_best_tiou(ivs, guess))
+    out: dict[str, Any] = {
+        "set_exact": float(p is not None and set(picked) == set(gold)),
+        "set_exact_strict": float(p is not None and p.strict and set(picked) == set(gold)),
+        "element_f1": round(M.set_f1(set(gold), set(picked)), 4),
+        "atomic_precision": round(tp / len(pred_atomic), 4) if pred_atomic else 0.0,
+        "atomic_recall": round(tp / len(gold_atomic), 4) if gold_atomic else 0.0,
+        "temporal_f1@0.5": round(sum(f1s) / len(f1s), 4),
+        "temporal_mean_tiou": round(sum(tious) / len(tious), 4),
+    }
+    if row.get("mission_kind") == "composite":
+        first = next((o for o in picked if o in composite), None)
+        out["composite_correct"] = float(first is not None and first in gold)
+    return out
+
+
 IMAGE_METRICS = (
     "option_correct",
     "option_correct_strict",
@@ -77,7 +94,16 @@ IMAGE_METRICS = (
     "bbox_iou",
     "joint_correct",
 )
-JOINT_METRICS = ("set_exact", "set_exact_strict", "element_f1", "temporal_f1@0.5", "temporal_mean_tiou")
+JOINT_METRICS = (
+    "set_exact",
+    "set_exact_strict",
+    "composite_correct",
+    "element_f1",
+    "atomic_precision",
+    "atomic_recall",
+    "temporal_f1@0.5",
+    "temporal_mean_tiou",
+)
 VISIBILITY_METRICS = (
     "count_exact",
     "count_exact_strict",

@@ -58,6 +58,11 @@ def composite_label(lib: Library, set_name: str, segments: list[MissionSegment])
     return f"a {lib.set_display(set_name).lower()} mission: {steps}"
 
 
+def is_composite_label(label: str) -> bool:
+    """Composite options, gold or distractor, are named "a <set> mission[: <steps>]"."""
+    return label.startswith("a ") and (label.endswith(" mission") or " mission: " in label)
+
+
 def _similar(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a, b).ratio()
 

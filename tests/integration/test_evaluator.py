@@ -19,15 +19,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import Probe
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from PIL import Image
 from skyqa.blob import LocalBlobStore
+from skyqa.bus import Bus, topology
 from skyqa.models import serve_grpc
 from skyqa.servers import ServedApp
-from skyqa.settings import ModelEndpoint
-from skyqa.v1 import model_pb2
+from skyqa.settings import ModelEndpoint, Settings
+from skyqa.v1 import common_pb2, eval_pb2, model_pb2
 
+from services.embedded import wait_for_run
+from services.evaluator import app as evaluator_app
 from services.evaluator.blind import blind_filter
 from services.evaluator.evaluate import evaluate
 from services.qa_generator.pipeline import manifest_keys
@@ -56,13 +60,13 @@ def _scene(box: list[float], w: int = 320, h: int = 240) -> bytes:
     return buf.getvalue()
 
 
-def write_manifest(store: LocalBlobStore, n: int = 6) -> list[dict[str, Any]]:
+def write_manifest(store: LocalBlobStore, n: int = 6, run: str = RUN) -> list[dict[str, Any]]:
     """n env_where rows over n // 2 landmarks, with images, the render sidecar and steps."""
-    store.put(f"runs/{RUN}/ref.jpg", _scene(REF_BOX))
+    store.put(f"runs/{run}/ref.jpg", _scene(REF_BOX))
     rows, env = [], []
     for i in range(n):
         gold_label = list(PLACES)[i % 3]
-        store.put(f"runs/{RUN}/env{i}.jpg", _scene(PLACES[gold_label]))
+        store.put(f"runs/{run}/env{i}.jpg", _scene(PLACES[gold_label]))
         opts = [{"option_id": x, "label": lab} for x, lab in zip("ABCD", LABELS, strict=True)]
         gold = next(o["option_id"] for o in opts if o["label"] == gold_label)
         head = f"Question {i}: where is the landmark? (target {gold_label})"
@@ -95,11 +99,11 @@ def write_manifest(store: LocalBlobStore, n: int = 6) -> list[dict[str, Any]]:
             }
         )
         env.append({"request_id": f"env{i}", "fov_deg": 90.0})
-    keys = manifest_keys(RUN, SCENE)
+    keys = manifest_keys(run, SCENE)
     store.put(keys["image_qa"], b"".join(json.dumps(r).encode() + b"\n" for r in rows))
     store.put(keys["video_qa"], b"")
     store.put(
-        f"runs/{RUN}/image_tasks/render_requests/{SCENE}.render_requests.json",
+        f"runs/{run}/image_tasks/render_requests/{SCENE}.render_requests.json",
         json.dumps({"env_requests": env, "overlays": []}).encode(),
     )
     return rows
@@ -363,3 +367,36 @@ async def test_blind_filter_flags_rows_text_only_models_solve(tmp_path: Path) ->
     assert store.get(manifest_keys(RUN, SCENE)["image_qa"]) == original  # nothing stored is changed
     kept = [json.loads(x)["sample_id"] for x in store.get(result.filtered_key or "").splitlines()]
     assert kept == [r["sample_id"] for r in rows if r["sample_id"] not in set(result.flagged)]
+
+
+async def test_evaluation_requests_on_the_bus_and_bad_ones_as_error_events(
+    settings: Settings, bus: Bus, tmp_path: Path, unique: str
+) -> None:
+    store = LocalBlobStore(tmp_path / "store")
+    run = f"evalreq-{unique}"
+    write_manifest(store, 4, run)
+    settings.evaluation.cache_dir = tmp_path / "cache"
+    svc = evaluator_app.create(settings, store)
+    await svc.start(http=False)
+    try:
+        errors = await Probe(bus).collect(topology.error_subject("eval"), common_pb2.ErrorEvent)
+        good = eval_pb2.EvaluationRequest(run_id=run, scene_id=SCENE)
+        good.spec.conditions.extend(["full", "circular"])
+        await bus.publish(topology.EVAL_REQUESTED, good, msg_id=f"ok-{unique}", run_id=run)
+        state = await wait_for_run(settings.bus.nats_url, run, "eval", 120)
+        assert state.stages["eval"].status == "completed", state.errors
+        board = json.loads(store.get(state.outputs["leaderboard"]))
+        assert all("circular" in e for e in board["models"])
+        bad = eval_pb2.EvaluationRequest(run_id=f"bad-{unique}", scene_id=SCENE)
+        bad.spec.conditions.append("x-ray")
+        await bus.publish(topology.EVAL_REQUESTED, bad, msg_id=f"bad-{unique}", run_id=f"bad-{unique}")
+        err = await Probe.first(errors, lambda e: "x-ray" in e.message)
+        assert "unknown evaluation conditions" in err.message
+        missing = eval_pb2.EvaluationRequest(run_id=f"none-{unique}", scene_id=SCENE)
+        await bus.publish(topology.EVAL_REQUESTED, missing, msg_id=f"none-{unique}", run_id=f"none-{unique}")
+        err = await Probe.first(errors, lambda e: e.run_id == f"none-{unique}")
+        assert "no QA manifests" in err.message
+        # the good run's outputs are untouched by the bad requests
+        assert json.loads(store.get(state.outputs["leaderboard"])) == board
+    finally:
+        await svc.stop()

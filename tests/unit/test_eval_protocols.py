@@ -4,6 +4,7 @@ circular and process summaries, access gaps, task correlation, the TPM limiter."
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -217,3 +218,44 @@ def test_token_estimate_counts_text_images_and_output() -> None:
     req.params.max_tokens = 100
     req.images.add(data=buf.getvalue())
     assert openai_http.estimate_tokens(req) == 400 // 4 + 85 + 170 * 2 + 100
+
+
+def test_joint_rows_score_composite_and_atomic_levels_like_uav_dualcog() -> None:
+    from services.evaluator.parsing import parse_joint
+    from services.evaluator.report import element_instance_f1
+    from services.evaluator.scoring import score
+
+    row = {
+        "form": "self_instance_recognition_joint",
+        "mission_kind": "composite",
+        "choice_options": [
+            {"option_id": "A", "label": "a circular inspection mission: gradual approach, circular orbit"},
+            {"option_id": "B", "label": "a spiral inspection mission"},
+            {"option_id": "C", "label": "approach, descending 10 m with the camera locked on the landmark"},
+            {"option_id": "D", "label": "circle clockwise 360° with the camera locked on the landmark"},
+            {"option_id": "E", "label": "depart, rising 20 m with the camera looking ahead along the path"},
+        ],
+        "answer_items": [
+            {"option_id": "A", "intervals_sec": [[0.0, 20.0]]},
+            {"option_id": "C", "intervals_sec": [[0.0, 5.0]]},
+            {"option_id": "D", "intervals_sec": [[5.0, 20.0]]},
+        ],
+    }
+
+    def reply(*answers: tuple[str, list[list[float]]]) -> dict[str, Any]:
+        body = {"answers": [{"option_id": o, "intervals_sec": iv} for o, iv in answers]}
+        return score(row, parse_joint(json.dumps(body), list("ABCDE")))
+
+    right = reply(("A", [[0, 20]]), ("C", [[0, 5]]), ("D", [[5, 20]]))
+    assert right["composite_correct"] == 1.0 and right["set_exact"] == 1.0
+    assert (right["atomic_precision"], right["atomic_recall"], right["temporal_f1@0.5"]) == (1.0, 1.0, 1.0)
+    # the first composite named decides the composite level, whatever follows
+    wrong_first = reply(("B", []), ("A", []), ("C", [[0, 5]]), ("E", []))
+    assert wrong_first["composite_correct"] == 0.0
+    assert (wrong_first["atomic_precision"], wrong_first["atomic_recall"]) == (0.5, 0.5)
+    # element_instance_f1 is the F1 of row-averaged precision and recall, not the mean F1
+    assert element_instance_f1({"atomic_precision": 1.0, "atomic_recall": 0.5}) == pytest.approx(
+        0.6667, abs=1e-4
+    )
+    atomic_row = {**row, "mission_kind": "atomic"}
+    assert "composite_correct" not in score(atomic_row, parse_joint('{"answers": ["C"]}', list("ABCDE")))
