@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from skyqa import keys, scan
-from skyqa.blob import LocalBlobStore, open_store
+from skyqa.blob import BlobStore, LocalBlobStore, open_store
 from skyqa.contracts import RunState
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Settings, configure_logging, load_settings
@@ -46,9 +46,21 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _store(data_dir: Path | None, settings: Settings) -> BlobStore:
+    """The embedded store under ``--data-dir``, else the configured one."""
+    return LocalBlobStore(data_dir / "store") if data_dir else open_store(settings.store)
+
+
 def _settings(**overrides: object) -> Settings:
     try:
         return load_settings(**overrides)
+    except InvalidInput as exc:
+        raise _fail(str(exc)) from None
+
+
+def _scan_request(scene: str, profile: str, run_id: str | None, **options: Any) -> scan_pb2.ScanRequest:
+    try:
+        return build_request(scene, profile, run_id, seed=0, **options)
     except InvalidInput as exc:
         raise _fail(str(exc)) from None
 
@@ -68,7 +80,7 @@ def build_request(
     eval_conditions: str | None = None,
 ) -> scan_pb2.ScanRequest:
     req = scan_pb2.ScanRequest(scene_id=scene, profile=profile, seed=seed, review_mode=review)
-    for ep in model_specs(eval_models):
+    for ep in model_specs(eval_models, "--eval-model"):
         req.evaluation.models.add(kind=ep.kind, url=ep.url, model=ep.model)
     req.evaluation.conditions.extend(condition_list(eval_conditions) or [])
     if landmarks is not None:
@@ -214,23 +226,10 @@ def demo(
     if not settings.review_token.get_secret_value():
         settings.review_token = SecretStr(secrets.token_urlsafe(16))
     configure_logging("WARNING")
-    try:
-        req = build_request(
-            scene,
-            profile,
-            None,
-            bound,
-            spacing,
-            altitude,
-            0,
-            review,
-            landmarks,
-            video,
-            eval_model,
-            eval_conditions,
-        )
-    except InvalidInput as exc:
-        raise _fail(str(exc)) from None
+    opts = dict(bound=bound, spacing=spacing, altitude=altitude, review=review, landmarks=landmarks)
+    req = _scan_request(
+        scene, profile, None, video=video, eval_models=eval_model, eval_conditions=eval_conditions, **opts
+    )
 
     async def main() -> RunState:
         async with Embedded(data_dir, settings) as env:
@@ -298,23 +297,10 @@ def scan_cmd(
     """Publish a scan request and show live progress."""
     settings = _settings()
     url = nats_url or settings.bus.nats_url
-    try:
-        req = build_request(
-            scene,
-            profile,
-            run_id,
-            bound,
-            spacing,
-            altitude,
-            0,
-            review,
-            landmarks,
-            video,
-            eval_model,
-            eval_conditions,
-        )
-    except InvalidInput as exc:
-        raise _fail(str(exc)) from None
+    opts = dict(bound=bound, spacing=spacing, altitude=altitude, review=review, landmarks=landmarks)
+    req = _scan_request(
+        scene, profile, run_id, video=video, eval_models=eval_model, eval_conditions=eval_conditions, **opts
+    )
     try:
         asyncio.run(publish_scan(url, req))
     except OSError as exc:
@@ -354,7 +340,7 @@ def refresh(
 ) -> None:
     """Re-render a run's assets from their recorded camera poses; ids, options and answers stay."""
     settings = _settings()
-    store = LocalBlobStore(data_dir / "store") if data_dir else open_store(settings.store)
+    store = _store(data_dir, settings)
     try:
         keys.validate_id(run_id, "run id")
         done = do_refresh(store, run_id, videos, settings.scenes_dir, settings.airsim)
@@ -372,14 +358,14 @@ def refresh(
         out.print(f"  {name:<17} {key}")
 
 
-def model_specs(urls: list[str] | None) -> list[ModelEndpoint]:
+def model_specs(urls: list[str] | None, flag: str = "--model") -> list[ModelEndpoint]:
     """``URL[#MODEL]``: an http(s) URL is OpenAI-compatible (…/v1), anything else host:port gRPC."""
     out = []
     for text in urls or []:
         url, _, model = text.partition("#")
         kind = "openai" if url.startswith(("http://", "https://")) else "grpc"
         if not url or (kind == "grpc" and ":" not in url):
-            raise InvalidInput(f"--model needs URL[#MODEL] (http://host:port/v1 or host:port), got {text!r}")
+            raise InvalidInput(f"{flag} needs URL[#MODEL] (http://host:port/v1 or host:port), got {text!r}")
         out.append(ModelEndpoint(kind=kind, url=url, model=model))
     return out
 
@@ -418,7 +404,7 @@ def eval_cmd(
 ) -> None:
     """Evaluate the baselines (and model endpoints) on a run's QA manifests; print the leaderboard."""
     settings = _settings()
-    store = LocalBlobStore(data_dir / "store") if data_dir else open_store(settings.store)
+    store = _store(data_dir, settings)
     try:
         keys.validate_id(run_id, "run id")
         endpoints = list(settings.evaluation.models) + model_specs(models)
@@ -477,7 +463,7 @@ def blind_filter_cmd(
 ) -> None:
     """Flag image MCQs that text-only responders answer without the image (MMMU-Pro style)."""
     settings = _settings()
-    store = LocalBlobStore(data_dir / "store") if data_dir else open_store(settings.store)
+    store = _store(data_dir, settings)
     try:
         keys.validate_id(run_id, "run id")
         if samples < 1 or not 0 < quorum <= 1:

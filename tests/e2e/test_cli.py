@@ -143,6 +143,10 @@ def test_rerun_resumes_the_finished_run(tmp_path: Path) -> None:
         (["demo", "--profile", "ultra"], "--profile must be one of"),
         (["demo", "--spacing", "-3"], "--spacing must be positive"),
         (["serve", "teleporter"], "unknown service"),
+        (["demo", "--eval-model", "nowhere"], "--eval-model needs URL[#MODEL]"),
+        (["demo", "--eval-conditions", "full,x-ray"], "unknown conditions ['x-ray']"),
+        (["eval", "r", "--conditions", "sideways"], "unknown conditions ['sideways']"),
+        (["blind-filter", "r", "--samples", "0"], "--samples must be >= 1"),
         (["scan", "--nats-url", "nats://127.0.0.1:9", "--scene", "tiny_town"], "cannot reach NATS"),
     ],
 )
@@ -151,6 +155,12 @@ def test_bad_input_exits_2_with_one_line(args: list[str], message: str) -> None:
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_eval_of_a_run_without_manifests_exits_1(tmp_path: Path) -> None:
+    for cmd in ("eval", "blind-filter"):
+        result = skyqa(cmd, "no-such-run", "--data-dir", str(tmp_path), timeout=60)
+        assert result.returncode == 1 and "has no QA manifests" in result.stderr, result.stderr
 
 
 def test_bad_config_exits_2(tmp_path: Path) -> None:
