@@ -25,6 +25,7 @@ from skyqa.sim.camera import camera_rays
 from skyqa.v1 import capture_pb2, common_pb2, mission_pb2
 
 from bench.bus import bus_overhead
+from bench.scaling import renderer_scaling, service_processes
 from services.capture.planner import plan_jobs
 from services.capture.worker import capture_job
 from services.fusion.fuse import fuse
@@ -244,6 +245,8 @@ def main() -> None:
         **capture_and_fusion(ceiling["rays_per_s"]),
         "evaluator": evaluator_concurrency(),
         "bus": bus_overhead(),
+        "renderer_replicas": renderer_scaling(),
+        "service_processes": service_processes(),
     }
     # upper bound: as if every captured frame were its own message (jobs carry several poses)
     per_message_s = 1 / results["bus"]["publish_per_s"] + results["bus"]["latency_ms_p50"] / 1000
@@ -303,6 +306,13 @@ def main() -> None:
     print(f"{'measure':<30} {'rate':>18} {'of ceiling':>11}")
     for name, rate, ratio in lines:
         print(f"{name:<30} {rate:>18} {ratio:>11}")
+    sp = results["service_processes"]
+    print(
+        f"{sp['scene']} run, one process per service: {sp['status']} in {sp['wall_s']} s, "
+        f"{sp['released_landmarks']} landmarks released ({sp['seconds_per_released_landmark']} s each)"
+    )
+    print("  stage wall time (s, stages overlap):", json.dumps(sp["stage_wall_s"]))
+    print("  peak RSS per service (MB):", json.dumps(sp["peak_rss_mb"]))
     print(f"wrote {args.out}")
 
 

@@ -1,0 +1,182 @@
+"""Renderer replicas as separate processes (``skyqa serve renderer``, the container command)
+sharing one durable consumer on a real nats-server: throughput with 1 and 2 replicas and
+each replica's peak resident memory (VmHWM)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nats
+from skyqa.bus import Bus, topology
+from skyqa.servers import NatsServer
+from skyqa.settings import BusSettings
+from skyqa.v1 import common_pb2, render_pb2
+
+REQUESTER = "bench"
+
+
+def _job(tag: str, i: int, width: int, height: int) -> render_pb2.RenderJob:
+    job = render_pb2.RenderJob(
+        run_id=f"bench-{tag}",
+        job_id=f"j{i}",
+        scene_id="demo_city",
+        backend="builtin",
+        width=width,
+        height=height,
+        fov_deg=90,
+        jpeg_quality=90,
+        output_prefix=f"runs/bench-{tag}/views/j{i}",
+        requester=REQUESTER,
+        correlation=f"j{i}",
+    )
+    job.modalities.extend(["rgb", "segmentation", "depth"])
+    for v in range(2):
+        yaw = (i * 37 + v * 90) % 360
+        job.views.add(view_id=f"v{v}", pose=common_pb2.Pose(x=-60 + 8 * i, y=-40, z=45, yaw=yaw, pitch=-30))
+    return job
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _render(url: str, tag: str, jobs: int, width: int, height: int) -> float:
+    """Publish ``jobs`` render jobs and wait for every done event; seconds taken."""
+    bus = Bus(BusSettings(nats_url=url), "bench")
+    await bus.connect()
+    nc = await nats.connect(url)
+    seen: set[str] = set()
+    all_done = asyncio.Event()
+
+    async def on_done(msg: nats.aio.msg.Msg) -> None:
+        done = render_pb2.RenderDone.FromString(msg.data)
+        if done.run_id == f"bench-{tag}":
+            seen.add(done.job_id)
+            if len(seen) == jobs:
+                all_done.set()
+
+    await nc.subscribe(topology.render_done_subject(REQUESTER), cb=on_done)
+    start = time.perf_counter()
+    for i in range(jobs):
+        await bus.publish(
+            topology.RENDER_JOB, _job(tag, i, width, height), msg_id=f"{tag}-{i}", run_id=f"bench-{tag}"
+        )
+    await asyncio.wait_for(all_done.wait(), 600)
+    took = time.perf_counter() - start
+    await nc.close()
+    await bus.stop()
+    return took
+
+
+def renderer_scaling(jobs: int = 16, width: int = 1024, height: int = 768) -> dict[str, float]:
+    out: dict[str, float] = {"jobs": jobs, "views_per_job": 2, "width": width, "height": height}
+    with tempfile.TemporaryDirectory() as tmp:
+        server = NatsServer(Path(tmp) / "nats").start()
+        try:
+            for replicas in (1, 2):
+                env = {
+                    **os.environ,
+                    "SKYQA_BUS__NATS_URL": server.url,
+                    "SKYQA_STORE__BACKEND": "local",
+                    "SKYQA_STORE__LOCAL_ROOT": str(Path(tmp) / "store"),
+                    "SKYQA_HTTP__PORT": "0",
+                    "SKYQA_CONCURRENCY": "1",
+                    "SKYQA_LOG_LEVEL": "WARNING",
+                }
+                procs = [
+                    subprocess.Popen(
+                        [sys.executable, "-m", "services.cli", "serve", "renderer"],
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                    for _ in range(replicas)
+                ]
+                try:
+                    # warm-up: every replica builds the scene once before the clock starts
+                    asyncio.run(_render(server.url, f"warm{replicas}", 3 * replicas, 64, 48))
+                    took = asyncio.run(_render(server.url, f"r{replicas}", jobs, width, height))
+                    out[f"views_per_s_{replicas}_replicas"] = 2 * jobs / took
+                    out[f"peak_rss_mb_{replicas}_replicas"] = max(peak_rss_mb(p.pid) for p in procs)
+                finally:
+                    for p in procs:
+                        p.send_signal(signal.SIGTERM)
+                    for p in procs:
+                        p.wait(timeout=30)
+        finally:
+            server.stop()
+    out["speedup_2_vs_1"] = out["views_per_s_2_replicas"] / out["views_per_s_1_replicas"]
+    return out
+
+
+def service_processes(
+    scene: str = "tiny_town", landmarks: int = 3, video: str = "320x240"
+) -> dict[str, object]:
+    """Every service as its own ``skyqa serve`` process on one nats-server and one store, a scan
+    run to the end: wall time per stage and each service's peak resident memory."""
+    from skyqa.runtime.progress import FINAL_STAGE
+
+    from services.cli import build_request
+    from services.embedded import publish_scan, wait_for_run
+    from services.registry import SERVICES
+
+    with tempfile.TemporaryDirectory() as tmp:
+        server = NatsServer(Path(tmp) / "nats").start()
+        env = {
+            **os.environ,
+            "SKYQA_BUS__NATS_URL": server.url,
+            "SKYQA_STORE__BACKEND": "local",
+            "SKYQA_STORE__LOCAL_ROOT": str(Path(tmp) / "store"),
+            "SKYQA_HTTP__PORT": "0",
+            "SKYQA_LOG_LEVEL": "WARNING",
+            "SKYQA_EVALUATION__CACHE_DIR": str(Path(tmp) / "eval-cache"),
+        }
+        procs = {
+            name: subprocess.Popen(
+                [sys.executable, "-m", "services.cli", "serve", name],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for name in SERVICES
+        }
+        try:
+            time.sleep(5)  # consumers are durable: a scan published early waits for them anyway
+            req = build_request(scene, "preview", None, None, None, None, 0, landmarks=landmarks, video=video)
+            asyncio.run(publish_scan(server.url, req))
+            state = asyncio.run(wait_for_run(server.url, req.run_id, FINAL_STAGE, 1800))
+            peaks = {name: round(peak_rss_mb(p.pid)) for name, p in procs.items()}
+            qc = json.loads((Path(tmp) / "store" / state.outputs["qc_report"]).read_text())
+        finally:
+            for p in procs.values():
+                p.send_signal(signal.SIGTERM)
+            for p in procs.values():
+                p.wait(timeout=30)
+            server.stop()
+    stages = {
+        name: round(st.finished_at - st.started_at, 1) for name, st in state.stages.items() if st.finished_at
+    }
+    end = max(st.finished_at for st in state.stages.values())
+    released = int(qc["funnel"]["released_landmarks"])
+    return {
+        "released_landmarks": released,
+        "seconds_per_released_landmark": round((end - state.created_at) / max(1, released), 1),
+        "scene": scene,
+        "landmarks": landmarks,
+        "video": video,
+        "status": state.status,
+        "wall_s": round(end - state.created_at, 1),
+        "stage_wall_s": stages,
+        "peak_rss_mb": peaks,
+    }
