@@ -1,6 +1,6 @@
 """Renderer replicas as separate processes (``skyqa serve renderer``, the container command)
-sharing one durable consumer on a real nats-server: throughput with 1 and 2 replicas and
-each replica's peak resident memory (VmHWM)."""
+sharing one durable consumer on a real nats-server: throughput with 1 and 2 replicas, the
+cores they keep busy, and each replica's peak resident memory (VmHWM)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,15 @@ def _job(tag: str, i: int, width: int, height: int) -> render_pb2.RenderJob:
     job.modalities.extend(["rgb", "segmentation", "depth"])
     for v in range(2):
         yaw = (i * 37 + v * 90) % 360
-        job.views.add(view_id=f"v{v}", pose=common_pb2.Pose(x=-60 + 8 * i, y=-40, z=45, yaw=yaw, pitch=-30))
+        job.views.add(
+            view_id=f"v{v}", pose=common_pb2.Pose(x=-60 + 8 * i, y=-40, z=45, yaw_deg=yaw, pitch_deg=-30)
+        )
     return job
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -55,6 +62,7 @@ async def _render(url: str, tag: str, jobs: int, width: int, height: int) -> flo
     """Publish ``jobs`` render jobs and wait for every done event; seconds taken."""
     bus = Bus(BusSettings(nats_url=url), "bench")
     await bus.connect()
+    await bus.ensure_streams()  # the replicas may still be starting
     nc = await nats.connect(url)
     seen: set[str] = set()
     all_done = asyncio.Event()
@@ -106,8 +114,12 @@ def renderer_scaling(jobs: int = 16, width: int = 1024, height: int = 768) -> di
                 try:
                     # warm-up: every replica builds the scene once before the clock starts
                     asyncio.run(_render(server.url, f"warm{replicas}", 3 * replicas, 64, 48))
+                    cpu0 = sum(cpu_seconds(p.pid) for p in procs)
                     took = asyncio.run(_render(server.url, f"r{replicas}", jobs, width, height))
+                    cpu = sum(cpu_seconds(p.pid) for p in procs) - cpu0
                     out[f"views_per_s_{replicas}_replicas"] = 2 * jobs / took
+                    # Open3D casts rays on every core: one replica already uses more than one
+                    out[f"cores_busy_{replicas}_replicas"] = cpu / took
                     out[f"peak_rss_mb_{replicas}_replicas"] = max(peak_rss_mb(p.pid) for p in procs)
                 finally:
                     for p in procs:
