@@ -303,6 +303,15 @@ def main() -> None:
             "",
         ),
     ]
+    rr = results["renderer_replicas"]
+    lines += [
+        (
+            f"renderer, {n} replica{'s' if n > 1 else ''}",
+            f"{rr[f'views_per_s_{n}_replicas']:.2f} views/s",
+            f"{rr[f'cores_busy_{n}_replicas']:.2f} cores",
+        )
+        for n in (1, 2)
+    ]
     print(f"{'measure':<30} {'rate':>18} {'of ceiling':>11}")
     for name, rate, ratio in lines:
         print(f"{name:<30} {rate:>18} {ratio:>11}")
