@@ -23,7 +23,7 @@ from skyqa.blob import BlobStore, LocalBlobStore, open_store
 from skyqa.contracts import RunState
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Settings, configure_logging, load_settings
-from skyqa.runtime.progress import FINAL_STAGE
+from skyqa.runtime.progress import FINAL_STAGE, PIPELINE_STAGES
 from skyqa.settings import ModelEndpoint
 from skyqa.v1 import scan_pb2
 
@@ -37,8 +37,6 @@ from services.registry import SERVICES
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
-
-STAGES = ("capture", "fusion", "landmark", "review", "mission", "qa", FINAL_STAGE)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -135,7 +133,7 @@ def _follow(nats_url: str, run_id: str, timeout_s: float) -> RunState:
         console=err,
         transient=False,
     ) as bars:
-        tasks = {s: bars.add_task(s, total=None, message="waiting") for s in STAGES}
+        tasks = {s: bars.add_task(s, total=None, message="waiting") for s in PIPELINE_STAGES}
 
         def show(state: RunState) -> None:
             for name, task in tasks.items():
@@ -155,7 +153,7 @@ def _stage_times(state: RunState) -> str:
     """Wall time per stage (first event to completion); stages overlap in a pipelined run."""
     parts = [
         f"{name} {st.finished_at - st.started_at:.0f}s"
-        for name in STAGES
+        for name in PIPELINE_STAGES
         if (st := state.stages.get(name)) is not None and st.finished_at
     ]
     end = max((st.finished_at for st in state.stages.values()), default=0.0)
@@ -225,6 +223,8 @@ def demo(
     settings = _settings()
     if not settings.review_token.get_secret_value():
         settings.review_token = SecretStr(secrets.token_urlsafe(16))
+    if not settings.gateway.token.get_secret_value():
+        settings.gateway.token = SecretStr(secrets.token_urlsafe(16))
     configure_logging("WARNING")
     opts = dict(bound=bound, spacing=spacing, altitude=altitude, review=review, landmarks=landmarks)
     req = _scan_request(
@@ -236,10 +236,18 @@ def demo(
             assert env.nats_url is not None
             err.print(f"embedded NATS at {env.nats_url}; store at {data_dir / 'store'}")
             for svc in env.running:
-                err.print(f"  {svc.name:<9} http://127.0.0.1:{svc.port}/readyz  /metrics")
+                err.print(f"  {svc.name:<15} http://127.0.0.1:{svc.port}/readyz  /metrics")
                 if svc.name == "landmark":
                     token = settings.review_token.get_secret_value()
-                    err.print(f"  review web http://127.0.0.1:{svc.port}/review  (token {token})")
+                    err.print(f"  review web      http://127.0.0.1:{svc.port}/review  (token {token})")
+            gateway = env.service("gateway")
+            if gateway is not None:
+                token = settings.gateway.token.get_secret_value()
+                err.print(
+                    f"[bold]dashboard       http://127.0.0.1:{gateway.port}/#run={req.run_id}[/]"
+                    f"  (API http://127.0.0.1:{gateway.port}/docs, write token {token})",
+                    highlight=False,
+                )
             await publish_scan(env.nats_url, req)
             err.print(f"scan of {req.scene_id} submitted as run {req.run_id}")
             return await asyncio.to_thread(_follow, env.nats_url, req.run_id, timeout)

@@ -54,7 +54,14 @@ class Embedded:
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
+        landmark = self.service("landmark")
+        if landmark is not None and landmark.port and not settings.gateway.review_url:
+            # every service shares ``settings``: the gateway's dashboard links the review web
+            settings.gateway.review_url = f"http://127.0.0.1:{landmark.port}/review"
         return self
+
+    def service(self, name: str) -> Service | None:
+        return next((s for s in self.running if s.name == name), None)
 
     async def __aexit__(self, *exc: object) -> None:
         for svc in reversed(self.running):

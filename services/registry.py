@@ -10,6 +10,7 @@ from skyqa.runtime import Service, Settings
 from services.capture import app as capture_app
 from services.evaluator import app as evaluator_app
 from services.fusion import app as fusion_app
+from services.gateway import app as gateway_app
 from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.mission_planner import app as mission_app
@@ -27,4 +28,5 @@ SERVICES: dict[str, Factory] = {
     "mission_planner": mission_app.create,
     "qa_generator": qa_app.create,
     "evaluator": evaluator_app.create,
+    "gateway": gateway_app.create,
 }

@@ -8,17 +8,31 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import Literal
 
-from skyqa.errors import InvalidScanRequest
+from skyqa.errors import InvalidInput, InvalidScanRequest
 from skyqa.keys import validate_id
 from skyqa.sim.camera import Pose
 from skyqa.sim.protocol import LidarSpec
-from skyqa.v1 import common_pb2, scan_pb2
+from skyqa.v1 import common_pb2, eval_pb2, scan_pb2
 
 MAX_POSES = 20_000
 MAX_EXTENT_M = 20_000.0
 PROFILES = ("preview", "release")
 MAX_LANDMARKS = 2000
+MAX_EVAL_MODELS = 32
+
+# The evidence-access conditions the evaluator implements (services/evaluator/conditions.py).
+EvalCondition = Literal["full", "text_only", "thumbnail", "crop", "full_crop", "circular", "schema_cot"]
+EVAL_CONDITIONS: tuple[EvalCondition, ...] = (
+    "full",
+    "text_only",
+    "thumbnail",
+    "crop",
+    "full_crop",
+    "circular",
+    "schema_cot",
+)
 
 
 def lidar_range_auto(spacing_x: float, spacing_y: float) -> float:
@@ -151,11 +165,27 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         raise bad(f"video bitrate must be 100 kb/s..100 Mb/s, got {v.bitrate}")
     if not (_finite(v.fov_deg) and 10 <= v.fov_deg <= 170):
         raise bad(f"video fov must be 10..170 degrees, got {v.fov_deg}")
+    try:
+        validate_evaluation(req.evaluation)
+    except InvalidInput as exc:
+        raise bad(str(exc)) from None
     n = pose_count(req)
     if n > MAX_POSES:
         raise bad(f"the scan has {n} poses, more than the limit of {MAX_POSES}; widen the spacing")
     if n * c.width * c.height > 2_000_000_000:
         raise bad("the scan asks for more than 2 gigapixels; lower the resolution or the pose count")
+
+
+def validate_evaluation(spec: eval_pb2.EvaluationSpec) -> None:
+    """Raise :class:`InvalidInput` naming the first bad model or condition of an evaluation."""
+    if len(spec.models) > MAX_EVAL_MODELS:
+        raise InvalidInput(f"an evaluation names at most {MAX_EVAL_MODELS} models, got {len(spec.models)}")
+    for m in spec.models:
+        if m.kind not in ("openai", "grpc") or not m.url:
+            raise InvalidInput(f"model {m.model or m.url!r}: kind must be openai or grpc and url is required")
+    unknown = sorted(set(spec.conditions) - set(EVAL_CONDITIONS))
+    if unknown:
+        raise InvalidInput(f"unknown evaluation conditions {unknown}; known: {', '.join(EVAL_CONDITIONS)}")
 
 
 def _bound(b: common_pb2.MapBound) -> tuple[float, ...]:
@@ -213,6 +243,8 @@ def overlaps(req: scan_pb2.ScanRequest, extent: tuple[float, float, float, float
 
 
 __all__ = [
+    "EVAL_CONDITIONS",
+    "EvalCondition",
     "apply_defaults",
     "default_request",
     "lidar_range_auto",
@@ -222,4 +254,5 @@ __all__ = [
     "poses",
     "run_id_for",
     "validate",
+    "validate_evaluation",
 ]

@@ -90,6 +90,18 @@ class EvaluationSettings(BaseModel):
     conditions: list[str] = ["full", "text_only", "circular", "schema_cot"]
 
 
+class GatewaySettings(BaseModel):
+    """The HTTP API and dashboard in front of the bus."""
+
+    # bearer token of write routes (POST /v1/scans); writes are refused while it is empty
+    token: SecretStr = SecretStr("")
+    max_body_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024)
+    # where browsers reach the review web (landmark service), linked from the dashboard
+    review_url: str = ""
+    presign_expiry_s: int = Field(3600, ge=60, le=7 * 24 * 3600)
+    max_listing: int = Field(5000, ge=1, le=100_000)  # most files one release listing returns
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SKYQA_", env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -109,6 +121,7 @@ class Settings(BaseSettings):
     archive_video_frames: bool = False
     # bearer token of the review web; the web refuses writes while it is empty
     review_token: SecretStr = SecretStr("")
+    gateway: GatewaySettings = GatewaySettings()
 
     @classmethod
     def settings_customise_sources(

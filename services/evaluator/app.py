@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from skyqa import keys
+from skyqa import keys, scan
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.errors import InvalidInput
@@ -25,13 +25,12 @@ REQUESTED = topology.ConsumerSpec("evaluator-requests", topology.EVENTS_STREAM, 
 
 def endpoints(spec: eval_pb2.EvaluationSpec, cfg: EvaluationSettings) -> list[ModelEndpoint]:
     """Configured models plus the request's; a bad model entry is the request's fault."""
+    scan.validate_evaluation(spec)
     out = list(cfg.models)
     for m in spec.models:
-        if m.kind not in ("openai", "grpc") or not m.url:
-            raise InvalidInput(f"model {m.model or m.url!r}: kind must be openai or grpc and url is required")
         out.append(
             ModelEndpoint(
-                kind=m.kind,  # type: ignore[arg-type]  # checked above
+                kind=m.kind,  # type: ignore[arg-type]  # validate_evaluation checked it
                 url=m.url,
                 model=m.model,
                 rpm=m.rpm,

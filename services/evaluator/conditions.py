@@ -22,20 +22,15 @@ Protocols that change the rows rather than the pixels:
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import Any
+
+from skyqa import scan
 
 from services.qa_generator.prompts import options_text
 
-Condition = Literal["full", "text_only", "thumbnail", "crop", "full_crop", "circular", "schema_cot"]
-CONDITIONS: tuple[Condition, ...] = (
-    "full",
-    "text_only",
-    "thumbnail",
-    "crop",
-    "full_crop",
-    "circular",
-    "schema_cot",
-)
+Condition = scan.EvalCondition
+CONDITIONS = scan.EVAL_CONDITIONS
+
 # what each condition uploads of every image: the whole image at one of two sizes, its quadrants
 MEDIA: dict[str, tuple[str, ...]] = {
     "full": ("full",),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -11,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from skyqa.blob import S3BlobStore
+from skyqa.blob import LocalBlobStore, S3BlobStore
 from skyqa.servers import NatsServer, SeaweedS3, free_port
 from skyqa.settings import Settings
 
@@ -49,8 +51,46 @@ def test_every_env_var_is_a_setting() -> None:
 
 def test_no_secret_is_committed() -> None:
     text = (ROOT / "compose.yaml").read_text()
-    assert "${MINIO_ROOT_PASSWORD:?" in text
+    for secret in (
+        "MINIO_ROOT_PASSWORD",
+        "SKYQA_GATEWAY_TOKEN",
+        "SKYQA_REVIEW_TOKEN",
+        "GRAFANA_ADMIN_PASSWORD",
+    ):
+        assert f"${{{secret}:?" in text, secret
     assert "skyqa-dev-secret" not in text
+
+
+def test_images_are_pinned_and_every_service_is_health_checked() -> None:
+    for name, svc in COMPOSE["services"].items():
+        if "image" in svc and not svc["image"].startswith("skyqa"):
+            tag = svc["image"].rsplit(":", 1)
+            assert len(tag) == 2 and tag[1] not in ("latest", ""), f"{name} image is not pinned"
+    assert COMPOSE["services"]["nats"]["image"].endswith("-alpine")  # wget for the health check
+    for name, svc in skyqa_services().items():
+        assert "/readyz" in " ".join(svc["healthcheck"]["test"]), name
+    assert "HEALTHCHECK" in (ROOT / "deploy/Dockerfile").read_text()
+    assert "USER skyqa" in (ROOT / "deploy/Dockerfile").read_text()
+
+
+def test_grafana_is_provisioned_with_a_dashboard_of_real_metrics(tmp_path: Path) -> None:
+    grafana = COMPOSE["services"]["grafana"]
+    mounts = {v.split(":")[1]: ROOT / v.split(":")[0] for v in grafana["volumes"]}
+    provisioning = mounts["/etc/grafana/provisioning"]
+    source = yaml.safe_load((provisioning / "datasources/prometheus.yaml").read_text())["datasources"][0]
+    assert source["url"] == "http://prometheus:9090"
+    provider = yaml.safe_load((provisioning / "dashboards/skyqa.yaml").read_text())["providers"][0]
+    assert provider["options"]["path"] == "/var/lib/grafana/dashboards"
+    dashboard = json.loads((mounts["/var/lib/grafana/dashboards"] / "skyqa.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    assert all(t["datasource"]["uid"] == source["uid"] for p in dashboard["panels"] for t in p["targets"])
+    # every skyqa metric a panel queries is one the services export
+    exported = set()
+    for name in SERVICES:
+        svc = SERVICES[name](Settings(), LocalBlobStore(tmp_path))
+        exported |= {m.name for m in svc.metrics.registry.collect()}
+    queried = {m for e in exprs for m in re.findall(r"\b(skyqa_[a-z_]+?)(?:_bucket|_total)?\b", e)}
+    assert queried and queried <= exported, queried - exported
 
 
 def test_prometheus_scrapes_every_service() -> None:

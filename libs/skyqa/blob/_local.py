@@ -97,3 +97,7 @@ class LocalBlobStore:
 
     def describe(self) -> str:
         return f"file://{self.root}"
+
+    def presigned_url(self, key: str, expires_s: int) -> str | None:
+        validate_key(key)
+        return None  # a directory has no signed URLs; the gateway serves the bytes itself

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 from typing import Any
 
 import urllib3
@@ -125,3 +126,11 @@ class S3BlobStore:
 
     def describe(self) -> str:
         return f"s3://{self.endpoint}/{self.bucket}"
+
+    def presigned_url(self, key: str, expires_s: int) -> str | None:
+        validate_key(key)
+        # signing is local (no request); the URL names the endpoint this store was configured with
+        url: str = self.client.presigned_get_object(
+            bucket_name=self.bucket, object_name=key, expires=timedelta(seconds=expires_s)
+        )
+        return url

@@ -49,6 +49,12 @@ RUN_ID = "Skyqa-Run-Id"
 TRACE_ID = "Skyqa-Trace-Id"
 MSG_TYPE = "Skyqa-Type"
 SERVICE = "Skyqa-Service"
+# headers of a dead-lettered copy (``skyqa.v1.dlq.<subject>``)
+DLQ_SUBJECT = "Skyqa-Original-Subject"
+DLQ_CONSUMER = "Skyqa-Consumer"
+DLQ_REASON = "Skyqa-Reason"
+DLQ_ERROR = "Skyqa-Error"
+DLQ_DELIVERIES = "Skyqa-Deliveries"
 
 
 class ConsumerConfigMismatch(RuntimeError):
@@ -364,11 +370,11 @@ class Bus:
                 msg.data,
                 headers={
                     MSG_ID: f"dlq:{reg.spec.stream}:{stream_seq}",
-                    "Skyqa-Original-Subject": msg.subject,
-                    "Skyqa-Consumer": reg.spec.durable,
-                    "Skyqa-Reason": reason,
-                    "Skyqa-Error": message[:1000],
-                    "Skyqa-Deliveries": str(deliveries),
+                    DLQ_SUBJECT: msg.subject,
+                    DLQ_CONSUMER: reg.spec.durable,
+                    DLQ_REASON: reason,
+                    DLQ_ERROR: message[:1000],
+                    DLQ_DELIVERIES: str(deliveries),
                     RUN_ID: run_id,
                 },
             )

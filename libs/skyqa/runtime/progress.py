@@ -18,6 +18,8 @@ _RANK = {"pending": 0, "running": 1, "completed": 2, "failed": 3}
 
 # The stage whose completion completes the whole run; later stages move this forward.
 FINAL_STAGE = "eval"
+# Every stage a run reports, in pipeline order (they overlap in time).
+PIPELINE_STAGES = ("capture", "fusion", "landmark", "review", "mission", "qa", FINAL_STAGE)
 
 
 def status_name(value: int) -> str:

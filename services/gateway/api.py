@@ -1,0 +1,299 @@
+"""The gateway's HTTP API: submit scans, read runs, follow a run live, list its release.
+
+Reads are open (they show what the dashboard shows); writes need the bearer token
+``SKYQA_GATEWAY__TOKEN`` and are refused while it is unset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import mimetypes
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import nats.errors
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from google.protobuf import json_format
+from pydantic import BaseModel
+from skyqa import keys, scan
+from skyqa.bus import JsonKV, topology
+from skyqa.contracts import RunState
+from skyqa.errors import BlobNotFound, InvalidInput
+from skyqa.runtime import Service
+from skyqa.v1 import common_pb2, scan_pb2
+
+from services.gateway.deadletters import DeadLetterLog
+from services.gateway.views import run_view
+
+KEEPALIVE_S = 15.0
+FINAL_GRACE_S = 0.3
+FINAL = ("completed", "failed")
+
+
+class Submitted(BaseModel):
+    run_id: str
+    created: bool
+    status: str
+    links: dict[str, str]
+
+
+def _run_id(run_id: str) -> str:
+    if not keys.is_valid_id(run_id):
+        raise HTTPException(400, f"run id {run_id!r} must be letters, digits, '_' or '-' (max 96)")
+    return run_id
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    """The request body, refusing more than ``limit`` bytes before reading them all."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise HTTPException(413, f"request body exceeds {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPException(413, f"request body exceeds {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_scan(raw: bytes) -> scan_pb2.ScanRequest:
+    """A scan request from its protobuf JSON form, with profile defaults, validated."""
+    try:
+        doc = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HTTPException(400, f"body is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise HTTPException(422, "body must be a JSON object (a skyqa.v1.ScanRequest)")
+    try:
+        req = json_format.ParseDict(doc, scan_pb2.ScanRequest())
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        raise HTTPException(422, f"not a skyqa.v1.ScanRequest: {str(exc)[:300]}") from None
+    if not req.scene_id:
+        raise HTTPException(422, "scene_id is required")
+    try:
+        full = scan.apply_defaults(req)
+        full.run_id = full.run_id or scan.run_id_for(full)
+        scan.validate(full)
+    except InvalidInput as exc:
+        raise HTTPException(422, str(exc)) from None
+    return full
+
+
+def _sse(event: str, data: Any) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+def _progress(data: bytes) -> str:
+    event = common_pb2.Progress.FromString(data)
+    return _sse("progress", json_format.MessageToDict(event, preserving_proto_field_name=True))
+
+
+def mount_api(svc: Service, dead: DeadLetterLog) -> None:
+    app: FastAPI = svc.app
+    cfg = svc.settings.gateway
+
+    def runs_kv() -> JsonKV:
+        if svc.runs is None:
+            raise HTTPException(503, "the gateway is not connected to the bus yet")
+        return svc.runs
+
+    async def read(run_id: str) -> RunState | None:
+        doc, _ = await runs_kv().get(run_id)
+        return RunState.model_validate(doc) if doc else None
+
+    async def view(run_id: str) -> dict[str, Any]:
+        state = await read(run_id)
+        if state is None:
+            raise HTTPException(404, f"no run {run_id!r}")
+        out = run_view(state, time.time())
+        out["dead_letters"] = [d.to_json() for d in dead.recent(run_id)]
+        return out
+
+    def auth(authorization: str = Header("")) -> None:
+        expected = cfg.token.get_secret_value()
+        if not expected:
+            raise HTTPException(503, "writes are disabled: set SKYQA_GATEWAY__TOKEN")
+        given = authorization.removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            raise HTTPException(401, "missing or wrong bearer token")
+
+    @app.post(
+        "/v1/scans",
+        status_code=202,
+        dependencies=[Depends(auth)],
+        responses={200: {"model": Submitted, "description": "the same request was already submitted"}},
+        tags=["runs"],
+    )
+    async def submit_scan(request: Request, response: Response) -> Submitted:
+        """Submit a scan (a ``skyqa.v1.ScanRequest`` in protobuf JSON; unset fields take the
+        profile defaults). The run id is derived from the request unless given, so a retried
+        submission names the same run and is not started twice."""
+        req = parse_scan(await _body(request, cfg.max_body_bytes))
+        now = time.time()
+        created = False
+
+        def register(doc: dict[str, Any] | None) -> dict[str, Any]:
+            nonlocal created
+            if doc is not None:
+                return doc
+            created = True
+            state = RunState(run_id=req.run_id, scene_id=req.scene_id, created_at=now, updated_at=now)
+            return state.model_dump(mode="json")
+
+        doc = await runs_kv().update(req.run_id, register)
+        if created:
+            await svc.bus.publish(
+                topology.SCAN_REQUESTED, req, msg_id=f"scan:{req.run_id}", run_id=req.run_id
+            )
+        else:
+            response.status_code = 200
+        base = f"/v1/runs/{req.run_id}"
+        return Submitted(
+            run_id=req.run_id,
+            created=created,
+            status=str(doc.get("status", "pending")),
+            links={
+                "run": base,
+                "events": f"{base}/events",
+                "release": f"/v1/releases/{req.run_id}",
+                "dashboard": f"/#run={req.run_id}",
+            },
+        )
+
+    @app.get("/v1/runs", tags=["runs"])
+    async def list_runs(limit: int = Query(100, ge=1, le=1000)) -> list[dict[str, Any]]:
+        """Runs newest first, each with its stages, throughput and ETA."""
+        kv = runs_kv()
+        states = []
+        for key in await kv.keys():
+            doc, _ = await kv.get(key)
+            if doc:
+                states.append(RunState.model_validate(doc))
+        states.sort(key=lambda s: (s.created_at, s.run_id), reverse=True)
+        now = time.time()
+        return [run_view(s, now) for s in states[:limit]]
+
+    @app.get("/v1/runs/{run_id}", tags=["runs"])
+    async def get_run(run_id: str) -> dict[str, Any]:
+        """One run's state from KV, its dead-lettered messages and its outputs."""
+        return await view(_run_id(run_id))
+
+    @app.get("/v1/runs/{run_id}/events", tags=["runs"], response_class=StreamingResponse)
+    async def run_events(run_id: str, request: Request) -> StreamingResponse:
+        """Server-sent events: ``state`` (the whole run view) on connect and after every
+        progress event, ``progress`` (the event itself), and ``end`` once the run completes
+        or fails. Comments keep idle connections alive."""
+        _run_id(run_id)
+        first = await view(run_id)
+        nc = svc.bus.nc
+        if nc is None:
+            raise HTTPException(503, "the gateway is not connected to the bus")
+        # subscribed before the stream starts, so nothing between the first read and now is missed
+        sub = await nc.subscribe(topology.progress_subject(run_id))
+
+        async def stream() -> AsyncIterator[str]:
+            try:
+                yield "retry: 2000\n\n"
+                yield _sse("state", first)
+                if first["status"] in FINAL:
+                    yield _sse("end", {"status": first["status"]})
+                    return
+                while not await request.is_disconnected():
+                    try:
+                        msg = await sub.next_msg(timeout=KEEPALIVE_S)
+                    except nats.errors.TimeoutError:
+                        yield ": keep-alive\n\n"
+                        continue
+                    except nats.errors.ConnectionClosedError:
+                        return
+                    # a burst of progress (video frames) becomes one state read
+                    batch = [msg]
+                    while sub.pending_msgs:
+                        batch.append(await sub.next_msg(timeout=0.1))
+                    for m in batch:
+                        yield _progress(m.data)
+                    current = await view(run_id)
+                    yield _sse("state", current)
+                    if current["status"] in FINAL:
+                        # KV is written before each event is published: the events of the
+                        # final writes may still be in flight
+                        with contextlib.suppress(nats.errors.TimeoutError):
+                            while True:
+                                yield _progress((await sub.next_msg(timeout=FINAL_GRACE_S)).data)
+                        yield _sse("end", {"status": current["status"]})
+                        return
+            finally:
+                await sub.unsubscribe()
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    @app.get("/v1/dead-letters", tags=["failures"])
+    async def dead_letters(
+        run_id: str | None = None, limit: int = Query(100, ge=1, le=2000)
+    ) -> dict[str, Any]:
+        """Dead-lettered messages newest first (all runs, or one), with their reasons."""
+        if run_id is not None:
+            _run_id(run_id)
+        return {"total": dead.total, "items": [d.to_json() for d in dead.recent(run_id, limit)]}
+
+    @app.get("/v1/releases/{run_id}", tags=["releases"])
+    async def release(
+        run_id: str, prefix: str = Query("", description="a sub-folder of the release, e.g. image_tasks")
+    ) -> dict[str, Any]:
+        """The run's release folder (``runs/<run>/``): every file with its size, a gateway link
+        and, on S3, a presigned link valid ``presign_expiry_s`` seconds."""
+        root = keys.run_prefix(_run_id(run_id))
+        where = f"{root}/{prefix.strip('/')}" if prefix.strip("/") else root
+        try:
+            keys.validate_key(where)
+            names = await asyncio.to_thread(svc.store.list, where)
+        except InvalidInput as exc:
+            raise HTTPException(400, str(exc)) from None
+        if not names and await read(run_id) is None:
+            raise HTTPException(404, f"no run {run_id!r}")
+        shown = names[: cfg.max_listing]
+
+        def describe(key: str) -> dict[str, Any]:
+            info = svc.store.head(key)
+            rel = key[len(root) + 1 :]
+            return {
+                "key": key,
+                "path": rel,
+                "size": info.size if info else None,
+                "sha256": info.sha256 if info else None,
+                "url": f"/v1/releases/{run_id}/files/{rel}",
+                "presigned_url": svc.store.presigned_url(key, cfg.presign_expiry_s),
+            }
+
+        files = await asyncio.to_thread(lambda: [describe(k) for k in shown])
+        return {
+            "run_id": run_id,
+            "prefix": where,
+            "count": len(names),
+            "truncated": len(names) > len(shown),
+            "files": files,
+        }
+
+    @app.get("/v1/releases/{run_id}/files/{path:path}", tags=["releases"])
+    async def release_file(run_id: str, path: str) -> Response:
+        """One file of the release, as stored."""
+        key = f"{keys.run_prefix(_run_id(run_id))}/{path}"
+        try:
+            keys.validate_key(key)
+            data = await asyncio.to_thread(svc.store.get, key)
+        except BlobNotFound:
+            raise HTTPException(404, f"no file {path!r} in run {run_id!r}") from None
+        except InvalidInput as exc:
+            raise HTTPException(400, str(exc)) from None
+        media = mimetypes.guess_type(path)[0] or "application/octet-stream"
+        return Response(data, media_type=media)

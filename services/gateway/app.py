@@ -1,0 +1,52 @@
+"""Gateway wiring: the API, the dashboard page and the dead-letter index on one service."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi.responses import HTMLResponse
+from prometheus_client import Gauge
+from skyqa.blob import BlobStore
+from skyqa.runtime import Service, Settings
+
+from services.gateway.api import mount_api
+from services.gateway.deadletters import DeadLetterLog
+
+NAME = "gateway"
+PAGE = (Path(__file__).parent / "dashboard.html").read_text()
+
+
+async def setup(svc: Service, dead: DeadLetterLog) -> None:
+    await dead.follow(svc.bus.js)
+    mount_api(svc, dead)
+    cfg = svc.settings.gateway
+
+    @svc.app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def dashboard() -> str:
+        return PAGE
+
+    @svc.app.get("/v1/info", tags=["service"])
+    async def info() -> dict[str, Any]:
+        """What the dashboard needs to know: where the review web is, whether writes are enabled."""
+        return {
+            "service": NAME,
+            "review_url": cfg.review_url,
+            "writes_enabled": bool(cfg.token.get_secret_value()),
+            "store": svc.store.describe(),
+        }
+
+
+def create(settings: Settings, store: BlobStore | None = None) -> Service:
+    dead = DeadLetterLog()
+
+    async def wire(svc: Service) -> None:
+        await setup(svc, dead)
+
+    svc = Service(NAME, settings, wire, store=store)
+    Gauge(
+        "skyqa_dead_letters_retained",
+        "Dead-lettered messages the DLQ stream holds (as replayed by the gateway).",
+        registry=svc.metrics.registry,
+    ).set_function(lambda: dead.total)
+    return svc

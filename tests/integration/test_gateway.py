@@ -1,0 +1,232 @@
+"""The gateway against a real nats-server: submit, read, follow live, dead letters, releases."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+from skyqa.blob import LocalBlobStore, S3BlobStore
+from skyqa.bus import Bus, Delivery, topology
+from skyqa.runtime import ProgressReporter, Service, Settings
+from skyqa.v1 import common_pb2, scan_pb2
+
+from services.gateway import app as gateway_app
+from tests.integration.conftest import Probe
+
+TOKEN = "gw-t0ken"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def scan_body(unique: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "run_id": f"gw-{unique}",
+        "scene_id": "tiny_town",
+        "bound": {"xmin": -50, "xmax": 50, "ymin": -50, "ymax": 50, "zmin": 0, "zmax": 80},
+        "spacing_x_m": 25,
+        "altitudes_m": [45],
+        **extra,
+    }
+
+
+@pytest.fixture
+async def gateway(settings: Settings, tmp_path: Path) -> AsyncIterator[tuple[Service, httpx.AsyncClient]]:
+    settings.gateway.token = SecretStr(TOKEN)
+    settings.gateway.review_url = "http://review.example/review"
+    svc = gateway_app.create(settings, LocalBlobStore(tmp_path / "store"))
+    await svc.start()
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{svc.port}", timeout=20) as http:
+        yield svc, http
+    await svc.stop()
+
+
+async def test_submit_validates_and_publishes_once(gateway: Any, probe: Probe, unique: str) -> None:
+    _, http = gateway
+    body = scan_body(unique)
+    assert (await http.post("/v1/scans", json=body)).status_code == 401
+    wrong = await http.post("/v1/scans", json=body, headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401 and "bearer token" in wrong.json()["detail"]
+
+    cases = {
+        b"{not json": (400, "not JSON"),
+        b"[1, 2]": (422, "JSON object"),
+        json.dumps({**body, "warp_drive": 9}).encode(): (422, "warp_drive"),
+        json.dumps({**body, "scene_id": "../etc"}).encode(): (422, "scene id"),
+        json.dumps({**body, "altitudes_m": [500]}).encode(): (422, "outside MapBound"),
+        json.dumps({**body, "camera": {"width": "wide"}}).encode(): (422, "width"),
+        json.dumps({**body, "evaluation": {"conditions": ["blindfold"]}}).encode(): (422, "blindfold"),
+        json.dumps({k: v for k, v in body.items() if k != "scene_id"}).encode(): (422, "scene_id"),
+    }
+    for raw, (code, text) in cases.items():
+        r = await http.post("/v1/scans", content=raw, headers=AUTH)
+        assert r.status_code == code, (raw, r.text)
+        assert text in r.json()["detail"], (raw, r.text)
+    huge = json.dumps({**body, "yaw_deg": [0.0] * 20000}).encode()
+    r = await http.post("/v1/scans", content=huge, headers=AUTH)
+    assert r.status_code == 413 and "exceeds" in r.json()["detail"]
+    # nothing of the refused requests reached the bus or the run table
+    assert (await http.get(f"/v1/runs/gw-{unique}")).status_code == 404
+
+    received = await probe.collect(topology.SCAN_REQUESTED, scan_pb2.ScanRequest)
+    first = await http.post("/v1/scans", json=body, headers=AUTH)
+    assert first.status_code == 202, first.text
+    out = first.json()
+    assert out["run_id"] == f"gw-{unique}" and out["created"] is True
+    again = await http.post("/v1/scans", json=body, headers=AUTH)
+    assert again.status_code == 200 and again.json()["created"] is False
+    await asyncio.sleep(0.5)
+    assert len(received) == 1
+    req = received[0]
+    assert req.run_id == f"gw-{unique}" and req.profile == "preview" and req.camera.width == 640
+
+    run = (await http.get(out["links"]["run"])).json()
+    assert run["status"] == "pending" and run["scene_id"] == "tiny_town"
+    assert [s["stage"] for s in run["stages"]][:2] == ["capture", "fusion"]
+    listed = (await http.get("/v1/runs", params={"limit": 1000})).json()
+    assert f"gw-{unique}" in [r["run_id"] for r in listed]
+    assert (await http.get("/v1/runs/bad..id")).status_code == 400
+
+    # a request without a run id gets a derived one: the same request names the same run
+    derived = {k: v for k, v in scan_body(unique, seed=int(unique[:6], 16)).items() if k != "run_id"}
+    a = (await http.post("/v1/scans", json=derived, headers=AUTH)).json()
+    b = (await http.post("/v1/scans", json=derived, headers=AUTH)).json()
+    assert a["run_id"] == b["run_id"] and a["run_id"].startswith("tiny_town-") and not b["created"]
+    spec = (await http.get("/openapi.json")).json()
+    assert {"/v1/scans", "/v1/runs/{run_id}/events", "/v1/releases/{run_id}"} <= set(spec["paths"])
+
+
+async def read_events(http: httpx.AsyncClient, url: str, into: list[tuple[str, Any]]) -> None:
+    async with http.stream("GET", url) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        event = ""
+        async for line in r.aiter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                into.append((event, json.loads(line[6:])))
+                if event == "end":
+                    return
+
+
+async def test_events_relay_progress_until_the_run_ends(gateway: Any, bus: Bus, unique: str) -> None:
+    _, http = gateway
+    run_id = f"sse-{unique}"
+    reporter = ProgressReporter(bus, await bus.kv(topology.RUNS_BUCKET), "test")
+    await reporter.report(run_id, "capture", 0, 4, scene_id="tiny_town")
+    events: list[tuple[str, Any]] = []
+    reader = asyncio.create_task(read_events(http, f"/v1/runs/{run_id}/events", events))
+    await _until(lambda: any(e == "state" for e, _ in events))
+    for done in range(1, 5):
+        await reporter.report(run_id, "capture", done, 4)
+        await asyncio.sleep(0.05)
+    await reporter.report(run_id, "capture", 4, 4, common_pb2.RUN_STATUS_COMPLETED)
+    await reporter.report(run_id, "eval", 1, 1, common_pb2.RUN_STATUS_COMPLETED, "scored")
+    await asyncio.wait_for(reader, 20)
+
+    kinds = [e for e, _ in events]
+    assert kinds[0] == "state" and kinds[-1] == "end" and "progress" in kinds
+    assert events[-1][1]["status"] == "completed"
+    progress = [d for e, d in events if e == "progress"]
+    assert progress[-1]["stage"] == "eval"
+    states = [d for e, d in events if e == "state"]
+    capture = [next(s for s in st["stages"] if s["stage"] == "capture") for st in states]
+    assert [c["done"] for c in capture] == sorted(c["done"] for c in capture)
+    assert capture[-1]["status"] == "completed" and capture[-1]["fraction"] == 1.0
+    assert capture[-1]["items_per_s"] > 0
+    # a finished run answers with its final state and ends at once
+    late: list[tuple[str, Any]] = []
+    await asyncio.wait_for(read_events(http, f"/v1/runs/{run_id}/events", late), 10)
+    assert [e for e, _ in late] == ["state", "end"]
+    assert (await http.get(f"/v1/runs/nope-{unique}/events")).status_code == 404
+
+
+async def _until(predicate: Any, timeout: float = 15.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+async def test_poison_message_is_dead_lettered_and_listed(
+    gateway: Any, bus_settings: Any, unique: str
+) -> None:
+    _, http = gateway
+    worker = Bus(bus_settings, "poisoned")
+    await worker.connect()
+    handled: list[str] = []
+
+    async def handler(msg: common_pb2.Progress, d: Delivery) -> None:
+        handled.append(msg.message)
+
+    spec = topology.ConsumerSpec(f"poison-{unique}", topology.EVENTS_STREAM, f"skyqa.v1.eval.poison{unique}")
+    worker.handle(spec, common_pb2.Progress, handler, stage="test")
+    await worker.start()
+    try:
+        assert worker.nc is not None
+        js = worker.js
+        await js.publish(
+            spec.filter_subject, b"\xff\x00 not protobuf", headers={"Skyqa-Run-Id": f"p-{unique}"}
+        )
+        await js.publish(spec.filter_subject, common_pb2.Progress(message="fine").SerializeToString())
+        await _until(lambda: handled == ["fine"])
+
+        async def listed() -> list[dict[str, Any]]:
+            return (await http.get("/v1/dead-letters", params={"run_id": f"p-{unique}"})).json()["items"]
+
+        for _ in range(200):
+            items = await listed()
+            if items:
+                break
+            await asyncio.sleep(0.05)
+        assert len(items) == 1
+        item = items[0]
+        assert item["reason"] == "invalid_input" and item["subject"] == spec.filter_subject
+        assert item["consumer"] == spec.durable and "not a valid skyqa.v1.Progress" in item["error"]
+        reporter = ProgressReporter(worker, await worker.kv(topology.RUNS_BUCKET), "test")
+        await reporter.report(f"p-{unique}", "capture", 1, 2)
+        run = (await http.get(f"/v1/runs/p-{unique}")).json()
+        assert [d["reason"] for d in run["dead_letters"]] == ["invalid_input"]
+    finally:
+        await worker.stop()
+
+
+async def test_release_listing_files_and_traversal(gateway: Any, unique: str) -> None:
+    svc, http = gateway
+    run_id = f"rel-{unique}"
+    svc.store.put(f"runs/{run_id}/image_tasks/a.json", b'{"a": 1}', "application/json")
+    svc.store.put(f"runs/{run_id}/scene_data/x/preview.png", b"\x89PNG fake", "image/png")
+    listing = (await http.get(f"/v1/releases/{run_id}")).json()
+    assert listing["count"] == 2 and not listing["truncated"]
+    paths = {f["path"]: f for f in listing["files"]}
+    assert set(paths) == {"image_tasks/a.json", "scene_data/x/preview.png"}
+    assert paths["image_tasks/a.json"]["size"] == 8 and paths["image_tasks/a.json"]["presigned_url"] is None
+    got = await http.get(paths["image_tasks/a.json"]["url"])
+    assert got.status_code == 200 and got.json() == {"a": 1}
+    sub = (await http.get(f"/v1/releases/{run_id}", params={"prefix": "image_tasks"})).json()
+    assert [f["path"] for f in sub["files"]] == ["image_tasks/a.json"]
+    for bad in ("%2e%2e/%2e%2e/etc/passwd", "image_tasks/%2e%2e/%2e%2e/x", "a//b"):
+        r = await http.get(f"/v1/releases/{run_id}/files/{bad}")
+        assert r.status_code in (400, 404), (bad, r.status_code)
+        assert r.status_code == 400 or "no file" in r.json()["detail"]
+    assert (await http.get(f"/v1/releases/{run_id}", params={"prefix": "../x"})).status_code == 400
+    assert (await http.get(f"/v1/releases/{run_id}/files/nothing.json")).status_code == 404
+    assert (await http.get(f"/v1/releases/none-{unique}")).status_code == 404
+    info = (await http.get("/v1/info")).json()
+    assert info["review_url"] == "http://review.example/review" and info["writes_enabled"]
+    page = await http.get("/")
+    assert page.status_code == 200 and "EventSource" in page.text
+
+
+def test_s3_presigned_urls_read_without_credentials(s3_store: S3BlobStore) -> None:
+    s3_store.put("runs/r1/x.json", b"[1]", "application/json")
+    url = s3_store.presigned_url("runs/r1/x.json", 300)
+    assert url is not None and "X-Amz-Signature" in url
+    assert httpx.get(url).content == b"[1]"
+    tampered = url.replace("runs/r1/x.json", "runs/r1/y.json")
+    assert httpx.get(tampered).status_code == 403
