@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,7 @@ def two_demo_runs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Pa
         data = tmp_path_factory.mktemp(f"demo{i}")
         result = skyqa("demo", "--data-dir", str(data), *ARGS)
         assert result.returncode == 0, result.stderr[-2000:]
+        assert re.search(r"dashboard +http://127\.0\.0\.1:\d+/#run=\S+", result.stderr), result.stderr[:2000]
         runs.append(outputs(result.stdout))
     return runs
 

@@ -138,3 +138,32 @@ def test_container_command_runs_and_becomes_ready(
         finally:
             proc.terminate()
             assert proc.wait(timeout=30) == 0, log.read_text()
+
+
+def test_kubernetes_manifests_deploy_every_service_with_probes() -> None:
+    k8s = ROOT / "deploy/k8s"
+    listed = yaml.safe_load((k8s / "kustomization.yaml").read_text())["resources"]
+    docs = [d for f in listed for d in yaml.safe_load_all((k8s / f).read_text()) if d]
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
+    assert set(deployments) == {n.replace("_", "-") for n in SERVICES}
+    config = next(d for d in docs if d["kind"] == "ConfigMap")
+    for name, dep in deployments.items():
+        c = dep["spec"]["template"]["spec"]["containers"][0]
+        assert c["args"][0] == "serve" and c["args"][1].replace("_", "-") == name
+        assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+        assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert c["securityContext"]["runAsNonRoot"] is True
+        assert {"configMapRef": {"name": config["metadata"]["name"]}} in c["envFrom"]
+    for key in config["data"]:  # every configured variable is a setting
+        model: type = Settings
+        for part in key.removeprefix("SKYQA_").lower().split("__"):
+            assert part in model.model_fields, key  # type: ignore[attr-defined]
+            model = model.model_fields[part].annotation  # type: ignore[attr-defined]
+    assert not [d for d in docs if d["kind"] == "Secret"], "secrets are created from a secret store"
+    scaled = next(d for d in docs if d["kind"] == "ScaledObject")
+    assert scaled["spec"]["scaleTargetRef"]["name"] in deployments
+    from services.renderer.app import CONSUMER, VIDEO_CONSUMER
+
+    consumers = {t["metadata"]["consumer"] for t in scaled["spec"]["triggers"]}
+    assert consumers == {CONSUMER.durable, VIDEO_CONSUMER.durable}
+    assert {t["metadata"]["stream"] for t in scaled["spec"]["triggers"]} == {CONSUMER.stream}

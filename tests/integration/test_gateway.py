@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import Probe
 from pydantic import SecretStr
 from skyqa.blob import LocalBlobStore, S3BlobStore
 from skyqa.bus import Bus, Delivery, topology
@@ -17,7 +18,6 @@ from skyqa.runtime import ProgressReporter, Service, Settings
 from skyqa.v1 import common_pb2, scan_pb2
 
 from services.gateway import app as gateway_app
-from tests.integration.conftest import Probe
 
 TOKEN = "gw-t0ken"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
