@@ -37,6 +37,8 @@ lint: $(STAMP) proto-check
 	$(BIN)/ruff check libs services tests bench
 	$(BIN)/ruff format --check libs services tests bench
 	$(BIN)/mypy
+	$(BIN)/bandit -q -c pyproject.toml -r libs services
+	$(BIN)/pip-audit --progress-spinner off -r requirements.lock
 
 test: $(STAMP) proto-check
 	$(BIN)/python -m pytest -q -m "unit or integration or e2e" tests

@@ -141,12 +141,11 @@ def service_processes(
 
     from services.cli import build_request
     from services.embedded import publish_scan, wait_for_run
-    from services.registry import SERVICES
+    from services.fleet import Fleet
 
     with tempfile.TemporaryDirectory() as tmp:
         server = NatsServer(Path(tmp) / "nats").start()
         env = {
-            **os.environ,
             "SKYQA_BUS__NATS_URL": server.url,
             "SKYQA_STORE__BACKEND": "local",
             "SKYQA_STORE__LOCAL_ROOT": str(Path(tmp) / "store"),
@@ -154,27 +153,16 @@ def service_processes(
             "SKYQA_LOG_LEVEL": "WARNING",
             "SKYQA_EVALUATION__CACHE_DIR": str(Path(tmp) / "eval-cache"),
         }
-        procs = {
-            name: subprocess.Popen(
-                [sys.executable, "-m", "services.cli", "serve", name],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for name in SERVICES
-        }
+        fleet = Fleet(env, Path(tmp) / "logs").start()
         try:
             time.sleep(5)  # consumers are durable: a scan published early waits for them anyway
             req = build_request(scene, "preview", None, None, None, None, 0, landmarks=landmarks, video=video)
             asyncio.run(publish_scan(server.url, req))
             state = asyncio.run(wait_for_run(server.url, req.run_id, FINAL_STAGE, 1800))
-            peaks = {name: round(peak_rss_mb(p.pid)) for name, p in procs.items()}
+            peaks = {name: round(peak_rss_mb(p.pid)) for name, p in fleet.procs.items()}
             qc = json.loads((Path(tmp) / "store" / state.outputs["qc_report"]).read_text())
         finally:
-            for p in procs.values():
-                p.send_signal(signal.SIGTERM)
-            for p in procs.values():
-                p.wait(timeout=30)
+            fleet.stop()
             server.stop()
     stages = {
         name: round(st.finished_at - st.started_at, 1) for name, st in state.stages.items() if st.finished_at

@@ -45,7 +45,8 @@ def _wait_http(url: str, timeout_s: float, proc: subprocess.Popen[bytes], what: 
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with code {proc.returncode} during start-up")
         try:
-            with urllib.request.urlopen(url, timeout=1) as resp:
+            # a loopback http URL built by this module
+            with urllib.request.urlopen(url, timeout=1) as resp:  # nosec B310
                 if resp.status == 200:
                     return
         except OSError:
@@ -125,11 +126,16 @@ class SeaweedS3:
     auto-created, so code under test must create them like it would on MinIO."""
 
     access_key = "skyqa-test"
-    secret_key = "skyqa-test-secret-key"
+    # the credential of a throwaway loopback test server
+    secret_key = "skyqa-test-secret-key"  # nosec B105
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = Path(data_dir)
         self.s3_port = free_port()
+        # every port explicit and kept across restarts: weed derives gRPC ports as port + 10000,
+        # which can overflow, and a restarted server must come back where clients expect it
+        names = ("master", "volume", "filer", "admin")
+        self.ports = {f"{n}.{kind}": free_port() for n in names for kind in ("port", "port.grpc")}
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -152,9 +158,6 @@ class SeaweedS3:
                 }
             )
         )
-        # every port explicit: weed derives gRPC ports as port + 10000, which can overflow
-        names = ("master", "volume", "filer", "admin")
-        ports = {f"{n}.port": free_port() for n in names} | {f"{n}.port.grpc": free_port() for n in names}
         log = open(self.data_dir / "weed.log", "ab")  # noqa: SIM115 - owned by the process
         self.proc = subprocess.Popen(
             [
@@ -164,7 +167,7 @@ class SeaweedS3:
                 "-ip=127.0.0.1",
                 "-ip.bind=127.0.0.1",
                 f"-s3.port={self.s3_port}",
-                *(f"-{flag}={port}" for flag, port in ports.items()),
+                *(f"-{flag}={port}" for flag, port in self.ports.items()),
                 "-webdav=false",
                 "-admin.ui=false",
                 f"-s3.config={config}",

@@ -39,7 +39,9 @@ class BusSettings(BaseModel):
     nats_url: str = "nats://127.0.0.1:4222"
     connect_timeout_s: float = Field(5.0, gt=0)
     ack_wait_s: float = Field(30.0, gt=0)
-    max_deliver: int = Field(5, ge=1, le=100)
+    # with the delays below a message is retried for about 90 s (1+2+4+8+16+30+30) before it is
+    # dead-lettered, so an object-store or simulator outage of a minute heals on its own
+    max_deliver: int = Field(8, ge=1, le=100)
     retry_base_s: float = Field(1.0, gt=0)
     retry_max_s: float = Field(30.0, gt=0)
     fetch_timeout_s: float = Field(2.0, gt=0)

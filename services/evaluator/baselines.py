@@ -51,6 +51,8 @@ def _rng(seed: int, sample_id: str) -> np.random.Generator:
 class RandomBaseline:
     def __init__(self, rows: list[dict[str, Any]], seed: int = 0) -> None:
         self.name = "random"
+        # part of the cache key: bump ``implementation`` whenever this code's answers change
+        self.params = {"implementation": 1, "seed": seed}
         self.conditions = BASELINE
         self.seed = seed
         self.steps = _step_pool(rows)
@@ -97,6 +99,7 @@ class RandomBaseline:
 class TextPrior:
     def __init__(self, rows: list[dict[str, Any]]) -> None:
         self.name = "text_prior"
+        self.params = {"implementation": 1}  # part of the cache key, as for the random baseline
         self.conditions = BASELINE
         self.rows = rows
         self.steps = _step_pool(rows)

@@ -7,14 +7,18 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 from conftest import Probe
+from fuzz_strategies import requests
+from hypothesis import given, settings as hsettings, strategies as st
 from pydantic import SecretStr
 from skyqa.blob import LocalBlobStore, S3BlobStore
 from skyqa.bus import Bus, Delivery, topology
 from skyqa.runtime import ProgressReporter, Service, Settings
+from skyqa.servers import NatsServer
 from skyqa.v1 import common_pb2, scan_pb2
 
 from services.gateway import app as gateway_app
@@ -230,3 +234,37 @@ def test_s3_presigned_urls_read_without_credentials(s3_store: S3BlobStore) -> No
     assert httpx.get(url).content == b"[1]"
     tampered = url.replace("runs/r1/x.json", "runs/r1/y.json")
     assert httpx.get(tampered).status_code == 403
+
+
+async def test_fuzzed_requests_get_only_clean_answers(tmp_path: Path) -> None:
+    """Random bodies, ids and paths against a gateway on its own nats-server (accepted scans
+    must not reach the services of other tests): never a 5xx."""
+    server = await asyncio.to_thread(NatsServer(tmp_path / "nats").start)
+    settings = Settings(bus={"nats_url": server.url}, http={"port": 0}, gateway={"token": SecretStr(TOKEN)})
+    svc = gateway_app.create(settings, LocalBlobStore(tmp_path / "store"))
+    await svc.start()
+    base = f"http://127.0.0.1:{svc.port}"
+    text = st.text(st.characters(codec="utf-8"), max_size=40)
+
+    @hsettings(max_examples=150, deadline=None)
+    @given(body=st.one_of(st.binary(max_size=300), st.builds(lambda d: json.dumps(d).encode(), requests)))
+    def scans(body: bytes) -> None:
+        r = httpx.post(f"{base}/v1/scans", content=body, headers=AUTH, timeout=10)
+        assert r.status_code in (200, 202, 400, 413, 422), (body, r.status_code, r.text)
+
+    @hsettings(max_examples=150, deadline=None)
+    @given(run=text, path=text)
+    def reads(run: str, path: str) -> None:
+        q_run, q_path = quote(run, safe=""), quote(path, safe="/")
+        for url in (f"/v1/runs/{q_run}", f"/v1/releases/{q_run}/files/{q_path}", f"/v1/releases/{q_run}"):
+            r = httpx.get(base + url, params={"prefix": path}, timeout=10)
+            assert r.status_code < 500, (url, r.status_code, r.text)
+        r = httpx.get(f"{base}/v1/dead-letters", params={"run_id": run}, timeout=10)
+        assert r.status_code in (200, 400, 422), (run, r.text)
+
+    try:
+        await asyncio.to_thread(scans)
+        await asyncio.to_thread(reads)
+    finally:
+        await svc.stop()
+        await asyncio.to_thread(server.stop)

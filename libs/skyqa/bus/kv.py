@@ -44,7 +44,7 @@ class JsonKV:
                 return new
             except KeyWrongLastSequenceError:
                 continue
-        raise RuntimeError(f"KV update of {key!r} lost {attempts} compare-and-set races")
+        raise RuntimeError(f"lost {attempts} compare-and-set races on KV key {key!r}")
 
     async def keys(self) -> list[str]:
         try:
