@@ -17,8 +17,16 @@ from services.registry import SERVICES
 
 
 class Fleet:
-    def __init__(self, env: Mapping[str, str], log_dir: Path, services: Iterable[str] = SERVICES) -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        log_dir: Path,
+        services: Iterable[str] = SERVICES,
+        per_service: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        """``env`` is every process's; ``per_service`` adds one service's own (e.g. its NATS user)."""
         self.env = {**os.environ, **env}
+        self.per_service = per_service or {}
         self.log_dir = Path(log_dir)
         self.names = list(services)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -29,7 +37,7 @@ class Fleet:
             log = open(self.log_dir / f"{n}.log", "ab")  # noqa: SIM115 - owned by the process
             self.procs[n] = subprocess.Popen(
                 [sys.executable, "-m", "services.cli", "serve", n],
-                env=self.env,
+                env={**self.env, **self.per_service.get(n, {})},
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

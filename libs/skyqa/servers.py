@@ -71,10 +71,21 @@ def _wait_tcp(port: int, timeout_s: float, proc: subprocess.Popen[bytes], what: 
 class NatsServer:
     """A JetStream-enabled nats-server on loopback."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, monitor_port: int | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int | None = None,
+        monitor_port: int | None = None,
+        config: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """``config``: a nats-server configuration (users, permissions); the listen addresses
+        and store directory given here override its own. ``env`` resolves its ``$VARIABLES``."""
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.monitor_port = monitor_port or free_port()
+        self.config = config
+        self.env = env
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -87,6 +98,7 @@ class NatsServer:
         self.proc = subprocess.Popen(
             [
                 find_binary("nats-server"),
+                *(["-c", str(self.config)] if self.config else []),
                 "-js",
                 "-a", "127.0.0.1",
                 "-p", str(self.port),
@@ -96,6 +108,7 @@ class NatsServer:
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
+            env={**os.environ, **(self.env or {})},
         )  # fmt: skip
         _wait_http(
             f"http://127.0.0.1:{self.monitor_port}/healthz?js-enabled-only=true",

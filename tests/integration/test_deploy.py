@@ -167,3 +167,51 @@ def test_kubernetes_manifests_deploy_every_service_with_probes() -> None:
     consumers = {t["metadata"]["consumer"] for t in scaled["spec"]["triggers"]}
     assert consumers == {CONSUMER.durable, VIDEO_CONSUMER.durable}
     assert {t["metadata"]["stream"] for t in scaled["spec"]["triggers"]} == {CONSUMER.stream}
+
+
+def test_every_service_connects_as_its_own_nats_user() -> None:
+    conf = (ROOT / "deploy/nats/nats.conf").read_text()
+    users = set(re.findall(r"user: (\w+)", conf))
+    assert users == {*SERVICES, "client"}
+    nats = COMPOSE["services"]["nats"]
+    assert "./deploy/nats/nats.conf:/etc/nats/nats.conf:ro" in nats["volumes"]
+    for user in users:
+        assert f"password: $NATS_{user.upper()}_PASSWORD" in conf
+        assert nats["environment"][f"NATS_{user.upper()}_PASSWORD"].startswith(
+            f"${{NATS_{user.upper()}_PASSWORD:?"
+        )
+    for name, svc in skyqa_services().items():
+        assert svc["environment"]["SKYQA_BUS__NATS_URL"].startswith(f"nats://{name}:${{NATS_{name.upper()}_")
+
+
+async def test_nats_users_may_publish_only_their_own_events(tmp_path: Path) -> None:
+    import nats as nats_client
+    from skyqa.bus import Bus, topology
+    from skyqa.settings import BusSettings
+
+    passwords = {"capture": "pw-capture", "qa_generator": "pw-qa"}
+    env = {f"NATS_{u.upper()}_PASSWORD": f"pw-{u}" for u in [*SERVICES, "client"]} | {
+        f"NATS_{u.upper()}_PASSWORD": pw for u, pw in passwords.items()
+    }
+    server = NatsServer(tmp_path / "nats", config=ROOT / "deploy/nats/nats.conf", env=env).start()
+    try:
+        host = server.url.removeprefix("nats://")
+        with pytest.raises(ConnectionError):  # a wrong password is refused
+            await Bus(BusSettings(nats_url=f"nats://capture:nope@{host}"), "capture").connect(
+                retry_forever=False
+            )
+        bus = Bus(BusSettings(nats_url=f"nats://capture:pw-capture@{host}"), "capture")
+        await bus.connect(retry_forever=False)
+        try:
+            await bus.ensure_streams()  # the JetStream API is open to every service
+            runs = await bus.kv(topology.RUNS_BUCKET)
+            await runs.update("r1", lambda doc: {"ok": True})
+            ack = await bus.js.publish(topology.CAPTURE_JOB, b"x", headers={"Nats-Msg-Id": "perm-1"})
+            assert ack.stream == topology.EVENTS_STREAM
+            # another stage's event is refused by the server: no ack ever comes
+            with pytest.raises(nats_client.errors.TimeoutError):
+                await bus.js.publish(topology.QA_COMPLETED, b"x", timeout=1.5)
+        finally:
+            await bus.stop()
+    finally:
+        server.stop()

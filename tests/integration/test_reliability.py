@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import random
+import secrets
 import time
 from pathlib import Path
 
@@ -19,7 +20,9 @@ from skyqa.settings import Settings
 from services.cli import build_request
 from services.embedded import Embedded, publish_scan, read_run, wait_for_run
 from services.fleet import Fleet
+from services.registry import SERVICES
 
+ROOT = Path(__file__).resolve().parents[2]
 REQ = build_request(
     "tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 0, "auto", 2, "160x120",
     eval_conditions="full",
@@ -87,12 +90,20 @@ async def poll(url: str) -> RunState | None:
         return None  # nats-server is restarting
 
 
-async def test_crashed_services_and_a_restarted_nats_server(
+async def test_crashed_services_and_a_restarted_nats_server_with_per_service_users(
     reference: dict[str, bytes], tmp_path: Path
 ) -> None:
-    server = NatsServer(tmp_path / "nats").start()
+    # the compose nats-server configuration: each service as its own user with its own
+    # publish permissions, so this run also proves the permissions are sufficient
+    passwords = {name: secrets.token_hex(8) for name in [*SERVICES, "client"]}
+    server = NatsServer(
+        tmp_path / "nats",
+        config=ROOT / "deploy/nats/nats.conf",
+        env={f"NATS_{n.upper()}_PASSWORD": pw for n, pw in passwords.items()},
+    ).start()
+    host = server.url.removeprefix("nats://")
+    url = {n: f"nats://{n}:{pw}@{host}" for n, pw in passwords.items()}
     env = {
-        "SKYQA_BUS__NATS_URL": server.url,
         "SKYQA_BUS__ACK_WAIT_S": str(FAST["ack_wait_s"]),
         "SKYQA_BUS__RETRY_BASE_S": str(FAST["retry_base_s"]),
         "SKYQA_BUS__RETRY_MAX_S": str(FAST["retry_max_s"]),
@@ -102,17 +113,19 @@ async def test_crashed_services_and_a_restarted_nats_server(
         "SKYQA_LOG_LEVEL": "WARNING",
         "SKYQA_EVALUATION__CACHE_DIR": str(tmp_path / "eval-cache"),
     }
-    fleet = Fleet(env, tmp_path / "logs").start()
+    fleet = Fleet(
+        env, tmp_path / "logs", per_service={n: {"SKYQA_BUS__NATS_URL": url[n]} for n in SERVICES}
+    ).start()
     rng = random.Random(11)
     kills: list[tuple[str, str]] = []
     nats_restarted = False
     try:
-        await publish_scan(server.url, REQ)
+        await publish_scan(url["client"], REQ)
         seen: set[str] = set()
         deadline = time.monotonic() + 900
         state = None
         while time.monotonic() < deadline:
-            state = await poll(server.url)
+            state = await poll(url["client"])
             if state is not None:
                 if state.status == "failed" or (
                     state.stages.get("eval", None) and state.stages["eval"].status == "completed"
