@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -24,6 +24,15 @@ from skyqa.v1 import common_pb2, scan_pb2
 from services.gateway import app as gateway_app
 
 TOKEN = "gw-t0ken"
+
+
+@pytest.fixture(scope="module")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    """This module's own nats-server: the scans it accepts would otherwise wait in the shared
+    stream and be captured by the services of later tests."""
+    server = NatsServer(tmp_path_factory.mktemp("gw-nats")).start()
+    yield server
+    server.stop()
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -236,11 +245,9 @@ def test_s3_presigned_urls_read_without_credentials(s3_store: S3BlobStore) -> No
     assert httpx.get(tampered).status_code == 403
 
 
-async def test_fuzzed_requests_get_only_clean_answers(tmp_path: Path) -> None:
-    """Random bodies, ids and paths against a gateway on its own nats-server (accepted scans
-    must not reach the services of other tests): never a 5xx."""
-    server = await asyncio.to_thread(NatsServer(tmp_path / "nats").start)
-    settings = Settings(bus={"nats_url": server.url}, http={"port": 0}, gateway={"token": SecretStr(TOKEN)})
+async def test_fuzzed_requests_get_only_clean_answers(nats_server: NatsServer, tmp_path: Path) -> None:
+    """Random bodies, ids and paths against a gateway: never a 5xx."""
+    settings = Settings(bus={"nats_url": nats_server.url}, http={"port": 0}, gateway={"token": SecretStr(TOKEN)})
     svc = gateway_app.create(settings, LocalBlobStore(tmp_path / "store"))
     await svc.start()
     base = f"http://127.0.0.1:{svc.port}"
@@ -267,4 +274,3 @@ async def test_fuzzed_requests_get_only_clean_answers(tmp_path: Path) -> None:
         await asyncio.to_thread(reads)
     finally:
         await svc.stop()
-        await asyncio.to_thread(server.stop)
