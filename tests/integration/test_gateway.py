@@ -33,6 +33,8 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer
     server = NatsServer(tmp_path_factory.mktemp("gw-nats")).start()
     yield server
     server.stop()
+
+
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -247,7 +249,9 @@ def test_s3_presigned_urls_read_without_credentials(s3_store: S3BlobStore) -> No
 
 async def test_fuzzed_requests_get_only_clean_answers(nats_server: NatsServer, tmp_path: Path) -> None:
     """Random bodies, ids and paths against a gateway: never a 5xx."""
-    settings = Settings(bus={"nats_url": nats_server.url}, http={"port": 0}, gateway={"token": SecretStr(TOKEN)})
+    settings = Settings(
+        bus={"nats_url": nats_server.url}, http={"port": 0}, gateway={"token": SecretStr(TOKEN)}
+    )
     svc = gateway_app.create(settings, LocalBlobStore(tmp_path / "store"))
     await svc.start()
     base = f"http://127.0.0.1:{svc.port}"
