@@ -88,7 +88,13 @@ async def _render(url: str, tag: str, jobs: int, width: int, height: int) -> flo
 
 
 def renderer_scaling(jobs: int = 16, width: int = 1024, height: int = 768) -> dict[str, float]:
-    out: dict[str, float] = {"jobs": jobs, "views_per_job": 2, "width": width, "height": height}
+    out: dict[str, float] = {
+        "jobs": jobs,
+        "views_per_job": 2,
+        "width": width,
+        "height": height,
+        "render_threads_per_replica": 1,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         server = NatsServer(Path(tmp) / "nats").start()
         try:
@@ -100,6 +106,8 @@ def renderer_scaling(jobs: int = 16, width: int = 1024, height: int = 768) -> di
                     "SKYQA_STORE__LOCAL_ROOT": str(Path(tmp) / "store"),
                     "SKYQA_HTTP__PORT": "0",
                     "SKYQA_CONCURRENCY": "1",
+                    # one core per replica, as compose.yaml deploys them
+                    "SKYQA_RENDER_THREADS": "1",
                     "SKYQA_LOG_LEVEL": "WARNING",
                 }
                 procs = [
@@ -118,7 +126,6 @@ def renderer_scaling(jobs: int = 16, width: int = 1024, height: int = 768) -> di
                     took = asyncio.run(_render(server.url, f"r{replicas}", jobs, width, height))
                     cpu = sum(cpu_seconds(p.pid) for p in procs) - cpu0
                     out[f"views_per_s_{replicas}_replicas"] = 2 * jobs / took
-                    # Open3D casts rays on every core: one replica already uses more than one
                     out[f"cores_busy_{replicas}_replicas"] = cpu / took
                     out[f"peak_rss_mb_{replicas}_replicas"] = max(peak_rss_mb(p.pid) for p in procs)
                 finally:

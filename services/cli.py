@@ -10,6 +10,7 @@ import json
 import secrets
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +26,7 @@ from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Settings, configure_logging, load_settings
 from skyqa.runtime.progress import FINAL_STAGE, PIPELINE_STAGES
 from skyqa.settings import ModelEndpoint
+from skyqa.sim import BuiltinSimulator, CameraSpec, Pose, load_scene
 from skyqa.v1 import scan_pb2
 
 from services.embedded import Embedded, publish_scan, read_run, wait_for_run
@@ -512,6 +514,15 @@ def serve(name: Annotated[str, typer.Argument(help=f"one of: {', '.join(SERVICES
         asyncio.run(SERVICES[name](settings, None).run())
     except OSError as exc:
         raise _fail(f"{name} cannot start: {exc}", 1) from None
+
+
+@app.command()
+def warmup() -> None:
+    """Compile the renderer's kernels into the numba cache (image builds run this once)."""
+    t = time.perf_counter()
+    sim = BuiltinSimulator(load_scene("tiny_town"))
+    sim.render(Pose(0.0, 0.0, 50.0, 0.0, -90.0), CameraSpec(32, 24, 60.0))
+    out.print(f"renderer kernels ready in {time.perf_counter() - t:.1f} s")
 
 
 def main() -> None:

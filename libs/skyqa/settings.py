@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = False
     concurrency: int = Field(1, ge=1, le=64)
+    # threads of each built-in ray cast and shading kernel; 0 = every core. Scaled-out renderer
+    # replicas set it to the cores each one is given, so replicas do not fight over cores.
+    render_threads: int = Field(0, ge=0, le=256)
     store: StoreSettings = StoreSettings()
     bus: BusSettings = BusSettings()
     http: HttpSettings = HttpSettings()

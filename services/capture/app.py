@@ -62,7 +62,7 @@ def assemble(
 
 async def setup(svc: Service) -> None:
     progress, fanin = svc.require()
-    sims = SimulatorCache(svc.settings.scenes_dir, svc.settings.airsim)
+    sims = SimulatorCache(svc.settings.scenes_dir, svc.settings.airsim, svc.settings.render_threads)
 
     async def on_scan(req: scan_pb2.ScanRequest, d: Delivery) -> None:
         jobs = await asyncio.to_thread(plan_jobs, req, svc.settings.scenes_dir)

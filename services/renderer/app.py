@@ -23,7 +23,7 @@ VIDEO_CONSUMER = topology.ConsumerSpec(
 
 
 async def setup(svc: Service) -> None:
-    sims = SimulatorCache(svc.settings.scenes_dir, svc.settings.airsim)
+    sims = SimulatorCache(svc.settings.scenes_dir, svc.settings.airsim, svc.settings.render_threads)
 
     async def on_job(job: render_pb2.RenderJob, d: Delivery) -> None:
         sim = await asyncio.to_thread(sims.get, job.backend or "builtin", job.scene_id)

@@ -35,10 +35,29 @@ def test_voxel_fuse_matches_bruteforce() -> None:
     rng = np.random.default_rng(0)
     pts = rng.uniform(-5, 5, size=(3000, 3))
     sem = rng.integers(1, 4, 3000)
-    fused = voxel_fuse(pts, sem, np.zeros(3000, int), 2.0)
-    keys = {tuple(k) for k in np.floor(pts / 2.0).astype(int)}
-    assert len(fused.points) == len(keys)
-    assert fused.observed.sum() == 3000
+    inst = rng.integers(0, 3, 3000)
+    fused = voxel_fuse(pts, sem, inst, 2.0)
+    cells: dict[tuple[int, ...], list[int]] = {}
+    for i, k in enumerate(map(tuple, np.floor(pts / 2.0).astype(int))):
+        cells.setdefault(k, []).append(i)
+    assert len(fused.points) == len(cells) and fused.observed.sum() == 3000
+    # voxels in order of their first point
+    firsts = sorted(cells.values(), key=lambda m: m[0])
+    for v, members in enumerate(firsts):
+        np.testing.assert_allclose(fused.points[v], pts[members].mean(0), rtol=1e-6)
+        votes: dict[tuple[int, int], int] = {}
+        for i in members:
+            votes[(sem[i], inst[i])] = votes.get((sem[i], inst[i]), 0) + 1
+        top = max(votes.values())
+        assert (fused.semantic[v], fused.instance[v]) == min(k for k, c in votes.items() if c == top)
+        assert fused.observed[v] == len(members)
+
+
+def test_voxel_fuse_edge_cases() -> None:
+    empty = voxel_fuse(np.zeros((0, 3)), np.zeros(0, int), np.zeros(0, int), 0.5)
+    assert empty.points.shape == (0, 3) and len(empty.semantic) == 0
+    with pytest.raises(ValueError, match="extent"):
+        voxel_fuse(np.array([[0.0, 0, 0], [1e9, 0, 0]]), np.zeros(2, int), np.zeros(2, int), 0.5)
 
 
 def test_voxel_fuse_rejects_bad_voxel() -> None:

@@ -60,9 +60,12 @@ class SimulatorCache:
     Building the ray-casting scene is the expensive part; the simulators lock their own casts.
     """
 
-    def __init__(self, scenes_dir: Path | None = None, airsim: AirSimSettings | None = None) -> None:
+    def __init__(
+        self, scenes_dir: Path | None = None, airsim: AirSimSettings | None = None, threads: int = 0
+    ) -> None:
         self.scenes_dir = scenes_dir
         self.airsim = airsim
+        self.threads = threads
         self._sims: dict[tuple[str, str], Simulator] = {}
         self._lock = threading.Lock()
 
@@ -70,17 +73,23 @@ class SimulatorCache:
         with self._lock:
             key = (backend, scene_id)
             if key not in self._sims:
-                self._sims[key] = open_simulator(backend, scene_id, self.scenes_dir, self.airsim)
+                self._sims[key] = open_simulator(
+                    backend, scene_id, self.scenes_dir, self.airsim, self.threads
+                )
             return self._sims[key]
 
 
 def open_simulator(
-    backend: str, scene_id: str, scenes_dir: Path | None = None, airsim: AirSimSettings | None = None
+    backend: str,
+    scene_id: str,
+    scenes_dir: Path | None = None,
+    airsim: AirSimSettings | None = None,
+    threads: int = 0,
 ) -> Simulator:
     """Open ``scene_id`` on a backend. For ``airsim`` the scene is whatever the configured
-    simulator has loaded; ``scene_id`` only names it."""
+    simulator has loaded; ``scene_id`` only names it. ``threads`` bounds the built-in one."""
     if backend == "builtin":
-        return BuiltinSimulator(load_scene(scene_id, scenes_dir))
+        return BuiltinSimulator(load_scene(scene_id, scenes_dir), threads=threads)
     if backend == "airsim":
         cfg = airsim or AirSimSettings()
         try:
