@@ -165,6 +165,24 @@ def test_eval_of_a_run_without_manifests_exits_1(tmp_path: Path) -> None:
         assert result.returncode == 1 and "has no QA manifests" in result.stderr, result.stderr
 
 
+def test_warmup_fills_the_kernel_cache_the_image_build_relies_on(tmp_path: Path) -> None:
+    # deploy/Dockerfile runs `skyqa warmup` with NUMBA_CACHE_DIR set; containers then load
+    # the compiled renderer kernels from there instead of compiling at start-up
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):
+        result = subprocess.run(
+            [sys.executable, "-m", "services.cli", "warmup"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "renderer kernels ready" in result.stdout
+    cached = {p.name.split(".")[0] for p in (tmp_path / "cache").rglob("*.nbi")}
+    assert {"_kernels"} <= cached, cached
+
+
 def test_bad_config_exits_2(tmp_path: Path) -> None:
     env = {**os.environ, "SKYQA_BUS__MAX_DELIVER": "0"}
     result = subprocess.run(

@@ -26,6 +26,8 @@ SUNLIGHT = np.array([0.68, 0.65, 0.58], dtype=np.float32)
 SKY_HORIZON = np.array([0.80, 0.86, 0.92], dtype=np.float32)
 SKY_ZENITH = np.array([0.42, 0.60, 0.86], dtype=np.float32)
 WINDOW = np.array([0.20, 0.27, 0.35], dtype=np.float32)
+# rows in the order ``shade`` reads them
+PALETTE = np.stack([AMBIENT, SUNLIGHT, SKY_HORIZON, SKY_ZENITH, WINDOW])
 HAZE_M = 1800.0
 SHADOW_BIAS_M = 0.05
 MISS = np.uint32(0xFFFFFFFF)  # Open3D's invalid geometry id
@@ -167,7 +169,7 @@ def shade(
 ) -> tuple[NDArray[np.uint8], NDArray[np.float32], NDArray[np.uint32], NDArray[np.uint16]]:
     """RGB, planar depth, instance and semantic images from one cast and the shadowed Lambert.
 
-    ``palette`` rows: ambient, sunlight, sky horizon, sky zenith, window.
+    ``palette`` rows (``PALETTE``): ambient, sunlight, sky horizon, sky zenith, window.
     """
     n = t.shape[0]
     rgb = np.empty((n, 3), dtype=np.uint8)

@@ -24,7 +24,6 @@ from skyqa.sim.protocol import CameraSpec, Frame, LidarScan, LidarSpec
 from skyqa.sim.scene import Scene
 
 SCRATCH_PIXELS = 2_500_000  # 1920x1200; larger stills are rare and allocate per frame
-_PALETTE = np.stack([K.AMBIENT, K.SUNLIGHT, K.SKY_HORIZON, K.SKY_ZENITH, K.WINDOW])
 
 
 @lru_cache(maxsize=8)
@@ -135,7 +134,7 @@ class BuiltinSimulator:
                 self._instance,
                 self._semantic,
                 K.NOISE,
-                _PALETTE,
+                K.PALETTE,
                 K.HAZE_M,
             )
         h, w = k.height, k.width
