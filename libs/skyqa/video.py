@@ -3,7 +3,10 @@
 The encoder settings follow UAV-DualCog's re-encode (libx264, baseline profile, yuv420p,
 ``+faststart``, ``-b:v``/``-maxrate`` at the bitrate) minus its forced level 3.1, which is
 below what 1440x1080 needs; x264 picks the level. One encoder thread: with frame threads and
-VBV the bytes differed between two identical runs here; encoding is far cheaper than rendering.
+VBV the bytes differed between two identical runs here. Preset ``ultrafast``: at the bitrates
+missions use (2 Mb/s preview, 10 Mb/s release) it measured within 0.1 dB PSNR of ``veryfast``
+against the rendered frames (33.6 dB at 480x360, 37.7 dB at 1440x1080; 4:2:0 chroma is the
+limit) in 15 instead of 32 ms per 1440x1080 frame, which was a fifth of rendering one.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from skyqa.errors import InvalidInput
 CODEC = "libx264"
 PIX_FMT = "yuv420p"
 ENCODER_THREADS = 1
+PRESET = "ultrafast"
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class VideoProbe:
 class Mp4Writer:
     """Write RGB frames to an MP4 file; use as a context manager, then read ``path``."""
 
-    def __init__(self, width: int, height: int, fps: float, bitrate: int, preset: str = "veryfast") -> None:
+    def __init__(self, width: int, height: int, fps: float, bitrate: int, preset: str = PRESET) -> None:
         if width % 2 or height % 2:
             raise InvalidInput(f"H.264 yuv420p needs an even frame size, got {width}x{height}")
         fd, self.path = tempfile.mkstemp(suffix=".mp4", prefix="skyqa-video-")

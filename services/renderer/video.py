@@ -12,6 +12,8 @@ exist is complete and is not rendered again.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,7 +22,7 @@ from skyqa import keys, media
 from skyqa.blob import BlobStore
 from skyqa.contracts.missions import FrameVisibility, TargetFrameStat
 from skyqa.errors import InvalidInput
-from skyqa.sim import CameraSpec, Intrinsics, Pose, Simulator, project
+from skyqa.sim import CameraSpec, Frame, Intrinsics, Pose, Simulator, project
 from skyqa.v1 import mission_pb2
 from skyqa.video import Mp4Writer, discard
 
@@ -124,6 +126,37 @@ def _nearest(img: NDArray[np.generic], width: int, height: int) -> NDArray[np.ge
     return img[rows][:, cols]
 
 
+class _Sink:
+    """Runs each frame's encoding and storing on one thread, in frame order, while the next
+    frame renders. The encoders (x264, OpenCV) release the GIL and use one core, which the
+    renderer's ray cast leaves idle at its tail and its shading kernel between casts. At most
+    one frame waits, so memory stays at two frames; the first error is raised in the caller."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frame-sink")
+        self._pending: Future[bytes] | None = None
+        self.results: list[bytes] = []
+
+    def submit(self, fn: Callable[..., bytes], *args: Any) -> None:
+        self._drain()
+        self._pending = self._pool.submit(fn, *args)
+
+    def _drain(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self.results.append(pending.result())
+
+    def __enter__(self) -> _Sink:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        try:
+            if exc_type is None:
+                self._drain()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def render_video(
     job: mission_pb2.VideoJob, sim: Simulator, store: BlobStore, on_frame: Callable[[], None] | None = None
 ) -> mission_pb2.VideoDone:
@@ -154,11 +187,10 @@ def render_video(
     camera = CameraSpec(cam_w, cam_h, job.fov_deg)
     k = Intrinsics.from_fov(job.width, job.height, job.fov_deg)
     grids = [(t.instance_id, box_surface_grid(np.array(t.center), np.array(t.size))) for t in job.targets]
-    rows: list[bytes] = []
-    with Mp4Writer(job.width, job.height, job.fps, int(job.bitrate)) as writer:
-        for i, p in enumerate(job.poses):
-            pose = Pose(p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg)
-            frame = sim.render(pose, camera)
+    with Mp4Writer(job.width, job.height, job.fps, int(job.bitrate)) as writer, _Sink() as sink:
+
+        def emit(i: int, pose: Pose, frame: Frame) -> bytes:
+            """Everything after the ray cast, for one frame, in frame order."""
             rgb, depth, instance, semantic = frame.rgb, frame.depth, frame.instance, frame.semantic
             name = f"frame_{i:06d}"
             if archive:
@@ -183,10 +215,18 @@ def render_video(
                 "image/png",
             )
             stats = [measure(g, iid, pose, k, depth, instance) for iid, g in grids]
-            row = FrameVisibility(frame=i, time_sec=round(i / job.fps, 4), targets=stats)
-            rows.append(row.model_dump_json().encode())
             if on_frame is not None:
                 on_frame()
+            return (
+                FrameVisibility(frame=i, time_sec=round(i / job.fps, 4), targets=stats)
+                .model_dump_json()
+                .encode()
+            )
+
+        for i, p in enumerate(job.poses):
+            pose = Pose(p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg)
+            sink.submit(emit, i, pose, sim.render(pose, camera))
+    rows = sink.results
     try:
         with open(writer.path, "rb") as fh:
             data = fh.read()

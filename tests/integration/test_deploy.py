@@ -154,7 +154,14 @@ def test_kubernetes_manifests_deploy_every_service_with_probes() -> None:
         assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
         assert c["securityContext"]["runAsNonRoot"] is True
         assert {"configMapRef": {"name": config["metadata"]["name"]}} in c["envFrom"]
-    for key in config["data"]:  # every configured variable is a setting
+    env = {
+        (name, e["name"]): e["value"]
+        for name, dep in deployments.items()
+        for e in dep["spec"]["template"]["spec"]["containers"][0].get("env", [])
+    }
+    renderer = deployments["renderer"]["spec"]["template"]["spec"]["containers"][0]
+    assert env[("renderer", "SKYQA_RENDER_THREADS")] == renderer["resources"]["limits"]["cpu"]
+    for key in [*config["data"], *(k for _, k in env)]:  # every configured variable is a setting
         model: type = Settings
         for part in key.removeprefix("SKYQA_").lower().split("__"):
             assert part in model.model_fields, key  # type: ignore[attr-defined]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 from numpy.typing import NDArray
-from PIL import Image
 
+from skyqa.media import encode_png
 from skyqa.sim.camera import Intrinsics, Pose, look_at, project
 
 
@@ -31,12 +29,6 @@ def class_palette(class_ids: NDArray[np.integer]) -> NDArray[np.float32]:
     return out
 
 
-def _png(img: NDArray[np.uint8]) -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(img).save(buf, format="PNG", optimize=False)
-    return buf.getvalue()
-
-
 def _shade(points: NDArray[np.floating], class_ids: NDArray[np.integer]) -> NDArray[np.float32]:
     z = np.asarray(points)[:, 2]
     span = max(1e-6, float(np.percentile(z, 99) - np.percentile(z, 1)))
@@ -49,7 +41,7 @@ def render_topdown(points: NDArray[np.floating], class_ids: NDArray[np.integer],
     """Orthographic view from above: the highest point of each cell wins."""
     p = np.asarray(points, dtype=np.float64)
     if len(p) == 0:
-        return _png(np.zeros((8, 8, 3), np.uint8))
+        return encode_png(np.zeros((8, 8, 3), np.uint8))
     lo, hi = p[:, :2].min(axis=0), p[:, :2].max(axis=0)
     res = max(float((hi - lo).max()) / max_px, 1e-3)
     w = int((hi[0] - lo[0]) / res) + 1
@@ -59,7 +51,7 @@ def render_topdown(points: NDArray[np.floating], class_ids: NDArray[np.integer],
     order = np.argsort(p[:, 2], kind="stable")  # higher points written last
     img = np.full((h, w, 3), 0.1, dtype=np.float32)
     img[row[order], col[order]] = _shade(p, class_ids)[order]
-    return _png((np.clip(img, 0, 1) * 255).astype(np.uint8))
+    return encode_png((np.clip(img, 0, 1) * 255).astype(np.uint8))
 
 
 def render_oblique(
@@ -71,7 +63,7 @@ def render_oblique(
     """Perspective view from the south-west at 35 degrees down, with a z-buffer (nearest wins)."""
     p = np.asarray(points, dtype=np.float64)
     if len(p) == 0:
-        return _png(np.zeros((8, 8, 3), np.uint8))
+        return encode_png(np.zeros((8, 8, 3), np.uint8))
     lo, hi = p.min(axis=0), p.max(axis=0)
     center = (lo + hi) / 2
     radius = float(np.linalg.norm(hi - lo)) / 2
@@ -90,4 +82,4 @@ def render_oblique(
     order = np.argsort(-dd, kind="stable")
     img = np.full((height, width, 3), 0.1, dtype=np.float32)
     img[rr[order], cc[order]] = np.tile(colors, (len(offsets), 1))[order]
-    return _png((np.clip(img, 0, 1) * 255).astype(np.uint8))
+    return encode_png((np.clip(img, 0, 1) * 255).astype(np.uint8))

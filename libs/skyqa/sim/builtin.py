@@ -2,9 +2,10 @@
 
 One primary cast per frame yields everything: the hit distance is planar depth (ray
 directions have unit forward component), the geometry id gives instance and class, the
-primitive id gives the triangle colour and material, and the normal drives shading. One
-shadow ray per sunlit hit adds cast shadows. Everything per pixel around the two Embree
-casts runs in the compiled kernels of ``_kernels``.
+primitive id gives the triangle colour and material, and the normal drives shading. Cast
+shadows come from the scene's sun shadow map (``shadow``), cast once. Everything per pixel
+around the Embree cast runs in the compiled kernels of ``_kernels``, over bands of at most
+``TILE_PIXELS`` rays so a 4096x3072 still needs no more ray memory than a small frame.
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ import open3d as o3d
 from numpy.typing import NDArray
 
 from skyqa.sim import _kernels as K
-from skyqa.sim.camera import Pose, _camera_directions, rotation_matrix
+from skyqa.sim.camera import Pose, rotation_matrix
 from skyqa.sim.classes import SemanticClass
 from skyqa.sim.protocol import CameraSpec, Frame, LidarScan, LidarSpec
 from skyqa.sim.scene import Scene
+from skyqa.sim.shadow import ShadowMap, build_shadow_map
 
-SCRATCH_PIXELS = 2_500_000  # 1920x1200; larger stills are rare and allocate per frame
+# Rays per Embree cast (whole image rows, at least one). Open3D's per-cast outputs then stay
+# below glibc's mmap threshold, so they are reused heap memory, not pages faulted in per frame.
+TILE_PIXELS = 1 << 20
+GROUND_BAND_M = 0.5  # objects no higher than this above the lowest one shade nothing else
 
 
 @lru_cache(maxsize=8)
@@ -69,7 +74,18 @@ class BuiltinSimulator:
         self._colors = np.vstack([o.tri_colors for o in scene.objects] + [np.zeros((1, 3), np.float32)])
         self._materials = np.concatenate([o.tri_materials for o in scene.objects] + [np.zeros(1, np.uint8)])
         self._lock = threading.Lock()
-        self._buffers: tuple[NDArray[np.float32], NDArray[np.float32]] | None = None
+        self._rays = np.empty((0, 6), dtype=np.float32)
+        self.shadow_map = self._shadow_map() if shadows else ShadowMap.empty()
+
+    def _shadow_map(self) -> ShadowMap:
+        """The map covers what can cast a shadow: objects rising above the ground band. A ground
+        plane or road lies under everything; mapping the 1.5 km ground of a city would make the
+        texels of its 300 m of buildings twenty times coarser."""
+        floor = min((float(o.aabb_min[2]) for o in self.scene.objects), default=0.0)
+        casters = [o.vertices for o in self.scene.objects if o.aabb_max[2] > floor + GROUND_BAND_M]
+        if not casters:
+            return ShadowMap.empty()
+        return build_shadow_map(self._raycaster, np.vstack(casters), K.SUN, threads=self.threads)
 
     def classes(self) -> dict[int, SemanticClass]:
         return dict(self.scene.classes)
@@ -88,56 +104,53 @@ class BuiltinSimulator:
         gidx = np.where(hit, gid, len(self._instance) - 1).astype(np.int64)
         return gidx, self._instance[gidx], self._semantic[gidx]
 
-    def _scratch(self, pixels: int) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-        """Primary and shadow ray buffers, kept for the last frame size up to ``SCRATCH_PIXELS``:
-        fresh buffers that large come straight from the kernel, and their page faults cost a
-        tenth of a frame. Callers hold ``launch_lock``."""
-        if self._buffers is not None and len(self._buffers[0]) == pixels:
-            return self._buffers
-        rays = np.empty((pixels, 6), dtype=np.float32)
-        srays = np.empty((pixels if self.shadows else 0, 6), dtype=np.float32)
-        self._buffers = (rays, srays) if pixels <= SCRATCH_PIXELS else None
-        return rays, srays
+    def _ray_buffer(self, pixels: int) -> NDArray[np.float32]:
+        """The reused ray buffer (fresh buffers of a few MB fault in page by page, a tenth of a
+        frame). Callers hold ``launch_lock``."""
+        if len(self._rays) < pixels:
+            self._rays = np.empty((pixels, 6), dtype=np.float32)
+        return self._rays[:pixels]
 
     def render(self, pose: Pose, camera: CameraSpec) -> Frame:
         k = camera.intrinsics
+        h, w = k.height, k.width
+        n = h * w
+        cam = np.array([w, k.cx, k.cy, 1.0 / k.fx, 1.0 / k.fy], dtype=np.float32)
+        rot, origin = pose.rotation().astype(np.float32), pose.position.astype(np.float32)
+        rgb = np.empty((n, 3), dtype=np.uint8)
+        depth = np.empty(n, dtype=np.float32)
+        instance = np.empty(n, dtype=np.uint32)
+        semantic = np.empty(n, dtype=np.uint16)
+        scene = (self._offsets, self._colors, self._materials, self._instance, self._semantic)
+        sm = self.shadow_map
+        band = max(1, TILE_PIXELS // w)  # whole rows per cast
         with K.launch_lock:
             K.set_threads(self.threads)
-            dirs, rot, origin = (
-                _camera_directions(k),
-                pose.rotation().astype(np.float32),
-                pose.position.astype(np.float32),
-            )
-            rays, srays = self._scratch(len(dirs))
-            K.rotate_rays(dirs, rot, origin, rays)
-            ans = self._cast(rays)
-            t, normals = ans["t_hit"], ans["primitive_normals"]
-            lam, lit = K.sunlight(dirs, rot, origin, t, normals, K.SUN, K.SHADOW_BIAS_M, srays)
-            if lit.size:
-                with self._lock:
-                    occ = self._raycaster.test_occlusions(
-                        o3d.core.Tensor.from_numpy(srays[: lit.size]), nthreads=self.threads
-                    )
-                lam[lit[occ.numpy()]] = 0.0
-            rgb, depth, instance, semantic = K.shade(
-                dirs,
-                rot,
-                origin,
-                t,
-                ans["geometry_ids"],
-                ans["primitive_ids"],
-                normals,
-                lam,
-                self._offsets,
-                self._colors,
-                self._materials,
-                self._instance,
-                self._semantic,
-                K.NOISE,
-                K.PALETTE,
-                K.HAZE_M,
-            )
-        h, w = k.height, k.width
+            for row0 in range(0, h, band):
+                start, stop = row0 * w, min(h, row0 + band) * w
+                rays = self._ray_buffer(stop - start)
+                K.rotate_rays(cam, rot, origin, row0, rays)
+                ans = self._cast(rays)
+                K.shade(
+                    cam,
+                    rot,
+                    origin,
+                    row0,
+                    ans["t_hit"],
+                    ans["geometry_ids"],
+                    ans["primitive_ids"],
+                    ans["primitive_normals"],
+                    scene,
+                    (sm.depth, sm.basis, sm.params),
+                    K.NOISE,
+                    K.PALETTE,
+                    K.SUN,
+                    K.HAZE_M,
+                    rgb[start:stop],
+                    depth[start:stop],
+                    instance[start:stop],
+                    semantic[start:stop],
+                )
         return Frame(
             rgb=rgb.reshape(h, w, 3),
             semantic=semantic.reshape(h, w),
