@@ -49,7 +49,6 @@ class BuiltinSimulator:
     def __init__(self, scene: Scene, *, shadows: bool = True, threads: int = 0) -> None:
         self.scene = scene
         self.scene_id = scene.scene_id
-        self.shadows = shadows
         self.threads = threads
         self._raycaster = o3d.t.geometry.RaycastingScene(nthreads=threads)
         instance: list[int] = []
