@@ -1,14 +1,14 @@
 """Encoders and decoders of per-frame media files.
 
 - RGB: JPEG at the requested quality (4:2:0, no EXIF, deterministic bytes).
-
-Encoding goes through OpenCV, whose calls release the GIL for their whole length (Pillow's
-encoders take it back for every output chunk), so a renderer encodes one frame while the next
-one renders.
 - Segmentation: RGB PNG with R = class id, G/B = instance id low/high byte (CARLA's layout),
   so one lossless file carries both maps.
 - Depth: 16-bit PNG in centimetres (0 = no return, max 655.34 m).
 - LiDAR: ``.npy`` of a structured array (x, y, z, semantic, instance), deterministic bytes.
+
+Encoding goes through OpenCV, whose calls release the GIL for their whole length (Pillow's
+encoders take it back for every output chunk), so a renderer encodes one frame while the next
+one renders.
 """
 
 from __future__ import annotations

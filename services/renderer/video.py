@@ -128,9 +128,10 @@ def _nearest(img: NDArray[np.generic], width: int, height: int) -> NDArray[np.ge
 
 class _Sink:
     """Runs each frame's encoding and storing on one thread, in frame order, while the next
-    frame renders. The encoders (x264, OpenCV) release the GIL and use one core, which the
-    renderer's ray cast leaves idle at its tail and its shading kernel between casts. At most
-    one frame waits, so memory stays at two frames; the first error is raised in the caller."""
+    frame renders. The encoders (x264, OpenCV) release the GIL for their whole call, so they
+    use the core the single-threaded parts of rendering leave free (Open3D's cast holds the
+    GIL, so nothing overlaps the cast's own Python call). At most one frame waits, so memory
+    stays at two frames; the first error is raised in the caller."""
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frame-sink")

@@ -18,6 +18,7 @@ from numba import njit, prange
 from numpy.typing import NDArray
 
 from skyqa.sim.mesh import ASPHALT, FACADE, FOLIAGE, GRASS
+from skyqa.sim.shadow import BLOCK_SHIFT
 
 SUN = (np.array([0.45, -0.35, 0.82]) / np.linalg.norm([0.45, -0.35, 0.82])).astype(np.float32)
 AMBIENT = np.array([0.40, 0.42, 0.47], dtype=np.float32)
@@ -29,6 +30,7 @@ WINDOW = np.array([0.20, 0.27, 0.35], dtype=np.float32)
 PALETTE = np.stack([AMBIENT, SUNLIGHT, SKY_HORIZON, SKY_ZENITH, WINDOW])
 HAZE_M = 1800.0
 MISS = np.uint32(0xFFFFFFFF)  # Open3D's invalid geometry id
+_SHIFT, _MASK = np.int64(BLOCK_SHIFT), np.int64((1 << BLOCK_SHIFT) - 1)  # shadow-map blocks
 
 # Grain of the value noise per material: (material, cell size m, amplitude).
 NOISE = np.array([(GRASS, 2.0, 0.10), (ASPHALT, 0.7, 0.06), (FOLIAGE, 0.6, 0.18)], dtype=np.float32)
@@ -124,7 +126,13 @@ def _sunlit(
     for dv in range(2):
         for du in range(2):
             r, c = np.int64(iv) + dv, np.int64(iu) + du
-            if r < 0 or c < 0 or r >= rows or c >= cols or smap[r >> 5, c >> 5, r & 31, c & 31] <= wq:
+            if (
+                r < 0
+                or c < 0
+                or r >= rows
+                or c >= cols
+                or smap[r >> _SHIFT, c >> _SHIFT, r & _MASK, c & _MASK] <= wq
+            ):
                 light += (au if du else 1.0 - au) * (av if dv else 1.0 - av)
     return light
 

@@ -23,7 +23,8 @@ TEXEL_M = 0.1  # finer than a pixel of a 1440-wide frame 100 m away
 MAX_TEXELS = 16_000_000  # 64 MB; larger scenes get coarser texels
 NORMAL_OFFSET_TEXELS = 1.5  # lifts the lookup off its own surface across the 2x2 filter
 DEPTH_BIAS_TEXELS = 0.5
-BLOCK = 32  # texels per side of a map block; the kernels index blocks with shifts by 5
+BLOCK_SHIFT = 5  # the kernels index blocks with shifts and masks
+BLOCK = 1 << BLOCK_SHIFT  # texels per side of a map block: 32x32 float32, one 4 KB page
 _BAND = 1 << 20  # rays per cast while building: bounded memory
 
 
