@@ -28,6 +28,12 @@ class ReviewError(InvalidInput):
     reason = "invalid_review_action"
 
 
+class AlreadyFinalized(ReviewError):
+    """Another call finalized this review first; it published the one ``LandmarksReviewed``."""
+
+    reason = "review_already_finalized"
+
+
 def _valid_orbit(inst: LandmarkInstance, review: InstanceReview) -> list[str]:
     return [
         v.view_id
