@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+from pathlib import Path
 from typing import Literal
 
 from skyqa.errors import InvalidInput, InvalidScanRequest
 from skyqa.keys import validate_id
+from skyqa.models.endpoints import resolve
+from skyqa.settings import EvaluationSettings
 from skyqa.sim.camera import Pose
 from skyqa.sim.protocol import LidarSpec
+from skyqa.sim.registry import check_scene
 from skyqa.v1 import common_pb2, eval_pb2, scan_pb2
 
 MAX_POSES = 20_000
@@ -176,6 +180,31 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         raise bad("the scan asks for more than 2 gigapixels; lower the resolution or the pose count")
 
 
+def admit(req: scan_pb2.ScanRequest, scenes_dir: Path | None, evaluation: EvaluationSettings) -> None:
+    """What only a deployment can judge, checked where a request enters (gateway, CLI, capture):
+    the scene exists here, and every model endpoint is on the operator's allow-list."""
+    try:
+        if req.backend == "builtin":
+            check_scene(req.scene_id, scenes_dir)
+        resolve(req.evaluation.models, evaluation)
+    except InvalidInput as exc:
+        raise InvalidScanRequest(str(exc)) from None
+
+
+def carried(req: scan_pb2.ScanRequest, run_id: str, what: str) -> scan_pb2.ScanRequest:
+    """The scan request a stage event carries, refused when it is missing or not this run's.
+
+    A later stage must never fall back to defaults: a lost scan would silently render at the
+    wrong size, with the wrong seed, and evaluate what nobody asked for.
+    """
+    if not req.scene_id:
+        raise InvalidScanRequest(f"{what} of run {run_id!r} carries no scan request")
+    if req.run_id != run_id:
+        raise InvalidScanRequest(f"{what} of run {run_id!r} carries the scan request of run {req.run_id!r}")
+    validate(req)
+    return req
+
+
 def validate_evaluation(spec: eval_pb2.EvaluationSpec) -> None:
     """Raise :class:`InvalidInput` naming the first bad model or condition of an evaluation."""
     if len(spec.models) > MAX_EVAL_MODELS:
@@ -234,7 +263,8 @@ def run_id_for(req: scan_pb2.ScanRequest) -> str:
     body.CopyFrom(req)
     body.run_id = ""
     digest = hashlib.sha256(body.SerializeToString(deterministic=True)).hexdigest()[:12]
-    return f"{req.scene_id}-{digest}"[:96]
+    # the digest is what tells requests apart, so the scene id is cut, never the digest
+    return f"{req.scene_id[: 96 - 1 - len(digest)]}-{digest}"
 
 
 def overlaps(req: scan_pb2.ScanRequest, extent: tuple[float, float, float, float]) -> bool:
@@ -245,7 +275,9 @@ def overlaps(req: scan_pb2.ScanRequest, extent: tuple[float, float, float, float
 __all__ = [
     "EVAL_CONDITIONS",
     "EvalCondition",
+    "admit",
     "apply_defaults",
+    "carried",
     "default_request",
     "lidar_range_auto",
     "lidar_spec",

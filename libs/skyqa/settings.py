@@ -85,6 +85,9 @@ class EvaluationSettings(BaseModel):
     """Which models the evaluator runs besides its baselines, and how."""
 
     models: list[ModelEndpoint] = []
+    # the only endpoints a request may name (matched by kind and url); each entry's
+    # api_key_env, timeout and limits apply, so a request can never choose them
+    allowed_endpoints: list[ModelEndpoint] = []
     cache_dir: Path = Path(".skyqa/eval-cache")  # content-addressed, safe to share between runs
     concurrency: int = Field(4, ge=1, le=256)
     budget: int = Field(0, ge=0)  # most requests per model and run; 0 = no cap

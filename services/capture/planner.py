@@ -6,14 +6,18 @@ from pathlib import Path
 
 from skyqa import scan
 from skyqa.errors import InvalidScanRequest
+from skyqa.settings import EvaluationSettings
 from skyqa.sim import load_scene
 from skyqa.v1 import capture_pb2, common_pb2, scan_pb2
 
 
-def plan_jobs(req: scan_pb2.ScanRequest, scenes_dir: Path | None) -> list[capture_pb2.CaptureJob]:
-    """Validate the request against its scene and split its pose grid into jobs."""
+def plan_jobs(
+    req: scan_pb2.ScanRequest, scenes_dir: Path | None, evaluation: EvaluationSettings | None = None
+) -> list[capture_pb2.CaptureJob]:
+    """Validate the request against its scene and this deployment, and split its pose grid into jobs."""
     full = scan.apply_defaults(req)
     scan.validate(full)
+    scan.admit(full, scenes_dir, evaluation or EvaluationSettings())
     if full.backend == "builtin":
         extent = load_scene(full.scene_id, scenes_dir).extent
         if not scan.overlaps(full, extent):

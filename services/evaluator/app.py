@@ -9,6 +9,7 @@ from skyqa import keys, scan
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.errors import InvalidInput
+from skyqa.models.endpoints import resolve
 from skyqa.runtime import Service, Settings
 from skyqa.settings import EvaluationSettings, ModelEndpoint
 from skyqa.v1 import common_pb2, eval_pb2, qa_pb2
@@ -24,21 +25,9 @@ REQUESTED = topology.ConsumerSpec("evaluator-requests", topology.EVENTS_STREAM, 
 
 
 def endpoints(spec: eval_pb2.EvaluationSpec, cfg: EvaluationSettings) -> list[ModelEndpoint]:
-    """Configured models plus the request's; a bad model entry is the request's fault."""
+    """Configured models plus the request's, each resolved through the operator's allow-list."""
     scan.validate_evaluation(spec)
-    out = list(cfg.models)
-    for m in spec.models:
-        out.append(
-            ModelEndpoint(
-                kind=m.kind,  # type: ignore[arg-type]  # validate_evaluation checked it
-                url=m.url,
-                model=m.model,
-                rpm=m.rpm,
-                tpm=m.tpm,
-                api_key_env=m.api_key_env or "OPENAI_API_KEY",
-            )
-        )
-    return out
+    return [*cfg.models, *resolve(spec.models, cfg)]
 
 
 def conditions(spec: eval_pb2.EvaluationSpec, cfg: EvaluationSettings) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import mimetypes
 import time
@@ -19,12 +18,14 @@ import nats.errors
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from google.protobuf import json_format
+from google.protobuf.message import Message
 from pydantic import BaseModel
 from skyqa import keys, scan
 from skyqa.bus import JsonKV, topology
 from skyqa.contracts import RunState
 from skyqa.errors import BlobNotFound, InvalidInput
-from skyqa.runtime import Service
+from skyqa.runtime import Service, Settings
+from skyqa.runtime.auth import check_bearer
 from skyqa.v1 import common_pb2, scan_pb2
 
 from services.gateway.deadletters import DeadLetterLog
@@ -62,12 +63,41 @@ async def _body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def parse_scan(raw: bytes) -> scan_pb2.ScanRequest:
-    """A scan request from its protobuf JSON form, with profile defaults, validated."""
+def replaced(doc: dict[str, Any], given: Message, full: Message, path: str = "") -> list[str]:
+    """Fields the body set explicitly that the profile defaults then replaced.
+
+    Protobuf JSON cannot tell ``"spacing_x_m": 0`` from an absent field, so the defaults would
+    silently turn an explicit 0 into 40 m; comparing the body against the result finds it.
+    """
+    out = []
+    fields = {f.name: f for f in given.DESCRIPTOR.fields} | {f.json_name: f for f in given.DESCRIPTOR.fields}
+    for key, value in doc.items():
+        field = fields.get(key)
+        if field is None:
+            continue
+        name = f"{path}{field.name}"
+        if field.message_type is not None and not field.is_repeated:
+            if isinstance(value, dict):
+                out += replaced(value, getattr(given, field.name), getattr(full, field.name), f"{name}.")
+        elif list(_values(given, field.name)) != list(_values(full, field.name)):
+            out.append(name)
+    return out
+
+
+def _values(msg: Message, name: str) -> list[Any]:
+    value = getattr(msg, name)
+    return list(value) if not isinstance(value, str | bytes | int | float | bool) else [value]
+
+
+def parse_scan(raw: bytes, settings: Settings) -> scan_pb2.ScanRequest:
+    """A scan request from its protobuf JSON form, with profile defaults, validated, and
+    admitted by this deployment (known scene, allowed model endpoints)."""
     try:
         doc = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise HTTPException(400, f"body is not JSON: {exc}") from None
+    except RecursionError:
+        raise HTTPException(400, "body is not JSON this API accepts: it is nested too deeply") from None
     if not isinstance(doc, dict):
         raise HTTPException(422, "body must be a JSON object (a skyqa.v1.ScanRequest)")
     try:
@@ -78,8 +108,15 @@ def parse_scan(raw: bytes) -> scan_pb2.ScanRequest:
         raise HTTPException(422, "scene_id is required")
     try:
         full = scan.apply_defaults(req)
+        overridden = replaced(doc, req, full)
+        if overridden:
+            raise InvalidInput(
+                f"{', '.join(overridden)}: an explicit 0 or empty value is not allowed here; "
+                "omit the field to take the profile default"
+            )
         full.run_id = full.run_id or scan.run_id_for(full)
         scan.validate(full)
+        scan.admit(full, settings.scenes_dir, settings.evaluation)
     except InvalidInput as exc:
         raise HTTPException(422, str(exc)) from None
     return full
@@ -116,12 +153,7 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         return out
 
     def auth(authorization: str = Header("")) -> None:
-        expected = cfg.token.get_secret_value()
-        if not expected:
-            raise HTTPException(503, "writes are disabled: set SKYQA_GATEWAY__TOKEN")
-        given = authorization.removeprefix("Bearer ").strip()
-        if not hmac.compare_digest(given.encode(), expected.encode()):
-            raise HTTPException(401, "missing or wrong bearer token")
+        check_bearer(authorization, cfg.token.get_secret_value(), "writing (set SKYQA_GATEWAY__TOKEN)")
 
     @app.post(
         "/v1/scans",
@@ -134,7 +166,7 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         """Submit a scan (a ``skyqa.v1.ScanRequest`` in protobuf JSON; unset fields take the
         profile defaults). The run id is derived from the request unless given, so a retried
         submission names the same run and is not started twice."""
-        req = parse_scan(await _body(request, cfg.max_body_bytes))
+        req = parse_scan(await _body(request, cfg.max_body_bytes), svc.settings)
         now = time.time()
         created = False
 
@@ -256,7 +288,8 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         where = f"{root}/{prefix.strip('/')}" if prefix.strip("/") else root
         try:
             keys.validate_key(where)
-            names = await asyncio.to_thread(svc.store.list, where)
+            # a folder: "runs/abc/" never matches runs/abcdef, "image_tasks/" never image_tasks_old
+            names = await asyncio.to_thread(svc.store.list, f"{where}/")
         except InvalidInput as exc:
             raise HTTPException(400, str(exc)) from None
         if not names and await read(run_id) is None:

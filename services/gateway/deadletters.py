@@ -15,7 +15,15 @@ from typing import Any
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from skyqa.bus import topology
-from skyqa.bus.client import DLQ_CONSUMER, DLQ_DELIVERIES, DLQ_ERROR, DLQ_REASON, DLQ_SUBJECT, RUN_ID
+from skyqa.bus.client import (
+    DLQ_CLAIMED_RUN_ID,
+    DLQ_CONSUMER,
+    DLQ_DELIVERIES,
+    DLQ_ERROR,
+    DLQ_REASON,
+    DLQ_SUBJECT,
+    RUN_ID,
+)
 
 _DLQ_PREFIX = topology.dlq_subject("")
 
@@ -31,6 +39,8 @@ class DeadLetter:
     error: str
     deliveries: int
     payload_bytes: int
+    # what an undecodable message's header claimed; shown, never used to attribute it
+    claimed_run_id: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,6 +64,7 @@ def parse(msg: Msg) -> DeadLetter:
         error=headers.get(DLQ_ERROR, ""),
         deliveries=deliveries,
         payload_bytes=len(msg.data),
+        claimed_run_id=headers.get(DLQ_CLAIMED_RUN_ID, ""),
     )
 
 

@@ -5,6 +5,8 @@ Pure functions over :class:`ReviewState`; persistence lives in ``book.py``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from skyqa.contracts import (
     AutoLabel,
     InstanceReview,
@@ -42,7 +44,9 @@ def _valid_orbit(inst: LandmarkInstance, review: InstanceReview) -> list[str]:
     ]
 
 
-def initial_state(run_id: str, doc: InstancesFile, instances_key: str, mode: str) -> ReviewState:
+def initial_state(
+    run_id: str, doc: InstancesFile, instances_key: str, mode: str, scan: dict[str, Any]
+) -> ReviewState:
     """Auto mode keeps every collected landmark and picks the first valid cardinal view as main."""
     reviews = {}
     for inst in doc.instances:
@@ -62,6 +66,7 @@ def initial_state(run_id: str, doc: InstancesFile, instances_key: str, mode: str
         scene_id=doc.scene_id,
         mode="auto" if mode == "auto" else "human",
         source_instances_json=instances_key,
+        scan=scan,
         instances=reviews,
     )
 
@@ -126,11 +131,25 @@ def set_view_validity(
 
 
 def set_class_name(state: ReviewState, doc: InstancesFile, instance_id: str, class_name: str) -> list[str]:
-    """Sync the class-name hint to every landmark of the same class id (as UAV-DualCog does)."""
+    """Sync the class-name hint to every landmark of the same class id (as UAV-DualCog does).
+
+    The hint is plain text: 1..64 characters of letters, digits (any script) and `` _-./()``
+    after stripping. It is copied into valid_instances.json, mission task data and label
+    prompts, so markup, quotes and control characters are refused here rather than escaped
+    by every reader.
+    """
+    name = class_name.strip()
+    if not 1 <= len(name) <= 64:
+        raise ReviewError("class name must be 1..64 characters after stripping")
+    bad = sorted({c for c in name if not (c.isalnum() or c in " _-./()")})
+    if bad:
+        raise ReviewError(
+            f"class name may hold only letters, digits, spaces and _-./(), not {''.join(bad)!r}"
+        )
     class_id = find(doc, instance_id).class_id
     synced = [i.instance_id for i in doc.instances if i.class_id == class_id]
     for iid in synced:
-        state.instances[iid].class_name = class_name.strip()
+        state.instances[iid].class_name = name
     return synced
 
 

@@ -8,15 +8,20 @@ leaves decisions to the review web, which finalizes explicitly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 
+from google.protobuf import json_format
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import InstancesFile, ReviewState, load_json
 from skyqa.contracts.base import dump_json
 from skyqa.runtime import Service
-from skyqa.v1 import common_pb2, fusion_pb2
+from skyqa.v1 import common_pb2, fusion_pb2, scan_pb2
 
 from services.landmark import review
 from services.landmark.book import ReviewBook, state_key, valid_key
+
+log = logging.getLogger("skyqa.review")
 
 STAGE = "review"
 COLLECTED = topology.ConsumerSpec("landmark-review", topology.EVENTS_STREAM, topology.LANDMARKS_COLLECTED)
@@ -29,8 +34,8 @@ class Reviewer:
     def __init__(self, svc: Service, book: ReviewBook) -> None:
         self.svc = svc
         self.book = book
+        # instances.json files never change once written: caching them loses nothing on a restart
         self._docs: dict[str, InstancesFile] = {}
-        self._scans: dict[str, fusion_pb2.LandmarksCollected] = {}
 
     async def instances(self, state: ReviewState) -> InstancesFile:
         return await self.instances_at(state.source_instances_json)
@@ -42,10 +47,10 @@ class Reviewer:
         return self._docs[key]
 
     async def start(self, event: fusion_pb2.LandmarksCollected, trace_id: str) -> None:
-        self._scans[event.run_id] = event
         doc = await self.instances_at(event.instances.key)
         mode = event.scan.review_mode or "auto"
-        initial = review.initial_state(event.run_id, doc, event.instances.key, mode)
+        scan = json_format.MessageToDict(event.scan, preserving_proto_field_name=True)
+        initial = review.initial_state(event.run_id, doc, event.instances.key, mode, scan)
         state = await self.book.create(
             initial, [{"event": "review_session_start", "mode": mode, "instances": len(doc.instances)}]
         )
@@ -66,7 +71,8 @@ class Reviewer:
         )
         if not kept:
             await fanin.mark_done(f"{event.run_id}.{STAGE}", "none", 1)
-            await self.finalize(event.run_id, "auto_review", trace_id)
+            with contextlib.suppress(review.AlreadyFinalized):  # a redelivered event
+                await self.finalize(event.run_id, "auto_review", trace_id)
             return
         await self.request_labels(state, kept, trace_id)
 
@@ -83,7 +89,8 @@ class Reviewer:
 
     async def on_label(self, result: fusion_pb2.LabelResult, trace_id: str) -> None:
         def apply(state: ReviewState) -> list[dict[str, object]]:
-            if result.landmark_id not in state.instances:
+            # a finalized review is what was published; a late label must not change it
+            if result.landmark_id not in state.instances or state.finalized:
                 return []
             r = review.apply_label(state, result)
             event = "web_auto_label_item_done" if result.ok else "web_auto_label_item_failed"
@@ -106,10 +113,30 @@ class Reviewer:
             result.run_id, STAGE, fan.done, fan.total, message=f"labelled {result.landmark_id}"
         )
         if fan.complete and not fan.announced:
-            await self.finalize(result.run_id, "auto_review", trace_id)
+            with contextlib.suppress(review.AlreadyFinalized):  # two last labels raced
+                await self.finalize(result.run_id, "auto_review", trace_id)
 
     async def finalize(self, run_id: str, trigger: str, trace_id: str = "") -> fusion_pb2.LandmarksReviewed:
-        state = await self.book.change(run_id, lambda s: _mark_final(s, trigger))
+        """Finalize once: the call that flips the state publishes ``LandmarksReviewed``.
+
+        A web call that finds the review already finalized gets :class:`AlreadyFinalized`. The
+        auto path and :meth:`resume` publish again while the stage is not yet announced (a
+        crash between the flip and the publish); the fixed message id deduplicates that.
+        """
+        claimed = False
+
+        def mark(state: ReviewState) -> list[dict[str, object]]:
+            nonlocal claimed
+            claimed = not state.finalized
+            if not claimed:
+                return []
+            state.finalized = True
+            return [{"event": "review_session_end", "trigger": trigger}]
+
+        state = await self.book.change(run_id, mark)
+        progress, fanin = self.svc.require()
+        if not claimed and (trigger == "web_finalize" or await fanin.is_announced(f"{run_id}.{STAGE}")):
+            raise review.AlreadyFinalized(f"the review of run {run_id!r} is already finalized")
         doc = await self.instances(state)
         valid = review.valid_instances(state, doc, state_key(run_id, state.scene_id), trigger)
         key = valid_key(run_id, state.scene_id)
@@ -120,18 +147,15 @@ class Reviewer:
             valid=len(valid.valid_instances),
             total=len(doc.instances),
             valid_instances=info.to_ref(),
+            scan=json_format.ParseDict(state.scan, scan_pb2.ScanRequest()),
         )
-        collected = self._scans.get(run_id)
-        if collected is not None:
-            event.scan.CopyFrom(collected.scan)
         await self.svc.bus.publish(
             topology.LANDMARKS_REVIEWED,
             event,
-            msg_id=f"landmarks-reviewed:{run_id}:{state.log_seq}",
+            msg_id=f"landmarks-reviewed:{run_id}",
             run_id=run_id,
             trace_id=trace_id,
         )
-        progress, fanin = self.svc.require()
         await fanin.mark_announced(f"{run_id}.{STAGE}")
         await progress.report(
             run_id,
@@ -144,10 +168,16 @@ class Reviewer:
         )
         return event
 
-
-def _mark_final(state: ReviewState, trigger: str) -> list[dict[str, object]]:
-    state.finalized = True
-    return [{"event": "review_session_end", "trigger": trigger}]
+    async def resume(self) -> None:
+        """Publish the reviews a crash left finalized but unannounced."""
+        _, fanin = self.svc.require()
+        for run_id in await self.book.runs():
+            state = await self.book.get(run_id)
+            if state is None or not state.finalized or await fanin.is_announced(f"{run_id}.{STAGE}"):
+                continue
+            log.warning("review of run %s was finalized but not announced; publishing it now", run_id)
+            with contextlib.suppress(review.AlreadyFinalized):  # another replica was quicker
+                await self.finalize(run_id, "resume_after_restart")
 
 
 async def setup_review(svc: Service) -> Reviewer:
@@ -163,4 +193,5 @@ async def setup_review(svc: Service) -> Reviewer:
     svc.bus.handle(COLLECTED, fusion_pb2.LandmarksCollected, on_collected, stage=STAGE)
     svc.bus.handle(LABELS, fusion_pb2.LabelResult, on_label, stage=STAGE)
     svc.state["reviewer"] = reviewer
+    await reviewer.resume()
     return reviewer

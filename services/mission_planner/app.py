@@ -14,7 +14,7 @@ import io
 
 import numpy as np
 from google.protobuf import json_format
-from skyqa import keys
+from skyqa import keys, scan as scan_rules
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import Contract, ValidInstancesFile, dump_json, load_json
@@ -82,7 +82,8 @@ def _seed(base: int, instance_id: str, kind: str) -> int:
 def plan_run(
     event: fusion_pb2.LandmarksReviewed, store: BlobStore, archive: bool
 ) -> tuple[MissionPlanFile, list[mission_pb2.VideoJob]]:
-    run_id, scene_id, scan = event.run_id, event.scene_id, event.scan
+    run_id, scene_id = event.run_id, event.scene_id
+    scan = scan_rules.carried(event.scan, run_id, "LandmarksReviewed")
     cfg = MissionConfig.for_scan(scan)
     lib = load_library()
     valid = load_json(ValidInstancesFile, store.get(event.valid_instances.key), "valid instances")

@@ -400,3 +400,53 @@ async def test_evaluation_requests_on_the_bus_and_bad_ones_as_error_events(
         assert json.loads(store.get(state.outputs["leaderboard"])) == board
     finally:
         await svc.stop()
+
+
+def recording_server(auth_seen: list[str]) -> FastAPI:
+    """Answers every question right and records the Authorization header it was sent."""
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> JSONResponse:
+        auth_seen.append(request.headers.get("authorization", ""))
+        return _completion(_answer(_text(await request.json())))
+
+    return app
+
+
+async def test_evaluation_requests_reach_only_allowed_endpoints_with_the_operators_key(
+    settings: Settings, bus: Bus, tmp_path: Path, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15.1, at the evaluator: a request naming an endpoint off the allow-list is
+    refused before any byte is sent; an allowed one gets the key variable of its entry."""
+    monkeypatch.setenv("SKYQA_TEST_SECRET", "do-not-send-me")
+    monkeypatch.setenv("OPERATOR_KEY", "operator-key")
+    store = LocalBlobStore(tmp_path / "store")
+    run = f"allow-{unique}"
+    write_manifest(store, 3, run)
+    settings.evaluation.cache_dir = tmp_path / "cache"
+    seen: list[str] = []
+    with ServedApp(recording_server(seen)) as served:
+        svc = evaluator_app.create(settings, store)
+        await svc.start(http=False)
+        try:
+            errors = await Probe(bus).collect(topology.error_subject("eval"), common_pb2.ErrorEvent)
+            denied = eval_pb2.EvaluationRequest(run_id=run, scene_id=SCENE)
+            denied.spec.models.add(kind="openai", url=f"{served.url}/v1", model="m")
+            denied.spec.conditions.append("full")
+            await bus.publish(topology.EVAL_REQUESTED, denied, msg_id=f"denied-{unique}", run_id=run)
+            err = await Probe.first(errors, lambda e: e.run_id == run)
+            assert "not on the operator's allow-list" in err.message and seen == []
+            svc.settings.evaluation.allowed_endpoints = [
+                ModelEndpoint(kind="openai", url=f"{served.url}/v1", api_key_env="OPERATOR_KEY")
+            ]
+            ok = eval_pb2.EvaluationRequest(run_id=run, scene_id=SCENE)
+            ok.spec.CopyFrom(denied.spec)
+            await bus.publish(topology.EVAL_REQUESTED, ok, msg_id=f"ok-{unique}", run_id=run)
+            for _ in range(600):
+                if len(seen) >= 3:
+                    break
+                await asyncio.sleep(0.1)
+            assert seen and set(seen) == {"Bearer operator-key"}, seen
+        finally:
+            await svc.stop()

@@ -15,10 +15,12 @@ from conftest import Probe
 from fuzz_strategies import requests
 from hypothesis import given, settings as hsettings, strategies as st
 from pydantic import SecretStr
+from skyqa import keys, scan
 from skyqa.blob import LocalBlobStore, S3BlobStore
 from skyqa.bus import Bus, Delivery, topology
 from skyqa.runtime import ProgressReporter, Service, Settings
 from skyqa.servers import NatsServer
+from skyqa.settings import ModelEndpoint
 from skyqa.v1 import common_pb2, scan_pb2
 
 from services.gateway import app as gateway_app
@@ -185,28 +187,33 @@ async def test_poison_message_is_dead_lettered_and_listed(
     try:
         assert worker.nc is not None
         js = worker.js
-        await js.publish(
-            spec.filter_subject, b"\xff\x00 not protobuf", headers={"Skyqa-Run-Id": f"p-{unique}"}
-        )
+        # a run that completed, and a poison message whose header claims it and an unknown run
+        reporter = ProgressReporter(worker, await worker.kv(topology.RUNS_BUCKET), "test")
+        done = f"p-{unique}"
+        await reporter.report(done, "eval", 1, 1, common_pb2.RUN_STATUS_COMPLETED)
+        for claimed in (done, f"ghost-{unique}"):
+            await js.publish(spec.filter_subject, b"\xff\x00 not protobuf", headers={"Skyqa-Run-Id": claimed})
         await js.publish(spec.filter_subject, common_pb2.Progress(message="fine").SerializeToString())
         await _until(lambda: handled == ["fine"])
 
         async def listed() -> list[dict[str, Any]]:
-            return (await http.get("/v1/dead-letters", params={"run_id": f"p-{unique}"})).json()["items"]
+            items = (await http.get("/v1/dead-letters")).json()["items"]
+            return [d for d in items if d["subject"] == spec.filter_subject]
 
         for _ in range(200):
             items = await listed()
-            if items:
+            if len(items) == 2:
                 break
             await asyncio.sleep(0.05)
-        assert len(items) == 1
-        item = items[0]
-        assert item["reason"] == "invalid_input" and item["subject"] == spec.filter_subject
-        assert item["consumer"] == spec.durable and "not a valid skyqa.v1.Progress" in item["error"]
-        reporter = ProgressReporter(worker, await worker.kv(topology.RUNS_BUCKET), "test")
-        await reporter.report(f"p-{unique}", "capture", 1, 2)
-        run = (await http.get(f"/v1/runs/p-{unique}")).json()
-        assert [d["reason"] for d in run["dead_letters"]] == ["invalid_input"]
+        assert sorted(d["claimed_run_id"] for d in items) == sorted([done, f"ghost-{unique}"])
+        for item in items:
+            assert item["reason"] == "invalid_input" and item["run_id"] == ""
+            assert item["consumer"] == spec.durable and "not a valid skyqa.v1.Progress" in item["error"]
+        # the header named the runs, the payload did not: neither run changed, none was created
+        run = (await http.get(f"/v1/runs/{done}")).json()
+        assert run["status"] == "completed" and run["dead_letters"] == [], run
+        assert (await http.get(f"/v1/runs/ghost-{unique}")).status_code == 404
+        assert f"ghost-{unique}" not in [r["run_id"] for r in (await http.get("/v1/runs")).json()]
     finally:
         await worker.stop()
 
@@ -235,7 +242,8 @@ async def test_release_listing_files_and_traversal(gateway: Any, unique: str) ->
     info = (await http.get("/v1/info")).json()
     assert info["review_url"] == "http://review.example/review" and info["writes_enabled"]
     page = await http.get("/")
-    assert page.status_code == 200 and "EventSource" in page.text
+    assert page.status_code == 200 and "script-src 'self'" in page.headers["content-security-policy"]
+    assert "EventSource" in (await http.get("/static/dashboard.js")).text
 
 
 def test_s3_presigned_urls_read_without_credentials(s3_store: S3BlobStore) -> None:
@@ -276,5 +284,104 @@ async def test_fuzzed_requests_get_only_clean_answers(nats_server: NatsServer, t
     try:
         await asyncio.to_thread(scans)
         await asyncio.to_thread(reads)
+    finally:
+        await svc.stop()
+
+
+async def test_scan_requests_cannot_name_endpoints_or_key_variables(
+    gateway: Any, probe: Probe, unique: str
+) -> None:
+    """Issue 15.1: a request may only name an allow-listed endpoint, never a key variable."""
+    svc, http = gateway
+    published = await probe.collect(topology.SCAN_REQUESTED, scan_pb2.ScanRequest)
+    stolen = {"kind": "openai", "url": "http://127.0.0.1:18999/v1", "api_key_env": "SKYQA_REVIEW_TOKEN"}
+    r = await http.post("/v1/scans", json=scan_body(unique, evaluation={"models": [stolen]}), headers=AUTH)
+    assert r.status_code == 422 and "api_key_env" in r.json()["detail"], r.text
+    elsewhere = {"kind": "openai", "url": "http://127.0.0.1:18999/v1", "model": "m"}
+    r = await http.post("/v1/scans", json=scan_body(unique, evaluation={"models": [elsewhere]}), headers=AUTH)
+    assert r.status_code == 422 and "not on the operator's allow-list" in r.json()["detail"], r.text
+    svc.settings.evaluation.allowed_endpoints = [
+        ModelEndpoint(kind="openai", url="http://127.0.0.1:18999/v1/", api_key_env="OPERATOR_KEY")
+    ]
+    try:
+        r = await http.post(
+            "/v1/scans", json=scan_body(unique, evaluation={"models": [elsewhere]}), headers=AUTH
+        )
+        assert r.status_code == 202, r.text
+    finally:
+        svc.settings.evaluation.allowed_endpoints = []
+    await asyncio.sleep(0.5)
+    assert [p.run_id for p in published] == [f"gw-{unique}"]
+
+
+async def test_scan_input_errors_are_4xx_at_submission(gateway: Any, unique: str) -> None:
+    """Issue 15.7/15.8: unknown scenes, explicit zeros, deep JSON and bearer parsing."""
+    _, http = gateway
+    for scene in ("nowhere_city", "procedural_1_13"):
+        r = await http.post("/v1/scans", json=scan_body(unique, scene_id=scene), headers=AUTH)
+        assert r.status_code == 422 and "unknown scene" in r.json()["detail"], (scene, r.text)
+    r = await http.post("/v1/scans", json=scan_body(unique, spacing_x_m=0), headers=AUTH)
+    assert r.status_code == 422 and "spacing_x_m" in r.json()["detail"], r.text
+    r = await http.post("/v1/scans", json=scan_body(unique, camera={"width": 0}), headers=AUTH)
+    assert r.status_code == 422 and "camera.width" in r.json()["detail"], r.text
+    deep = b"[" * 50_000 + b"]" * 50_000
+    r = await http.post("/v1/scans", content=deep, headers=AUTH)
+    assert r.status_code in (400, 413), r.text
+    nested = b"[" * 20_000 + b"]" * 20_000  # under the 64 KiB body limit
+    r = await http.post("/v1/scans", content=nested, headers=AUTH)
+    assert r.status_code == 400 and "nested too deeply" in r.json()["detail"], r.text
+    bare = await http.post("/v1/scans", json=scan_body(unique), headers={"Authorization": TOKEN})
+    assert bare.status_code == 401, bare.text
+    lower = await http.post("/v1/scans", json=scan_body(unique), headers={"authorization": f"bearer {TOKEN}"})
+    assert lower.status_code == 202, lower.text
+
+
+def test_long_scene_ids_keep_the_whole_digest_in_run_ids() -> None:
+    scene = "s" * 96
+    a = scan.apply_defaults(scan_pb2.ScanRequest(scene_id=scene, seed=1))
+    b = scan.apply_defaults(scan_pb2.ScanRequest(scene_id=scene, seed=2))
+    ids = scan.run_id_for(a), scan.run_id_for(b)
+    assert ids[0] != ids[1] and all(len(i) <= 96 and keys.is_valid_id(i) for i in ids)
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+async def test_release_listing_is_a_folder_and_survives_bad_files(
+    backend: str, settings: Settings, tmp_path: Path, unique: str, request: pytest.FixtureRequest
+) -> None:
+    """Issue 15.6/15.7: a run's listing holds only that run's folder; folders, symlinks and
+    unlisted files give 4xx, never 500."""
+    store: Any = (
+        LocalBlobStore(tmp_path / "store") if backend == "local" else request.getfixturevalue("s3_store")
+    )
+    run = f"abc{unique}"
+    for key in (
+        f"runs/{run}/image_tasks/a.json",
+        f"runs/{run}/image_tasks_old/stale.json",
+        f"runs/{run}def/secret.json",
+        f"runs/{run}-2/secret.json",
+    ):
+        store.put(key, b"{}", "application/json")
+    if backend == "local":
+        outside = tmp_path / "outside.txt"
+        outside.write_text("host file")
+        (tmp_path / "store" / "runs" / run / "image_tasks" / "link.json").symlink_to(outside)
+        (tmp_path / "store" / "runs" / run / "escape").symlink_to(tmp_path)
+    svc = gateway_app.create(settings, store)
+    await svc.start()
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{svc.port}", timeout=20) as http:
+            listing = (await http.get(f"/v1/releases/{run}")).json()
+            assert sorted(f["path"] for f in listing["files"]) == [
+                "image_tasks/a.json",
+                "image_tasks_old/stale.json",
+            ]
+            sub = (await http.get(f"/v1/releases/{run}", params={"prefix": "image_tasks"})).json()
+            assert [f["path"] for f in sub["files"]] == ["image_tasks/a.json"]
+            folder = await http.get(f"/v1/releases/{run}/files/image_tasks")
+            assert folder.status_code == 404, folder.text
+            if backend == "local":
+                for path in ("image_tasks/link.json", "escape/outside.txt"):
+                    r = await http.get(f"/v1/releases/{run}/files/{path}")
+                    assert r.status_code == 404 and "host file" not in r.text, (path, r.text)
     finally:
         await svc.stop()

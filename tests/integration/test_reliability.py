@@ -5,17 +5,27 @@ undisturbed run of the same request (so no row is lost or duplicated)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
+import io
+import json
 import random
 import secrets
 import time
 from pathlib import Path
 
+import av
+import httpx
+import nats
 import pytest
+from nats.aio.msg import Msg
 from skyqa.blob import BlobStore, LocalBlobStore, S3BlobStore
+from skyqa.bus import topology
 from skyqa.contracts import RunState
-from skyqa.servers import NatsServer, SeaweedS3
+from skyqa.contracts.missions import MissionIndex
+from skyqa.servers import NatsServer, SeaweedS3, free_port
 from skyqa.settings import Settings
+from skyqa.v1 import fusion_pb2
 
 from services.cli import build_request
 from services.embedded import Embedded, publish_scan, read_run, wait_for_run
@@ -83,9 +93,9 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     return asyncio.run(run())
 
 
-async def poll(url: str) -> RunState | None:
+async def poll(url: str, run_id: str = REQ.run_id) -> RunState | None:
     try:
-        return await read_run(url, REQ.run_id)
+        return await read_run(url, run_id)
     except (TimeoutError, ConnectionError, OSError):
         return None  # nats-server is restarting
 
@@ -193,3 +203,97 @@ async def test_object_store_outage_heals(reference: dict[str, bytes], tmp_path: 
             assert release(store, state) == reference
     finally:
         s3.stop()
+
+
+async def test_review_host_killed_during_human_review_keeps_the_scan_settings(tmp_path: Path) -> None:
+    """SIGKILL the landmark/review process while a human review waits, restart it, finish the
+    review through its API: the mission stage must get the run's own settings (seed, video
+    size), and five simultaneous finalize calls must publish one ``LandmarksReviewed``."""
+    req = build_request(
+        "tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 7, "human", 2, "160x120"
+    )
+    token = secrets.token_hex(8)
+    server = NatsServer(tmp_path / "nats").start()
+    review_port = free_port()
+    env = {
+        "SKYQA_BUS__NATS_URL": server.url,
+        "SKYQA_BUS__ACK_WAIT_S": str(FAST["ack_wait_s"]),
+        "SKYQA_BUS__RETRY_BASE_S": str(FAST["retry_base_s"]),
+        "SKYQA_BUS__RETRY_MAX_S": str(FAST["retry_max_s"]),
+        "SKYQA_STORE__BACKEND": "local",
+        "SKYQA_STORE__LOCAL_ROOT": str(tmp_path / "store"),
+        "SKYQA_HTTP__PORT": "0",
+        "SKYQA_LOG_LEVEL": "WARNING",
+        "SKYQA_REVIEW_TOKEN": token,
+    }
+    wanted = ["capture", "fusion", "renderer", "landmark", "labeller", "mission_planner"]
+    fleet = Fleet(
+        env,
+        tmp_path / "logs",
+        services=wanted,
+        per_service={"landmark": {"SKYQA_HTTP__PORT": str(review_port)}},
+    ).start()
+    reviewed: list[fusion_pb2.LandmarksReviewed] = []
+    watcher = await nats.connect(server.url)
+
+    async def on_reviewed(msg: Msg) -> None:
+        reviewed.append(fusion_pb2.LandmarksReviewed.FromString(msg.data))
+
+    await watcher.subscribe(topology.LANDMARKS_REVIEWED, cb=on_reviewed)
+    try:
+        await publish_scan(server.url, req)
+        for _ in range(1200):
+            state = await poll(server.url, req.run_id)
+            assert state is None or state.status != "failed", state.errors
+            review = state.stages.get("review") if state else None
+            if review is not None and "waiting for human review" in review.message:
+                break
+            await asyncio.sleep(0.25)
+        else:
+            raise AssertionError("the human review never started")
+        fleet.kill("landmark")
+        fleet.start("landmark")
+        auth = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{review_port}", headers=auth) as http:
+            for _ in range(240):
+                with contextlib.suppress(httpx.TransportError):
+                    if (await http.get("/readyz")).status_code == 200:
+                        break
+                await asyncio.sleep(0.25)
+            run = (await http.get(f"/review/api/runs/{req.run_id}")).json()
+            inst = next(
+                i
+                for i in run["instances"]
+                if sum(v["mode"] == "orbit" and v["measured_valid"] for v in i["views"]) >= 4
+            )
+            base = f"/review/api/runs/{req.run_id}/instances/{inst['instance_id']}"
+            main = next(v["view_id"] for v in inst["views"] if v["mode"] == "orbit" and v["measured_valid"])
+            for path, body in (
+                ("direction", {"view_id": main, "direction": "front", "main": True}),
+                ("decide", {"action": "keep"}),
+                ("labels", {"category": "building", "subcategory": "block", "description": "a grey block"}),
+            ):
+                r = await http.post(f"{base}/{path}", json=body)
+                assert r.status_code == 200, r.text
+            finals = await asyncio.gather(
+                *(http.post(f"/review/api/runs/{req.run_id}/finalize") for _ in range(5))
+            )
+        assert sorted(r.status_code for r in finals) == [200, 409, 409, 409, 409], [r.text for r in finals]
+        state = await wait_for_run(server.url, req.run_id, "mission", 600)
+        assert state.status != "failed", state.errors
+        await asyncio.sleep(1.0)  # a duplicate would have arrived by now
+        assert len(reviewed) == 1, reviewed
+        assert reviewed[0].scan.seed == 7 and reviewed[0].scan.video.width == 160
+        store = LocalBlobStore(tmp_path / "store")
+        plan = json.loads(store.get(f"runs/{req.run_id}/video_tasks/mission_plan.json"))
+        assert int(plan["scan"]["seed"]) == 7, plan["scan"]  # protobuf JSON writes uint64 as text
+        assert (plan["scan"]["video"]["width"], plan["scan"]["video"]["height"]) == (160, 120)
+        index = MissionIndex.model_validate_json(store.get(state.outputs["missions_index"]))
+        assert index.missions, index.rejected
+        with av.open(io.BytesIO(store.get(index.missions[0].video))) as video:
+            stream = video.streams.video[0]
+            assert (stream.width, stream.height) == (160, 120)
+    finally:
+        await watcher.close()
+        fleet.stop()
+        server.stop()

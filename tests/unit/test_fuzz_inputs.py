@@ -12,6 +12,7 @@ from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings, strategies as st
 from skyqa import scan
 from skyqa.errors import InvalidInput
+from skyqa.settings import Settings
 from skyqa.v1 import scan_pb2
 
 from services.gateway.api import parse_scan
@@ -19,7 +20,7 @@ from services.gateway.api import parse_scan
 
 def check_json(raw: bytes) -> None:
     try:
-        req = parse_scan(raw)
+        req = parse_scan(raw, Settings())
     except HTTPException as exc:
         refused = exc
     else:

@@ -56,7 +56,7 @@ class LocalBlobStore:
         path = self._path(key)
         try:
             return path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise BlobNotFound(f"no object at {key!r}") from None
 
     def head(self, key: str) -> BlobInfo | None:
@@ -76,15 +76,19 @@ class LocalBlobStore:
         return self._path(key).is_file()
 
     def list(self, prefix: str) -> list[str]:
-        base = self.root / prefix.rstrip("/") if prefix else self.root
-        if prefix:
-            validate_key(prefix.rstrip("/"))
-        if not base.exists():
+        folder = prefix.strip("/")
+        base = self.root / validate_key(folder) if folder else self.root
+        if base.is_symlink() or not base.is_dir():
             return []
         keys = []
-        for path in base.rglob("*") if base.is_dir() else [base]:
-            if path.is_file() and not path.name.startswith("."):
-                keys.append(path.relative_to(self.root).as_posix())
+        # symlinks are never objects: one pointing outside the root must not leak or break this
+        for parent, dirs, files in os.walk(base, followlinks=False):
+            where = Path(parent)
+            dirs[:] = [d for d in dirs if not (where / d).is_symlink()]
+            for name in files:
+                path = where / name
+                if not name.startswith(".") and not path.is_symlink() and path.is_file():
+                    keys.append(path.relative_to(self.root).as_posix())
         return sorted(keys)
 
     def delete(self, key: str) -> None:

@@ -111,7 +111,9 @@ class S3BlobStore:
         return self.head(key) is not None
 
     def list(self, prefix: str) -> list[str]:
-        objects = self._call(self.client.list_objects, bucket_name=self.bucket, prefix=prefix, recursive=True)
+        # S3 prefixes are plain string prefixes: without the '/' "runs/abc" matches runs/abcdef
+        folder = f"{validate_key(prefix.rstrip('/'))}/" if prefix.strip("/") else ""
+        objects = self._call(self.client.list_objects, bucket_name=self.bucket, prefix=folder, recursive=True)
         return sorted(str(o.object_name) for o in self._call(list, objects))
 
     def delete(self, key: str) -> None:

@@ -55,6 +55,14 @@ DLQ_CONSUMER = "Skyqa-Consumer"
 DLQ_REASON = "Skyqa-Reason"
 DLQ_ERROR = "Skyqa-Error"
 DLQ_DELIVERIES = "Skyqa-Deliveries"
+# the run id a publisher's header claimed for a payload that did not decode: kept for the
+# operator, never used to attribute the failure to a run
+DLQ_CLAIMED_RUN_ID = "Skyqa-Claimed-Run-Id"
+
+
+def _claimed(msg: Msg, run_id: str) -> str:
+    claimed = (msg.headers or {}).get(RUN_ID, "")
+    return claimed if claimed and claimed != run_id else ""
 
 
 class ConsumerConfigMismatch(RuntimeError):
@@ -291,7 +299,9 @@ class Bus:
         started = time.perf_counter()
         headers = dict(msg.headers or {})
         num_delivered = int(msg.metadata.num_delivered or 1)
-        run_id = headers.get(RUN_ID, "")
+        # Headers are whatever the publisher wrote: the run a message belongs to is the run id
+        # inside its decoded payload, so a poison message cannot name someone else's run.
+        run_id = ""
         outcome = "ack"
         ticker = asyncio.create_task(self._keep_alive(msg, float(reg.spec.ack_wait_s or 30.0)))
         try:
@@ -301,7 +311,7 @@ class Bus:
                 raise InvalidInput(
                     f"payload is not a valid {reg.message_type.DESCRIPTOR.full_name}: {exc}"
                 ) from None
-            run_id = run_id or str(getattr(decoded, "run_id", "") or "")
+            run_id = str(getattr(decoded, "run_id", "") or "")
             delivery = Delivery(msg.subject, run_id, headers.get(TRACE_ID, ""), num_delivered, headers, msg)
             await reg.handler(decoded, delivery)
             await msg.ack()
@@ -376,6 +386,7 @@ class Bus:
                     DLQ_ERROR: message[:1000],
                     DLQ_DELIVERIES: str(deliveries),
                     RUN_ID: run_id,
+                    **({DLQ_CLAIMED_RUN_ID: claimed[:200]} if (claimed := _claimed(msg, run_id)) else {}),
                 },
             )
             await self.publish(

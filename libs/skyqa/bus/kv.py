@@ -82,6 +82,10 @@ class FanInTracker:
             bool(doc["announced"]),
         )
 
+    async def is_announced(self, key: str) -> bool:
+        doc, _ = await self._kv.get(key)
+        return bool(doc and doc.get("announced"))
+
     async def mark_announced(self, key: str) -> None:
         def mark(doc: Doc | None) -> Doc:
             # an announcement without a fan-in (a human finalizing a review) is recorded too

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -46,6 +46,9 @@ class ReviewState(Contract):
     scene_id: str
     mode: Literal["auto", "human"]
     source_instances_json: str
+    # the run's ScanRequest (protobuf JSON): a review finalized after a restart must still hand
+    # the run's own settings (video size, seed, evaluation) to the mission stage
+    scan: dict[str, Any] = Field(default_factory=dict)
     finalized: bool = False
     log_seq: int = 0
     instances: dict[str, InstanceReview]

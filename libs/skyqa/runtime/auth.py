@@ -27,9 +27,9 @@ def check_bearer(authorization: str, expected: str, what: str) -> None:
     given = bearer_token(authorization)
     if given is None:
         raise HTTPException(401, "send 'Authorization: Bearer <token>'", {"WWW-Authenticate": "Bearer"})
-    check_token(given, expected)
+    check_token(given, expected, "wrong bearer token")
 
 
-def check_token(given: str, expected: str) -> None:
+def check_token(given: str, expected: str, message: str = "wrong token") -> None:
     if not hmac.compare_digest(given.encode(), expected.encode()):
-        raise HTTPException(401, "wrong token", {"WWW-Authenticate": "Bearer"})
+        raise HTTPException(401, message, {"WWW-Authenticate": "Bearer"})

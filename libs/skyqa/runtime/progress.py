@@ -6,6 +6,7 @@ import time
 
 from skyqa.bus import Bus, JsonKV, topology
 from skyqa.contracts import RunState, StageState
+from skyqa.keys import is_valid_id
 from skyqa.v1 import common_pb2
 
 _STATUS: dict[int, str] = {
@@ -51,6 +52,10 @@ def apply_progress(state: RunState, event: common_pb2.Progress, now: float) -> R
     return state
 
 
+class _NoSuchRun(Exception):
+    pass
+
+
 class ProgressReporter:
     def __init__(self, bus: Bus, runs: JsonKV, service: str) -> None:
         self.bus = bus
@@ -87,9 +92,61 @@ class ProgressReporter:
             return apply_progress(state, event, now).model_dump(mode="json")
 
         await self.runs.update(run_id, fold)
+        await self._announce(event)
+
+    async def open(self, run_id: str, scene_id: str) -> bool:
+        """Create the run's state unless it exists; False for an id that cannot name a run."""
+        if not is_valid_id(run_id):
+            return False
+        now = time.time()
+        scene = scene_id if is_valid_id(scene_id) else ""
+
+        def create(doc: dict[str, object] | None) -> dict[str, object]:
+            if doc is not None:
+                return doc
+            return RunState(run_id=run_id, scene_id=scene, created_at=now, updated_at=now).model_dump(
+                mode="json"
+            )
+
+        await self.runs.update(run_id, create)
+        return True
+
+    async def fail(self, run_id: str, stage: str, message: str) -> bool:
+        """Mark ``stage`` and its run failed, from a dead-lettered message of that run.
+
+        Refused (False) for a run that was never created, so bad input cannot invent runs, and
+        for a stage or run that already completed: what it produced is stored and stays valid.
+        """
+        event = common_pb2.Progress(
+            run_id=run_id,
+            stage=stage,
+            status=common_pb2.RUN_STATUS_FAILED,
+            message=message,
+            service=self.service,
+        )
+        now = time.time()
+
+        def fold(doc: dict[str, object] | None) -> dict[str, object]:
+            if doc is None:
+                raise _NoSuchRun
+            state = RunState.model_validate(doc)
+            done = state.stages.get(stage)
+            if state.status == "completed" or (done is not None and done.status == "completed"):
+                raise _NoSuchRun
+            return apply_progress(state, event, now).model_dump(mode="json")
+
+        try:
+            await self.runs.update(run_id, fold)
+        except _NoSuchRun:
+            return False
+        await self._announce(event)
+        return True
+
+    async def _announce(self, event: common_pb2.Progress) -> None:
+        run_id = event.run_id
         await self.bus.publish(
             topology.progress_subject(run_id),
             event,
-            msg_id=f"progress:{run_id}:{stage}:{done}:{total}:{status}",
+            msg_id=f"progress:{run_id}:{event.stage}:{event.done}:{event.total}:{event.status}",
             run_id=run_id,
         )

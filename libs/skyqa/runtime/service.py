@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from google.protobuf.message import Message
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -66,6 +66,11 @@ class Service:
 
     def _build_app(self) -> FastAPI:
         app = FastAPI(title=f"skyqa {self.name}", version="0.1.0")
+
+        @app.exception_handler(RecursionError)
+        async def too_deep(request: Request, exc: RecursionError) -> Response:
+            # the JSON decoder recurses once per level: a deeply nested body is the client's fault
+            return JSONResponse({"detail": "request nested too deeply"}, status_code=400)
 
         @app.get("/healthz")
         async def healthz() -> dict[str, Any]:
@@ -126,16 +131,13 @@ class Service:
         log.info("%s started (store %s, http port %s)", self.name, self.store.describe(), self.port)
 
     async def _on_failure(self, event: common_pb2.ErrorEvent) -> None:
-        # A request whose run id is itself invalid has no run to mark failed.
-        if event.run_id and is_valid_id(event.run_id) and self.progress is not None:
-            await self.progress.report(
-                event.run_id,
-                event.stage,
-                0,
-                0,
-                common_pb2.RUN_STATUS_FAILED,
-                f"{event.reason}: {event.message}",
-            )
+        # The run id comes from the decoded payload (never a header); a payload that did not
+        # decode, or names no existing run, leaves every run as it is.
+        if not (event.run_id and is_valid_id(event.run_id) and self.progress is not None):
+            return
+        message = f"{event.reason}: {event.message}"
+        if not await self.progress.fail(event.run_id, event.stage, message):
+            log.warning("dead letter on %s names run %r, which is not open", event.subject, event.run_id)
 
     async def stop(self) -> None:
         self._draining = True

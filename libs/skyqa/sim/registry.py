@@ -32,24 +32,40 @@ def known_scenes(scenes_dir: Path | None = None) -> list[str]:
     return names
 
 
+def check_scene(scene_id: str, scenes_dir: Path | None = None) -> str:
+    """Raise :class:`UnknownScene` unless ``scene_id`` names a scene, without building it.
+
+    Returns the kind: ``builtin``, ``procedural`` or ``mesh``. The gateway and the CLI call it
+    so an unknown scene is refused when it is submitted, not when capture starts.
+    """
+    if scene_id in BUILTIN_SCENES:
+        return "builtin"
+    if (m := _PROCEDURAL.match(scene_id)) and 1 <= int(m.group(2)) <= 12:
+        return "procedural"
+    if scenes_dir is not None and (scenes_dir / scene_id / "scene.yaml").is_file():
+        return "mesh"
+    raise UnknownScene(
+        f"unknown scene {scene_id!r}; known: {', '.join(known_scenes(scenes_dir))}, "
+        "or procedural_<seed>_<blocks 1-12>"
+    )
+
+
 def load_scene(scene_id: str, scenes_dir: Path | None = None) -> Scene:
     """Resolve a scene id: built-in, ``procedural_<seed>_<blocks>``, or ``<scenes_dir>/<id>/scene.yaml``."""
     key = (scene_id, str(scenes_dir))
     with _lock:
         if key in _cache:
             return _cache[key]
-        if scene_id in BUILTIN_SCENES:
+        kind = check_scene(scene_id, scenes_dir)
+        if kind == "builtin":
             seed, blocks = BUILTIN_SCENES[scene_id]
             scene = generate_city(scene_id, seed, blocks)
-        elif (m := _PROCEDURAL.match(scene_id)) and 1 <= int(m.group(2)) <= 12:
-            scene = generate_city(scene_id, int(m.group(1)), int(m.group(2)))
-        elif scenes_dir is not None and (scenes_dir / scene_id / "scene.yaml").is_file():
-            scene = load_mesh_scene(scenes_dir / scene_id / "scene.yaml", scene_id)
+        elif kind == "procedural":
+            _, seed_text, blocks_text = scene_id.split("_")
+            scene = generate_city(scene_id, int(seed_text), int(blocks_text))
         else:
-            raise UnknownScene(
-                f"unknown scene {scene_id!r}; known: {', '.join(known_scenes(scenes_dir))}, "
-                "or procedural_<seed>_<blocks 1-12>"
-            )
+            assert scenes_dir is not None  # check_scene found the file
+            scene = load_mesh_scene(scenes_dir / scene_id / "scene.yaml", scene_id)
         _cache[key] = scene
         return scene
 

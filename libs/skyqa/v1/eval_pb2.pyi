@@ -20,7 +20,9 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class ModelSpec(_message.Message):
-    """A model the evaluator asks through the model-service contract."""
+    """A model the evaluator asks through the model-service contract. The endpoint must be on the
+    operator's allow-list (SKYQA_EVALUATION__ALLOWED_ENDPOINTS), whose entry supplies the key.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -29,18 +31,15 @@ class ModelSpec(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     RPM_FIELD_NUMBER: _builtins.int
     TPM_FIELD_NUMBER: _builtins.int
-    API_KEY_ENV_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
     """"openai" (OpenAI-compatible HTTP) or "grpc" """
     url: _builtins.str
-    """base URL ending in /v1, or host:port"""
+    """base URL ending in /v1, or host:port: one the operator allowed"""
     model: _builtins.str
     rpm: _builtins.int
-    """requests per minute, 0: no limit"""
+    """requests per minute, 0: the operator's limit; the stricter one applies"""
     tpm: _builtins.int
-    """tokens per minute, 0: no limit"""
-    api_key_env: _builtins.str
-    """the name of the env var holding the key; never the key itself"""
+    """tokens per minute, 0: the operator's limit; the stricter one applies"""
     def __init__(
         self,
         *,
@@ -49,11 +48,10 @@ class ModelSpec(_message.Message):
         model: _builtins.str = ...,
         rpm: _builtins.int = ...,
         tpm: _builtins.int = ...,
-        api_key_env: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["api_key_env", b"api_key_env", "kind", b"kind", "model", b"model", "rpm", b"rpm", "tpm", b"tpm", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "model", b"model", "rpm", b"rpm", "tpm", b"tpm", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
