@@ -58,9 +58,15 @@ def _settings(**overrides: object) -> Settings:
         raise _fail(str(exc)) from None
 
 
-def _scan_request(scene: str, profile: str, run_id: str | None, **options: Any) -> scan_pb2.ScanRequest:
+def _scan_request(
+    scene: str, profile: str, run_id: str | None, admit: Settings | None = None, **options: Any
+) -> scan_pb2.ScanRequest:
+    """The request, also checked against the deployment ``admit`` describes (scene, endpoints)."""
     try:
-        return build_request(scene, profile, run_id, seed=0, **options)
+        req = build_request(scene, profile, run_id, seed=0, **options)
+        if admit is not None:
+            scan.admit(req, admit.scenes_dir, admit.evaluation)
+        return req
     except InvalidInput as exc:
         raise _fail(str(exc)) from None
 
@@ -204,6 +210,56 @@ EvalConditionsOpt = Annotated[
 ]
 
 
+def _run_embedded(command: str, env: Embedded, body: Any) -> Any:
+    """Start ``env``, run ``await body(env)``, stop everything and return its result; ``demo``
+    and ``up`` both come through here so they stop the same way on SIGINT, SIGTERM and SIGHUP,
+    also during start-up.
+
+    The first signal cancels the work once; the cleanup runs outside that task, so later signals
+    cannot cut it short (it is bounded: each service drains for at most 30 s, nats-server gets
+    SIGKILL 10 s after SIGTERM). The exit code is the shell's 128 + signal number: 130 SIGINT,
+    143 SIGTERM, 129 SIGHUP. A second launcher on a data dir in use exits 2 (``_fail``).
+    """
+    from skyqa.servers import DataDirLocked  # local: this helper owns no module-level import
+
+    received: list[signal.Signals] = []
+
+    async def guarded() -> Any:
+        async def work() -> Any:
+            async with env:
+                return await body(env)
+
+        task = asyncio.create_task(work())
+
+        def on_signal(sig: signal.Signals) -> None:
+            if not received:
+                task.cancel()
+            received.append(sig)
+
+        loop = asyncio.get_running_loop()
+        # installed before ``task`` first runs, so no signal finds anything started unguarded
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, on_signal, sig)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if not received:
+                raise
+            return None
+        finally:
+            await env.close()  # idempotent; covers a cancel that landed inside ``__aexit__``
+
+    try:
+        result = asyncio.run(guarded())
+    except DataDirLocked as exc:
+        raise _fail(str(exc)) from None
+    if received:
+        down = "services and nats-server" if env.nats_server is not None else "services"
+        err.print(f"skyqa {command} stopped on {received[0].name}: {down} are down")
+        raise typer.Exit(128 + received[0])
+    return result
+
+
 @app.command()
 def demo(
     data_dir: Annotated[Path, typer.Option("--data-dir", help="where NATS data and the store live")] = Path(
@@ -229,32 +285,67 @@ def demo(
         settings.gateway.token = SecretStr(secrets.token_urlsafe(16))
     configure_logging("WARNING")
     opts = dict(bound=bound, spacing=spacing, altitude=altitude, review=review, landmarks=landmarks)
+    try:
+        # whoever starts the demo is its operator: the models it names are on its allow-list
+        settings.evaluation.allowed_endpoints += model_specs(eval_model, "--eval-model")
+    except InvalidInput as exc:
+        raise _fail(str(exc)) from None
     req = _scan_request(
-        scene, profile, None, video=video, eval_models=eval_model, eval_conditions=eval_conditions, **opts
+        scene,
+        profile,
+        None,
+        admit=settings,
+        video=video,
+        eval_models=eval_model,
+        eval_conditions=eval_conditions,
+        **opts,
     )
 
-    async def main() -> RunState:
-        async with Embedded(data_dir, settings) as env:
-            assert env.nats_url is not None
-            err.print(f"embedded NATS at {env.nats_url}; store at {data_dir / 'store'}")
-            for svc in env.running:
-                err.print(f"  {svc.name:<15} http://127.0.0.1:{svc.port}/readyz  /metrics")
-                if svc.name == "landmark":
-                    token = settings.review_token.get_secret_value()
-                    err.print(f"  review web      http://127.0.0.1:{svc.port}/review  (token {token})")
-            gateway = env.service("gateway")
-            if gateway is not None:
-                token = settings.gateway.token.get_secret_value()
-                err.print(
-                    f"[bold]dashboard       http://127.0.0.1:{gateway.port}/#run={req.run_id}[/]"
-                    f"  (API http://127.0.0.1:{gateway.port}/docs, write token {token})",
-                    highlight=False,
-                )
-            await publish_scan(env.nats_url, req)
-            err.print(f"scan of {req.scene_id} submitted as run {req.run_id}")
-            return await asyncio.to_thread(_follow, env.nats_url, req.run_id, timeout)
+    async def main(env: Embedded) -> RunState:
+        assert env.nats_url is not None
+        err.print(f"embedded NATS at {env.nats_url}; store at {data_dir / 'store'}")
+        for svc in env.running:
+            err.print(f"  {svc.name:<15} http://127.0.0.1:{svc.port}/readyz  /metrics")
+            if svc.name == "landmark":
+                token = settings.review_token.get_secret_value()
+                err.print(f"  review web      http://127.0.0.1:{svc.port}/review  (token {token})")
+        gateway = env.service("gateway")
+        if gateway is not None:
+            token = settings.gateway.token.get_secret_value()
+            err.print(
+                f"[bold]dashboard       http://127.0.0.1:{gateway.port}/#run={req.run_id}[/]"
+                f"  (API http://127.0.0.1:{gateway.port}/docs, write token {token})",
+                highlight=False,
+            )
+        await publish_scan(env.nats_url, req)
+        err.print(f"scan of {req.scene_id} submitted as run {req.run_id}")
+        # ``_follow``'s display, but polled on this loop: a signal cancels it at once, where
+        # ``_follow`` in a thread kept polling the stopped server and held the exit back ~6 s
+        with Progress(
+            TextColumn("{task.description:<9}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[message]}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=False,
+        ) as bars:
+            tasks = {s: bars.add_task(s, total=None, message="waiting") for s in PIPELINE_STAGES}
 
-    state = asyncio.run(main())
+            def show(state: RunState) -> None:
+                for name, task in tasks.items():
+                    if (st := state.stages.get(name)) is not None:
+                        bars.update(
+                            task,
+                            completed=st.done,
+                            total=st.total or None,
+                            message=f"{st.status} {st.message}"[:70],
+                        )
+
+            return await wait_for_run(env.nats_url, req.run_id, FINAL_STAGE, timeout, show)
+
+    # the same signal handling as ``up`` (tests/integration/test_launcher.py drives ``up``)
+    state = _run_embedded("demo", Embedded(data_dir, settings), main)
     _report(state, Path(data_dir) / "store")
 
 
@@ -268,23 +359,14 @@ def up(
     settings = _settings()
     configure_logging(settings.log_level, settings.log_json)
 
-    async def main() -> None:
-        # installed before start-up, so a signal during start-up still leaves through the
-        # context, which stops nats-server
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        async with Embedded(
-            data_dir, settings, nats_url=nats_url, nats_port=None if nats_url else nats_port
-        ) as env:
-            err.print(f"NATS {env.nats_url}; store {data_dir / 'store'}; services: {', '.join(SERVICES)}")
-            for svc in env.running:
-                err.print(f"  {svc.name:<9} http://127.0.0.1:{svc.port}/healthz")
-            await stop.wait()
+    async def main(env: Embedded) -> None:
+        err.print(f"NATS {env.nats_url}; store {data_dir / 'store'}; services: {', '.join(SERVICES)}")
+        for svc in env.running:
+            err.print(f"  {svc.name:<9} http://127.0.0.1:{svc.port}/healthz")
+        await asyncio.Event().wait()  # until a signal cancels it
 
-    asyncio.run(main())
-    err.print("stopped")
+    env = Embedded(data_dir, settings, nats_url=nats_url, nats_port=None if nats_url else nats_port)
+    _run_embedded("up", env, main)
 
 
 @app.command("scan")

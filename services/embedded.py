@@ -36,23 +36,26 @@ class Embedded:
 
     async def __aenter__(self) -> Embedded:
         self.data_dir = Path(self.data_dir)
-        if self.nats_url is None:
-            self.nats_server = await asyncio.to_thread(
-                NatsServer(self.data_dir / "nats", port=self.nats_port).start
-            )
-            self.nats_url = self.nats_server.url
-        if self.store is None:
-            self.store = LocalBlobStore(self.data_dir / "store")
         settings = self.settings.model_copy(deep=True)
-        settings.bus.nats_url = self.nats_url
-        settings.http.port = 0
         try:
+            if self.nats_url is None:
+                self.nats_server = NatsServer(self.data_dir / "nats", port=self.nats_port)
+                # spawned on this thread so ``proc`` is set before the first await: a start-up
+                # cancelled by a signal then always finds the server to stop
+                self.nats_server.spawn()
+                await asyncio.to_thread(self.nats_server.wait_ready)
+                self.nats_url = self.nats_server.url
+            if self.store is None:
+                self.store = LocalBlobStore(self.data_dir / "store")
+            settings.bus.nats_url = self.nats_url
+            settings.http.port = 0
             for name in self.services:
                 svc = SERVICES[name](settings, self.store)
-                await svc.start(http=self.http)
+                # listed before it starts, so a start-up cut short still stops its connection
                 self.running.append(svc)
+                await svc.start(http=self.http)
         except BaseException:
-            await self.__aexit__(None, None, None)
+            await self.close()
             raise
         landmark = self.service("landmark")
         if landmark is not None and landmark.port and not settings.gateway.review_url:
@@ -64,10 +67,13 @@ class Embedded:
         return next((s for s in self.running if s.name == name), None)
 
     async def __aexit__(self, *exc: object) -> None:
-        for svc in reversed(self.running):
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop the services, newest first, then nats-server; safe to call more than once."""
+        while self.running:
             with contextlib.suppress(Exception):
-                await svc.stop()
-        self.running.clear()
+                await self.running.pop().stop()
         if self.nats_server is not None:
             await asyncio.to_thread(self.nats_server.stop)
 

@@ -26,6 +26,7 @@ from skyqa.contracts import RunState
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Service, Settings
 from skyqa.runtime.auth import check_bearer
+from skyqa.runtime.pages import SANDBOX_HEADERS
 from skyqa.v1 import common_pb2, scan_pb2
 
 from services.gateway.deadletters import DeadLetterLog
@@ -329,4 +330,4 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         except InvalidInput as exc:
             raise HTTPException(400, str(exc)) from None
         media = mimetypes.guess_type(path)[0] or "application/octet-stream"
-        return Response(data, media_type=media)
+        return Response(data, media_type=media, headers=SANDBOX_HEADERS)

@@ -5,16 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi.responses import HTMLResponse
 from prometheus_client import Gauge
 from skyqa.blob import BlobStore
 from skyqa.runtime import Service, Settings
+from skyqa.runtime.pages import mount_page
 
 from services.gateway.api import mount_api
 from services.gateway.deadletters import DeadLetterLog
 
 NAME = "gateway"
-PAGE = (Path(__file__).parent / "dashboard.html").read_text()
+HERE = Path(__file__).parent
 
 
 async def setup(svc: Service, dead: DeadLetterLog) -> None:
@@ -22,9 +22,9 @@ async def setup(svc: Service, dead: DeadLetterLog) -> None:
     mount_api(svc, dead)
     cfg = svc.settings.gateway
 
-    @svc.app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    async def dashboard() -> str:
-        return PAGE
+    # connect-src 'self' covers fetch and the EventSource of /v1/runs/<run>/events
+    assets = [HERE / "dashboard.js", HERE / "dashboard.css"]
+    mount_page(svc.app, "/", "/static", HERE / "dashboard.html", assets, img_src="'self'")
 
     @svc.app.get("/v1/info", tags=["service"])
     async def info() -> dict[str, Any]:

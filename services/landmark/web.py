@@ -1,26 +1,32 @@
 """The review web, served by the landmark service: list candidates with their views and boxes,
 keep/drop, main view and direction anchor, invalid views, class-name hint, auto-label, labels,
-finalize. Every API call needs the bearer token (``SKYQA_REVIEW_TOKEN``)."""
+finalize. Every API call needs the bearer token (``SKYQA_REVIEW_TOKEN``).
+
+The page is static (``review.html``, ``review.js``, ``review.css``) and renders every value as
+text; its Content-Security-Policy allows scripts and styles from this service only, so markup
+that slips into the review data cannot run even if a renderer gets it wrong.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Response
-from fastapi.responses import HTMLResponse
+from fastapi import Depends, FastAPI, Header, HTTPException, Response
 from pydantic import BaseModel
 from skyqa.contracts import ReviewState
 from skyqa.errors import BlobNotFound, InvalidInput
-from skyqa.keys import validate_key
+from skyqa.keys import is_valid_id, validate_key
 from skyqa.runtime import Service
+from skyqa.runtime.auth import check_bearer
+from skyqa.runtime.pages import BASE_HEADERS, mount_page
 
 from services.landmark import review
 from services.landmark.review_app import Reviewer
 
-PAGE = (Path(__file__).parent / "review.html").read_text()
+HERE = Path(__file__).parent
+WHAT = "the review web (SKYQA_REVIEW_TOKEN)"
 
 
 class Decide(BaseModel):
@@ -50,18 +56,29 @@ class Labels(BaseModel):
     note: str = ""
 
 
+def valid_run_id(run_id: str) -> str:
+    # review states live under KV key ``review.<run_id>``: a '.', '*' or '>' would address other
+    # keys or make JetStream refuse the key with a server error
+    if not is_valid_id(run_id):
+        raise HTTPException(
+            400,
+            f"run id {run_id[:100]!r} must start with a letter or digit and hold only letters, "
+            "digits, '_' and '-' (at most 96)",
+        )
+    return run_id
+
+
+RunId = Annotated[str, Depends(valid_run_id)]
+
+
 def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
     app: FastAPI = svc.app
 
-    def check_token(token: str) -> None:
-        expected = svc.settings.review_token.get_secret_value()
-        if not expected:
-            raise HTTPException(503, "the review web is disabled: set SKYQA_REVIEW_TOKEN")
-        if not hmac.compare_digest(token.encode(), expected.encode()):
-            raise HTTPException(401, "missing or wrong review token")
+    def expected() -> str:
+        return svc.settings.review_token.get_secret_value()
 
     def auth(authorization: str = Header("")) -> None:
-        check_token(authorization.removeprefix("Bearer ").strip())
+        check_bearer(authorization, expected(), WHAT)
 
     async def state_of(run_id: str) -> ReviewState:
         state = await reviewer.book.get(run_id)
@@ -69,9 +86,10 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
             raise HTTPException(404, f"no review for run {run_id!r}")
         return state
 
-    @app.get("/review", response_class=HTMLResponse)
-    async def page() -> str:
-        return PAGE
+    # blob: because the page fetches views with the bearer header and shows them as object
+    # URLs, which keeps the token out of image URLs
+    assets = [HERE / "review.js", HERE / "review.css"]
+    mount_page(app, "/review", "/review/static", HERE / "review.html", assets, img_src="'self' blob:")
 
     @app.get("/review/api/runs", dependencies=[Depends(auth)])
     async def runs() -> list[dict[str, Any]]:
@@ -90,7 +108,7 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
         return out
 
     @app.get("/review/api/runs/{run_id}", dependencies=[Depends(auth)])
-    async def run(run_id: str) -> dict[str, Any]:
+    async def run(run_id: RunId) -> dict[str, Any]:
         state = await state_of(run_id)
         doc = await reviewer.instances(state)
         items = []
@@ -125,9 +143,8 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
             "instances": items,
         }
 
-    @app.get("/review/api/media")
-    async def media(key: str, token: str = Query("")) -> Response:
-        check_token(token)  # <img> tags cannot send headers
+    @app.get("/review/api/media", dependencies=[Depends(auth)])
+    async def media(key: str) -> Response:
         try:
             validate_key(key)
             if not key.startswith("runs/") or "/landmarks_raw/" not in key:
@@ -137,7 +154,7 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
             raise HTTPException(400, str(exc)) from None
         except BlobNotFound:
             raise HTTPException(404, f"no object {key!r}") from None
-        return Response(data, media_type="image/jpeg")
+        return Response(data, media_type="image/jpeg", headers=BASE_HEADERS)
 
     async def act(run_id: str, event: str, fn: Any, **detail: Any) -> dict[str, Any]:
         state = await state_of(run_id)
@@ -159,7 +176,7 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
     base = "/review/api/runs/{run_id}/instances/{iid}"
 
     @app.post(f"{base}/decide", dependencies=[Depends(auth)])
-    async def decide(run_id: str, iid: str, body: Decide) -> dict[str, Any]:
+    async def decide(run_id: RunId, iid: str, body: Decide) -> dict[str, Any]:
         return await act(
             run_id,
             "web_instance_decided",
@@ -169,7 +186,7 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
         )
 
     @app.post(f"{base}/direction", dependencies=[Depends(auth)])
-    async def direction(run_id: str, iid: str, body: Direction) -> dict[str, Any]:
+    async def direction(run_id: RunId, iid: str, body: Direction) -> dict[str, Any]:
         return await act(
             run_id,
             "web_set_view_direction",
@@ -180,7 +197,7 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
         )
 
     @app.post(f"{base}/validity", dependencies=[Depends(auth)])
-    async def validity(run_id: str, iid: str, body: Validity) -> dict[str, Any]:
+    async def validity(run_id: RunId, iid: str, body: Validity) -> dict[str, Any]:
         return await act(
             run_id,
             "web_set_rgb_view_validity",
@@ -191,17 +208,17 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
         )
 
     @app.post(f"{base}/class_name", dependencies=[Depends(auth)])
-    async def class_name(run_id: str, iid: str, body: ClassName) -> dict[str, Any]:
+    async def class_name(run_id: RunId, iid: str, body: ClassName) -> dict[str, Any]:
         return await act(
             run_id,
             "web_sync_class_name",
             lambda s, d: review.set_class_name(s, d, iid, body.class_name),
             instance_id=iid,
-            class_name=body.class_name,
+            class_name=body.class_name.strip(),
         )
 
     @app.post(f"{base}/labels", dependencies=[Depends(auth)])
-    async def labels(run_id: str, iid: str, body: Labels) -> dict[str, Any]:
+    async def labels(run_id: RunId, iid: str, body: Labels) -> dict[str, Any]:
         return await act(
             run_id,
             "web_instance_updated",
@@ -212,7 +229,7 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
         )
 
     @app.post(f"{base}/auto_label", dependencies=[Depends(auth)])
-    async def auto_label(run_id: str, iid: str) -> dict[str, Any]:
+    async def auto_label(run_id: RunId, iid: str) -> dict[str, Any]:
         state = await state_of(run_id)
         if iid not in state.instances:
             raise HTTPException(404, f"no landmark {iid!r}")
@@ -223,9 +240,15 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
         return {"requested": iid}
 
     @app.post("/review/api/runs/{run_id}/finalize", dependencies=[Depends(auth)])
-    async def finalize(run_id: str) -> dict[str, Any]:
+    async def finalize(run_id: RunId) -> dict[str, Any]:
         state = await state_of(run_id)
         if state.finalized:
             raise HTTPException(409, "this review is finalized")
-        event = await reviewer.finalize(run_id, "web_finalize")
+        try:
+            event = await reviewer.finalize(run_id, "web_finalize")
+        except review.AlreadyFinalized:
+            # another call won the race between the check above and the flip
+            raise HTTPException(409, "this review is finalized") from None
+        except review.ReviewError as exc:
+            raise HTTPException(400, str(exc)) from None
         return {"valid": event.valid, "total": event.total, "valid_instances": event.valid_instances.key}

@@ -14,7 +14,7 @@ from playwright.async_api import async_playwright, expect
 from pydantic import SecretStr
 from skyqa.bus import topology
 from skyqa.settings import Settings
-from test_review_web import ARTIFACTS, CHROMIUM_FLAGS
+from test_review_web import ARTIFACTS, CHROMIUM_FLAGS, WATCH_CSP
 
 from services.embedded import Embedded, client_bus
 
@@ -49,7 +49,10 @@ async def test_dashboard_follows_a_live_run(tmp_path: Path) -> None:
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_FLAGS)
             page = await browser.new_page(viewport={"width": 1400, "height": 1100})
-            await page.goto(f"{base}/#run={run_id}")
+            await page.add_init_script(WATCH_CSP)
+            response = await page.goto(f"{base}/#run={run_id}")
+            assert response is not None
+            assert "script-src 'self'" in (await response.all_headers())["content-security-policy"]
             await expect(page.locator(f'tr[data-run="{run_id}"]')).to_be_visible(timeout=15000)
             await expect(page.locator("#run-id")).to_have_text(run_id)
             # live: a stage moves while the run is still running
@@ -72,6 +75,8 @@ async def test_dashboard_follows_a_live_run(tmp_path: Path) -> None:
             await expect(page.locator("#outputs")).to_contain_text("leaderboard")
             ARTIFACTS.mkdir(exist_ok=True)
             await page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+            # the live stream, previews and polling all ran under the page's policy
+            assert await page.evaluate("window.__csp") == []
             await browser.close()
         assert (ARTIFACTS / "dashboard.png").stat().st_size > 20_000
 

@@ -22,6 +22,13 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
 TOKEN = "review-t0ken"
+# records every Content-Security-Policy violation, so a test sees what the page tried and the
+# policy refused (an init script runs outside the page's policy)
+WATCH_CSP = """
+window.__csp = [];
+document.addEventListener("securitypolicyviolation",
+  (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+"""
 
 
 async def wait_for_review(nats_url: str, run_id: str) -> None:
@@ -52,16 +59,22 @@ async def test_review_web_end_to_end(tmp_path: Path) -> None:
 
         async with httpx.AsyncClient(base_url=base) as http:
             assert (await http.get("/review/api/runs")).status_code == 401
-            bad = await http.get("/review/api/media", params={"key": "runs/../../etc/passwd", "token": TOKEN})
+            bad = await http.get(
+                "/review/api/media",
+                params={"key": "runs/../../etc/passwd"},
+                headers={"Authorization": f"Bearer {TOKEN}"},
+            )
             assert bad.status_code == 400
 
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_FLAGS)
             page = await browser.new_page(viewport={"width": 1400, "height": 1000})
+            await page.add_init_script(WATCH_CSP)
             await page.goto(f"{base}/review")
             await page.fill("#token", "wrong")
             await page.click("#connect")
-            await status_says(page, "wrong review token")
+            await status_says(page, "wrong")
+            await expect(page.locator("#status")).to_have_class("error")
             await page.fill("#token", TOKEN)
             await page.click("#connect")
             await expect(page.locator(".card").first).to_be_visible(timeout=15000)
@@ -76,9 +89,7 @@ async def test_review_web_end_to_end(tmp_path: Path) -> None:
             bad_view = await views.nth(1).get_attribute("data-view")
             await page.click(f'{first} .view[data-view="{bad_view}"] button[data-valid]')
             await status_says(page, "view updated")
-            await expect(page.locator(f'{first} .view[data-view="{bad_view}"]')).to_have_class(
-                "view  invalid"
-            )
+            await expect(page.locator(f'{first} .view[data-view="{bad_view}"]')).to_have_class("view invalid")
             anchor = await views.nth(0).get_attribute("data-view")
             await page.select_option(f'{first} select[data-dir="{anchor}"]', "back")
             await page.click(f'{first} button[data-anchor="{anchor}"]')
@@ -98,6 +109,7 @@ async def test_review_web_end_to_end(tmp_path: Path) -> None:
             await page.screenshot(path=str(ARTIFACTS / "review_web.png"), full_page=False)
             await page.click("#finalize")
             await status_says(page, "finalized: 1 of")
+            assert await page.evaluate("window.__csp") == []
             await browser.close()
 
         state = await wait_for_run(env.nats_url, req.run_id, "review", 30)

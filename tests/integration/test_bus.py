@@ -32,20 +32,29 @@ async def test_publish_consume_ack_and_dedupe(bus: Bus, unique: str) -> None:
 
     async def handler(msg: common_pb2.Progress, d: Delivery) -> None:
         seen.append(msg.message)
-        assert d.run_id == "run-a"
+        assert d.run_id == "run-a"  # from the payload; the header says otherwise
         assert d.num_delivered == 1
 
     s = spec(unique)
     bus.handle(s, common_pb2.Progress, handler, stage="test")
     await bus.start()
     first = await bus.publish(
-        s.filter_subject, common_pb2.Progress(message="one"), msg_id=f"m-{unique}", run_id="run-a"
+        s.filter_subject,
+        common_pb2.Progress(run_id="run-a", message="one"),
+        msg_id=f"m-{unique}",
+        run_id="forged",
     )
     again = await bus.publish(
-        s.filter_subject, common_pb2.Progress(message="one"), msg_id=f"m-{unique}", run_id="run-a"
+        s.filter_subject,
+        common_pb2.Progress(run_id="run-a", message="one"),
+        msg_id=f"m-{unique}",
+        run_id="forged",
     )
     await bus.publish(
-        s.filter_subject, common_pb2.Progress(message="two"), msg_id=f"n-{unique}", run_id="run-a"
+        s.filter_subject,
+        common_pb2.Progress(run_id="run-a", message="two"),
+        msg_id=f"n-{unique}",
+        run_id="forged",
     )
     assert not first.duplicate
     assert again.duplicate

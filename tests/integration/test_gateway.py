@@ -230,6 +230,9 @@ async def test_release_listing_files_and_traversal(gateway: Any, unique: str) ->
     assert paths["image_tasks/a.json"]["size"] == 8 and paths["image_tasks/a.json"]["presigned_url"] is None
     got = await http.get(paths["image_tasks/a.json"]["url"])
     assert got.status_code == 200 and got.json() == {"a": 1}
+    # stored files (a release's report.html, an .svg) never run script on the gateway's origin
+    assert got.headers["content-security-policy"].startswith("sandbox")
+    assert got.headers["x-content-type-options"] == "nosniff"
     sub = (await http.get(f"/v1/releases/{run_id}", params={"prefix": "image_tasks"})).json()
     assert [f["path"] for f in sub["files"]] == ["image_tasks/a.json"]
     for bad in ("%2e%2e/%2e%2e/etc/passwd", "image_tasks/%2e%2e/%2e%2e/x", "a//b"):

@@ -232,15 +232,17 @@ async def test_review_host_killed_during_human_review_keeps_the_scan_settings(tm
         tmp_path / "logs",
         services=wanted,
         per_service={"landmark": {"SKYQA_HTTP__PORT": str(review_port)}},
-    ).start()
+    )
     reviewed: list[fusion_pb2.LandmarksReviewed] = []
-    watcher = await nats.connect(server.url)
 
     async def on_reviewed(msg: Msg) -> None:
         reviewed.append(fusion_pb2.LandmarksReviewed.FromString(msg.data))
 
-    await watcher.subscribe(topology.LANDMARKS_REVIEWED, cb=on_reviewed)
+    watcher: nats.NATS | None = None
     try:
+        watcher = await nats.connect(server.url)
+        await watcher.subscribe(topology.LANDMARKS_REVIEWED, cb=on_reviewed)
+        fleet.start()
         await publish_scan(server.url, req)
         for _ in range(1200):
             state = await poll(server.url, req.run_id)
@@ -294,6 +296,7 @@ async def test_review_host_killed_during_human_review_keeps_the_scan_settings(tm
             stream = video.streams.video[0]
             assert (stream.width, stream.height) == (160, 120)
     finally:
-        await watcher.close()
+        if watcher is not None:
+            await watcher.close()
         fleet.stop()
         server.stop()
