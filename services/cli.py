@@ -131,7 +131,8 @@ def build_request(
     return full
 
 
-def _follow(nats_url: str, run_id: str, timeout_s: float) -> RunState:
+async def _follow(nats_url: str, run_id: str, timeout_s: float) -> RunState:
+    """Poll the run on the caller's loop with live bars, so a signal cancels it at once."""
     with Progress(
         TextColumn("{task.description:<9}"),
         BarColumn(),
@@ -145,8 +146,7 @@ def _follow(nats_url: str, run_id: str, timeout_s: float) -> RunState:
 
         def show(state: RunState) -> None:
             for name, task in tasks.items():
-                st = state.stages.get(name)
-                if st is not None:
+                if (st := state.stages.get(name)) is not None:
                     bars.update(
                         task,
                         completed=st.done,
@@ -154,7 +154,7 @@ def _follow(nats_url: str, run_id: str, timeout_s: float) -> RunState:
                         message=f"{st.status} {st.message}"[:70],
                     )
 
-        return asyncio.run(wait_for_run(nats_url, run_id, FINAL_STAGE, timeout_s, show))
+        return await wait_for_run(nats_url, run_id, FINAL_STAGE, timeout_s, show)
 
 
 def _stage_times(state: RunState) -> str:
@@ -319,30 +319,7 @@ def demo(
             )
         await publish_scan(env.nats_url, req)
         err.print(f"scan of {req.scene_id} submitted as run {req.run_id}")
-        # ``_follow``'s display, but polled on this loop: a signal cancels it at once, where
-        # ``_follow`` in a thread kept polling the stopped server and held the exit back ~6 s
-        with Progress(
-            TextColumn("{task.description:<9}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[message]}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=False,
-        ) as bars:
-            tasks = {s: bars.add_task(s, total=None, message="waiting") for s in PIPELINE_STAGES}
-
-            def show(state: RunState) -> None:
-                for name, task in tasks.items():
-                    if (st := state.stages.get(name)) is not None:
-                        bars.update(
-                            task,
-                            completed=st.done,
-                            total=st.total or None,
-                            message=f"{st.status} {st.message}"[:70],
-                        )
-
-            return await wait_for_run(env.nats_url, req.run_id, FINAL_STAGE, timeout, show)
+        return await _follow(env.nats_url, req.run_id, timeout)
 
     # the same signal handling as ``up`` (tests/integration/test_launcher.py drives ``up``)
     state = _run_embedded("demo", Embedded(data_dir, settings), main)
@@ -399,7 +376,7 @@ def scan_cmd(
         raise _fail(f"cannot reach NATS at {url}; start it with 'skyqa up' ({exc})") from None
     err.print(f"run {req.run_id} submitted")
     if wait:
-        state = _follow(url, req.run_id, timeout)
+        state = asyncio.run(_follow(url, req.run_id, timeout))
         _report(state, settings.store.local_root if settings.store.backend == "local" else None)
     else:
         out.print(req.run_id)

@@ -51,6 +51,11 @@ def run_prefix(run_id: str) -> str:
     return f"runs/{validate_id(run_id, 'run id')}"
 
 
+def scan_request(run_id: str) -> str:
+    """The run's full ScanRequest (protobuf JSON), written by capture when the scan is accepted."""
+    return f"{run_prefix(run_id)}/scan_request.json"
+
+
 def scene_root(run_id: str, scene_id: str) -> str:
     return f"{run_prefix(run_id)}/scene_data/{validate_id(scene_id, 'scene id')}"
 

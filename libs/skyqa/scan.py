@@ -182,13 +182,11 @@ def validate(req: scan_pb2.ScanRequest) -> None:
 
 def admit(req: scan_pb2.ScanRequest, scenes_dir: Path | None, evaluation: EvaluationSettings) -> None:
     """What only a deployment can judge, checked where a request enters (gateway, CLI, capture):
-    the scene exists here, and every model endpoint is on the operator's allow-list."""
-    try:
-        if req.backend == "builtin":
-            check_scene(req.scene_id, scenes_dir)
-        resolve(req.evaluation.models, evaluation)
-    except InvalidInput as exc:
-        raise InvalidScanRequest(str(exc)) from None
+    the scene exists here (:class:`UnknownScene`), and every model endpoint is on the operator's
+    allow-list (:class:`EndpointNotAllowed`)."""
+    if req.backend == "builtin":
+        check_scene(req.scene_id, scenes_dir)
+    resolve(req.evaluation.models, evaluation)
 
 
 def carried(req: scan_pb2.ScanRequest, run_id: str, what: str) -> scan_pb2.ScanRequest:

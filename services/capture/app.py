@@ -73,7 +73,7 @@ async def setup(svc: Service) -> None:
         frames = sum(len(j.poses) for j in jobs)
         await asyncio.to_thread(
             svc.store.put,
-            f"{keys.run_prefix(full.run_id)}/scan_request.json",
+            keys.scan_request(full.run_id),
             json_format.MessageToJson(full, sort_keys=True).encode(),
             "application/json",
         )

@@ -57,7 +57,8 @@ async def setup(svc: Service) -> None:
             models,
             cfg.cache_dir,
             cfg.concurrency,
-            spec.budget or cfg.budget or None,
+            # a request may lower the operator's request cap, never raise it
+            min((b for b in (spec.budget, cfg.budget) if b), default=0) or None,
             conds,
         )
         top = result.leaderboard["models"][0]

@@ -298,7 +298,10 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         shown = names[: cfg.max_listing]
 
         def describe(key: str) -> dict[str, Any]:
-            info = svc.store.head(key)
+            try:
+                info = svc.store.head(key)
+            except BlobNotFound:  # removed (or replaced by a link) since it was listed
+                info = None
             rel = key[len(root) + 1 :]
             return {
                 "key": key,

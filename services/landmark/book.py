@@ -19,6 +19,7 @@ from skyqa.blob import BlobStore
 from skyqa.bus import JsonKV
 from skyqa.contracts import ReviewState
 from skyqa.contracts.base import dump_json
+from skyqa.errors import InvalidInput
 
 Row = dict[str, Any]
 
@@ -63,7 +64,7 @@ class ReviewBook:
         def apply(doc: dict[str, Any] | None) -> dict[str, Any]:
             if doc is None:
                 if initial is None:
-                    raise KeyError(f"no review for run {run_id}")
+                    raise InvalidInput(f"no review for run {run_id!r}")
                 state = initial.model_copy(deep=True)
             elif initial is not None:
                 produced.clear()
@@ -79,6 +80,7 @@ class ReviewBook:
                 )
             return state.model_dump(mode="json")
 
+        keys.validate_id(run_id, "run id")  # KV key review.<run_id>: '.', '*' and '>' are syntax
         doc = await self.kv.update(f"review.{run_id}", apply)
         state = ReviewState.model_validate(doc)
         await asyncio.to_thread(self._persist, state, list(produced))

@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from google.protobuf import json_format
+from skyqa import keys
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import InstancesFile, ReviewState, load_json
 from skyqa.contracts.base import dump_json
+from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Service
 from skyqa.v1 import common_pb2, fusion_pb2, scan_pb2
 
@@ -24,6 +27,8 @@ from services.landmark.book import ReviewBook, state_key, valid_key
 log = logging.getLogger("skyqa.review")
 
 STAGE = "review"
+# a web finalize this long after another began takes over its publish (that one died)
+TAKEOVER_S = 30.0
 COLLECTED = topology.ConsumerSpec("landmark-review", topology.EVENTS_STREAM, topology.LANDMARKS_COLLECTED)
 LABELS = topology.ConsumerSpec("landmark-labels", topology.EVENTS_STREAM, topology.LABEL_DONE)
 
@@ -104,7 +109,7 @@ class Reviewer:
             ]
 
         state = await self.book.change(result.run_id, apply)
-        if state.mode != "auto" or state.finalized:
+        if state.mode != "auto":
             return
         progress, fanin = self.svc.require()
         kept = [i for i, r in state.instances.items() if r.action == "keep"]
@@ -119,24 +124,31 @@ class Reviewer:
     async def finalize(self, run_id: str, trigger: str, trace_id: str = "") -> fusion_pb2.LandmarksReviewed:
         """Finalize once: the call that flips the state publishes ``LandmarksReviewed``.
 
-        A web call that finds the review already finalized gets :class:`AlreadyFinalized`. The
-        auto path and :meth:`resume` publish again while the stage is not yet announced (a
-        crash between the flip and the publish); the fixed message id deduplicates that.
+        Until the stage is announced, a later call publishes again (the fixed message id
+        deduplicates it), so a finalize that died between the flip and the publish is finished
+        by the next one: a redelivered label, :meth:`resume`, or a web call made after
+        ``TAKEOVER_S``. Sooner, a web call gets :class:`AlreadyFinalized` (the first is still
+        publishing), as does every call once the stage is announced.
         """
         claimed = False
+        now = time.time()
 
         def mark(state: ReviewState) -> list[dict[str, object]]:
             nonlocal claimed
             claimed = not state.finalized
             if not claimed:
                 return []
-            state.finalized = True
+            state.finalized, state.finalized_at = True, now
             return [{"event": "review_session_end", "trigger": trigger}]
 
         state = await self.book.change(run_id, mark)
         progress, fanin = self.svc.require()
-        if not claimed and (trigger == "web_finalize" or await fanin.is_announced(f"{run_id}.{STAGE}")):
+        if not claimed and (
+            await fanin.is_announced(f"{run_id}.{STAGE}")
+            or (trigger == "web_finalize" and now - state.finalized_at < TAKEOVER_S)
+        ):
             raise review.AlreadyFinalized(f"the review of run {run_id!r} is already finalized")
+        scan = await self._scan(state)
         doc = await self.instances(state)
         valid = review.valid_instances(state, doc, state_key(run_id, state.scene_id), trigger)
         key = valid_key(run_id, state.scene_id)
@@ -147,7 +159,7 @@ class Reviewer:
             valid=len(valid.valid_instances),
             total=len(doc.instances),
             valid_instances=info.to_ref(),
-            scan=json_format.ParseDict(state.scan, scan_pb2.ScanRequest()),
+            scan=scan,
         )
         await self.svc.bus.publish(
             topology.LANDMARKS_REVIEWED,
@@ -168,16 +180,31 @@ class Reviewer:
         )
         return event
 
+    async def _scan(self, state: ReviewState) -> scan_pb2.ScanRequest:
+        """The run's scan: from the review state, or (a review started before states carried
+        it) from the request capture stored when it accepted the scan."""
+        if state.scan:
+            return json_format.ParseDict(state.scan, scan_pb2.ScanRequest())
+        try:
+            data = await asyncio.to_thread(self.svc.store.get, keys.scan_request(state.run_id))
+        except BlobNotFound:
+            raise InvalidInput(f"run {state.run_id!r} has no stored scan request to hand on") from None
+        return json_format.Parse(data, scan_pb2.ScanRequest())
+
     async def resume(self) -> None:
-        """Publish the reviews a crash left finalized but unannounced."""
+        """Publish the reviews a crash left finalized but unannounced; one bad review is logged
+        and skipped, never keeps the service from starting."""
         _, fanin = self.svc.require()
         for run_id in await self.book.runs():
-            state = await self.book.get(run_id)
-            if state is None or not state.finalized or await fanin.is_announced(f"{run_id}.{STAGE}"):
-                continue
-            log.warning("review of run %s was finalized but not announced; publishing it now", run_id)
-            with contextlib.suppress(review.AlreadyFinalized):  # another replica was quicker
-                await self.finalize(run_id, "resume_after_restart")
+            try:
+                state = await self.book.get(run_id)
+                if state is None or not state.finalized or await fanin.is_announced(f"{run_id}.{STAGE}"):
+                    continue
+                log.warning("review of run %s was finalized but not announced; publishing it now", run_id)
+                with contextlib.suppress(review.AlreadyFinalized):  # another replica was quicker
+                    await self.finalize(run_id, "resume_after_restart")
+            except Exception:
+                log.exception("could not resume the review of run %s", run_id)
 
 
 async def setup_review(svc: Service) -> Reviewer:
@@ -193,5 +220,6 @@ async def setup_review(svc: Service) -> Reviewer:
     svc.bus.handle(COLLECTED, fusion_pb2.LandmarksCollected, on_collected, stage=STAGE)
     svc.bus.handle(LABELS, fusion_pb2.LabelResult, on_label, stage=STAGE)
     svc.state["reviewer"] = reviewer
-    await reviewer.resume()
+    # in the background: the service serves (and reports ready) while old reviews are walked
+    svc.state["review_resume"] = asyncio.create_task(reviewer.resume())
     return reviewer

@@ -163,11 +163,15 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
         doc = await reviewer.instances(state)
 
         def apply(s: ReviewState) -> list[dict[str, Any]]:
+            if s.finalized:  # finalized between the read above and this compare-and-set
+                raise review.AlreadyFinalized("this review is finalized")
             fn(s, doc)
             return [{"event": event, **detail}]
 
         try:
             new = await reviewer.book.change(run_id, apply)
+        except review.AlreadyFinalized:
+            raise HTTPException(409, "this review is finalized") from None
         except review.ReviewError as exc:
             raise HTTPException(400, str(exc)) from None
         iid = detail.get("instance_id")
@@ -241,14 +245,13 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
 
     @app.post("/review/api/runs/{run_id}/finalize", dependencies=[Depends(auth)])
     async def finalize(run_id: RunId) -> dict[str, Any]:
-        state = await state_of(run_id)
-        if state.finalized:
-            raise HTTPException(409, "this review is finalized")
+        await state_of(run_id)
         try:
+            # compare-and-set inside: one call publishes, the others get 409; a call long after
+            # a finalize that died before publishing finishes it
             event = await reviewer.finalize(run_id, "web_finalize")
         except review.AlreadyFinalized:
-            # another call won the race between the check above and the flip
             raise HTTPException(409, "this review is finalized") from None
-        except review.ReviewError as exc:
+        except InvalidInput as exc:
             raise HTTPException(400, str(exc)) from None
         return {"valid": event.valid, "total": event.total, "valid_instances": event.valid_instances.key}

@@ -11,6 +11,7 @@ from playwright.async_api import Page, async_playwright, expect
 from pydantic import SecretStr
 from skyqa.contracts import ValidInstancesFile, load_json
 from skyqa.settings import Settings
+from skyqa.v1 import scan_pb2
 
 from services.cli import build_request
 from services.embedded import Embedded, publish_scan, read_run, wait_for_run
@@ -41,6 +42,17 @@ async def wait_for_review(nats_url: str, run_id: str) -> None:
     raise AssertionError("the review never started")
 
 
+async def start_human_review(env: Embedded) -> scan_pb2.ScanRequest:
+    """A tiny scan in human-review mode, returned once its review waits for a reviewer."""
+    assert env.nats_url is not None
+    req = build_request(
+        "tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 0, "human", 4, "160x120"
+    )
+    await publish_scan(env.nats_url, req)
+    await wait_for_review(env.nats_url, req.run_id)
+    return req
+
+
 async def status_says(page: Page, text: str) -> None:
     await expect(page.locator("#status")).to_contain_text(text, timeout=15000)
 
@@ -49,11 +61,7 @@ async def test_review_web_end_to_end(tmp_path: Path) -> None:
     settings = Settings(review_token=SecretStr(TOKEN))
     async with Embedded(tmp_path, settings) as env:
         assert env.nats_url is not None
-        req = build_request(
-            "tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 0, "human", 4, "160x120"
-        )
-        await publish_scan(env.nats_url, req)
-        await wait_for_review(env.nats_url, req.run_id)
+        req = await start_human_review(env)
         landmark = next(s for s in env.running if s.name == "landmark")
         base = f"http://127.0.0.1:{landmark.port}"
 

@@ -18,10 +18,9 @@ from skyqa.bus import topology
 from skyqa.bus.client import DLQ_ERROR, DLQ_REASON, RUN_ID
 from skyqa.contracts import ReviewState
 from skyqa.settings import Settings
-from test_review_web import CHROMIUM_FLAGS, WATCH_CSP, status_says, wait_for_review
+from test_review_web import CHROMIUM_FLAGS, WATCH_CSP, start_human_review, status_says
 
-from services.cli import build_request
-from services.embedded import Embedded, client_bus, publish_scan
+from services.embedded import Embedded, client_bus
 
 TOKEN = "sec-t0ken-9f2"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -54,11 +53,7 @@ async def test_markup_in_review_data_is_text_under_a_strict_policy(tmp_path: Pat
     settings = Settings(review_token=SecretStr(TOKEN))
     async with Embedded(tmp_path, settings) as env:
         assert env.nats_url is not None
-        req = build_request(
-            "tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 0, "human", 4, "160x120"
-        )
-        await publish_scan(env.nats_url, req)
-        await wait_for_review(env.nats_url, req.run_id)
+        req = await start_human_review(env)
         landmark, gateway = env.service("landmark"), env.service("gateway")
         assert landmark is not None and gateway is not None
         base = f"http://127.0.0.1:{landmark.port}"

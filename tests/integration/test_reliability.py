@@ -93,6 +93,20 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     return asyncio.run(run())
 
 
+def fleet_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """Every process's settings: fast retries, a local store under ``tmp_path``."""
+    return {
+        "SKYQA_BUS__ACK_WAIT_S": str(FAST["ack_wait_s"]),
+        "SKYQA_BUS__RETRY_BASE_S": str(FAST["retry_base_s"]),
+        "SKYQA_BUS__RETRY_MAX_S": str(FAST["retry_max_s"]),
+        "SKYQA_STORE__BACKEND": "local",
+        "SKYQA_STORE__LOCAL_ROOT": str(tmp_path / "store"),
+        "SKYQA_HTTP__PORT": "0",
+        "SKYQA_LOG_LEVEL": "WARNING",
+        **extra,
+    }
+
+
 async def poll(url: str, run_id: str = REQ.run_id) -> RunState | None:
     try:
         return await read_run(url, run_id)
@@ -113,16 +127,7 @@ async def test_crashed_services_and_a_restarted_nats_server_with_per_service_use
     ).start()
     host = server.url.removeprefix("nats://")
     url = {n: f"nats://{n}:{pw}@{host}" for n, pw in passwords.items()}
-    env = {
-        "SKYQA_BUS__ACK_WAIT_S": str(FAST["ack_wait_s"]),
-        "SKYQA_BUS__RETRY_BASE_S": str(FAST["retry_base_s"]),
-        "SKYQA_BUS__RETRY_MAX_S": str(FAST["retry_max_s"]),
-        "SKYQA_STORE__BACKEND": "local",
-        "SKYQA_STORE__LOCAL_ROOT": str(tmp_path / "store"),
-        "SKYQA_HTTP__PORT": "0",
-        "SKYQA_LOG_LEVEL": "WARNING",
-        "SKYQA_EVALUATION__CACHE_DIR": str(tmp_path / "eval-cache"),
-    }
+    env = fleet_env(tmp_path, SKYQA_EVALUATION__CACHE_DIR=str(tmp_path / "eval-cache"))
     fleet = Fleet(
         env, tmp_path / "logs", per_service={n: {"SKYQA_BUS__NATS_URL": url[n]} for n in SERVICES}
     ).start()
@@ -215,17 +220,7 @@ async def test_review_host_killed_during_human_review_keeps_the_scan_settings(tm
     token = secrets.token_hex(8)
     server = NatsServer(tmp_path / "nats").start()
     review_port = free_port()
-    env = {
-        "SKYQA_BUS__NATS_URL": server.url,
-        "SKYQA_BUS__ACK_WAIT_S": str(FAST["ack_wait_s"]),
-        "SKYQA_BUS__RETRY_BASE_S": str(FAST["retry_base_s"]),
-        "SKYQA_BUS__RETRY_MAX_S": str(FAST["retry_max_s"]),
-        "SKYQA_STORE__BACKEND": "local",
-        "SKYQA_STORE__LOCAL_ROOT": str(tmp_path / "store"),
-        "SKYQA_HTTP__PORT": "0",
-        "SKYQA_LOG_LEVEL": "WARNING",
-        "SKYQA_REVIEW_TOKEN": token,
-    }
+    env = fleet_env(tmp_path, SKYQA_BUS__NATS_URL=server.url, SKYQA_REVIEW_TOKEN=token)
     wanted = ["capture", "fusion", "renderer", "landmark", "labeller", "mission_planner"]
     fleet = Fleet(
         env,

@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import pytest
 from conftest import Probe, small_scan
-from skyqa.blob import BlobStore, S3BlobStore
+from skyqa.blob import BlobStore, S3BlobStore, sha256_hex
 from skyqa.bus import Bus, topology
 from skyqa.contracts import FrameRow, InstanceTable, load_json
 from skyqa.geometry import read_pcd
@@ -28,7 +28,7 @@ from skyqa.sim import load_scene
 from skyqa.v1 import common_pb2
 
 from services.capture import app as capture_app
-from services.embedded import publish_scan, wait_for_run
+from services.embedded import publish_scan, read_run, wait_for_run
 from services.fusion import app as fusion_app
 
 
@@ -141,11 +141,18 @@ async def test_malformed_scan_requests_get_error_events_and_store_nothing(
         req = small_scan(run_id)
         mutate(req)
         await probe.bus.publish(topology.SCAN_REQUESTED, req, msg_id=f"scan:{run_id}", run_id=run_id)
-    event = await Probe.first(errors, lambda e: e.run_id == run_id)
-    assert event.reason == reason and fragment in event.message
-    state = await wait_for_run(settings.bus.nats_url, run_id, "fusion", 10)
-    assert state.status == "failed"
-    assert fragment in state.errors[0]
+    if mutate is None:
+        # the header's run id is a claim: the failure is reported on no run, and none is made
+        event = await Probe.first(errors, lambda e: e.payload_sha256 == sha256_hex(b"\x0a\xffgarbage"))
+        assert event.reason == reason and fragment in event.message and event.run_id == ""
+        await asyncio.sleep(0.5)
+        assert await read_run(settings.bus.nats_url, run_id) is None
+    else:
+        event = await Probe.first(errors, lambda e: e.run_id == run_id)
+        assert event.reason == reason and fragment in event.message
+        state = await wait_for_run(settings.bus.nats_url, run_id, "fusion", 10)
+        assert state.status == "failed"
+        assert fragment in state.errors[0]
     assert s3_store.list("") == before
 
 

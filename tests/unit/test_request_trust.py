@@ -7,7 +7,7 @@ import json
 import pytest
 from fastapi import HTTPException
 from skyqa import scan
-from skyqa.errors import InvalidScanRequest, UnknownScene
+from skyqa.errors import UnknownScene
 from skyqa.models.endpoints import EndpointNotAllowed, resolve
 from skyqa.runtime.auth import bearer_token, check_bearer
 from skyqa.settings import EvaluationSettings, ModelEndpoint, Settings
@@ -69,7 +69,7 @@ def test_scenes_are_checked_without_building_them(tmp_path: object) -> None:
         with pytest.raises(UnknownScene, match="unknown scene"):
             check_scene(bad)
     req = scan.apply_defaults(scan_pb2.ScanRequest(scene_id="nowhere_city", run_id="r"))
-    with pytest.raises(InvalidScanRequest, match="unknown scene"):
+    with pytest.raises(UnknownScene, match="unknown scene"):
         scan.admit(req, None, EvaluationSettings())
 
 

@@ -16,17 +16,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
+from review_fixtures import VIEW_KEY, landmarks
 from skyqa.blob import LocalBlobStore
-from skyqa.contracts import (
-    Bbox3D,
-    CameraPose,
-    CollectSummary,
-    InstanceReview,
-    InstancesFile,
-    LandmarkInstance,
-    ReviewState,
-    RgbView,
-)
+from skyqa.contracts import InstanceReview, InstancesFile, ReviewState
 from skyqa.settings import Settings
 
 from services.landmark import review
@@ -35,35 +27,6 @@ from services.landmark.web import mount_review_web
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "unit-t0ken"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-VIEW_KEY = "runs/r1/scene_data/s/landmarks_raw/4_3/view_00_front.jpg"
-
-
-def landmarks() -> InstancesFile:
-    view = RgbView(
-        view_id="view_00_front", path=VIEW_KEY, segmentation_path="p/0.png", mode="orbit",
-        label="front", view_direction="front", yaw_deg=0, pitch_deg=-20, pitch_offset_deg=0,
-        camera=CameraPose(x=0, y=0, z=10, yaw_deg=0, pitch_deg=-20), bbox_2d_xyxy=[1, 1, 5, 5],
-        bbox_2d_xywh=[1, 1, 4, 4], bbox_2d_image_size=[10, 10], bbox_2d_valid=True, visible_pixels=10,
-        visible_ratio=0.5, rendered_instance_id=3, is_valid=True,
-    )  # fmt: skip
-    lm = LandmarkInstance(
-        instance_id="4_3", class_id=4, instance_numeric_id=3, class_name="house", center_3d=[0, 0, 0],
-        bbox_3d=Bbox3D(min=[0, 0, 0], max=[1, 1, 1], size=[1, 1, 1], yaw_deg=0), point_count=50,
-        rgb_views=[view],
-    )  # fmt: skip
-    twin = lm.model_copy(update={"instance_id": "4_7", "instance_numeric_id": 7})
-    other = lm.model_copy(update={"instance_id": "5_1", "class_id": 5, "class_name": "tree"})
-    summary = CollectSummary(
-        input_points=1,
-        valid_points=1,
-        candidate_pairs=3,
-        dropped_small_instances=0,
-        dropped_view_insufficient=0,
-        instances=3,
-    )
-    return InstancesFile(
-        scene_id="s", source_pcd="x.pcd", filters={}, summary=summary, instances=[lm, twin, other]
-    )
 
 
 def state_of(doc: InstancesFile, run_id: str = "r1") -> ReviewState:
@@ -149,7 +112,8 @@ class FakeBook:
 
 
 class FakeReviewer:
-    """Finalize behaves as when a concurrent call flipped the state first."""
+    """The reviewer's reads and book; finalizing is tested on real servers
+    (tests/integration/test_review_recovery.py)."""
 
     def __init__(self, doc: InstancesFile) -> None:
         self.doc = doc
@@ -157,9 +121,6 @@ class FakeReviewer:
 
     async def instances(self, state: ReviewState) -> InstancesFile:
         return self.doc
-
-    async def finalize(self, run_id: str, trigger: str) -> Any:
-        raise review.AlreadyFinalized(f"the review of run {run_id!r} is already finalized")
 
 
 def web(tmp_path: Path, token: str = TOKEN) -> tuple[TestClient, FakeReviewer]:
@@ -227,12 +188,6 @@ def test_class_name_markup_is_refused_by_the_api(tmp_path: Path) -> None:
     r = client.post(path, json={"class_name": " low house "}, headers=AUTH)
     assert r.status_code == 200 and r.json()["class_name"] == "low house"
     assert reviewer.book.states["r1"].instances["4_7"].class_name == "low house"
-
-
-def test_finalize_lost_to_a_concurrent_call_is_409(tmp_path: Path) -> None:
-    client, _ = web(tmp_path)
-    r = client.post("/review/api/runs/r1/finalize", json={}, headers=AUTH)
-    assert r.status_code == 409 and r.json()["detail"] == "this review is finalized"
 
 
 # -- the pages ----------------------------------------------------------------------------

@@ -78,7 +78,9 @@ class LocalBlobStore:
     def list(self, prefix: str) -> list[str]:
         folder = prefix.strip("/")
         base = self.root / validate_key(folder) if folder else self.root
-        if base.is_symlink() or not base.is_dir():
+        # a link anywhere on the way (runs/R/escape -> /elsewhere, then prefix escape/sub) must
+        # not turn the listing into one of another folder
+        if not base.is_dir() or (base != self.root and self.root not in base.resolve().parents):
             return []
         keys = []
         # symlinks are never objects: one pointing outside the root must not leak or break this

@@ -50,6 +50,7 @@ class ReviewState(Contract):
     # the run's own settings (video size, seed, evaluation) to the mission stage
     scan: dict[str, Any] = Field(default_factory=dict)
     finalized: bool = False
+    finalized_at: float = 0.0  # when the finalize that claimed the review began (epoch s)
     log_seq: int = 0
     instances: dict[str, InstanceReview]
 

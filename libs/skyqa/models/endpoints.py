@@ -56,7 +56,8 @@ def resolve(requested: Iterable[eval_pb2.ModelSpec], cfg: EvaluationSettings) ->
         out.append(
             entry.model_copy(
                 update={
-                    "model": spec.model or entry.model,
+                    # an entry that names its model fixes it (a request cannot pick a pricier one)
+                    "model": entry.model or spec.model,
                     "rpm": _limit(spec.rpm, entry.rpm),
                     "tpm": _limit(spec.tpm, entry.tpm),
                 }

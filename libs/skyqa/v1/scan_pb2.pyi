@@ -196,7 +196,9 @@ class ScanRequest(_message.Message):
     review_mode: _builtins.str
     """"auto" (rules + auto-label) or "human" (the review web)"""
     landmark_count: _builtins.int
-    """UAV-DualCog's landmark_count: the largest candidates carried into the dataset (0 = profile default)"""
+    """UAV-DualCog's landmark_count: the largest candidates carried into the dataset (unset = profile
+    default; the gateway refuses an explicit 0, like every value the defaults would replace)
+    """
     @_builtins.property
     def bound(self) -> _common_pb2.MapBound: ...
     @_builtins.property
