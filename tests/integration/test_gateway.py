@@ -383,6 +383,10 @@ async def test_release_listing_is_a_folder_and_survives_bad_files(
             folder = await http.get(f"/v1/releases/{run}/files/image_tasks")
             assert folder.status_code == 404, folder.text
             if backend == "local":
+                for prefix in ("escape", "escape/store"):  # a linked parent leads nowhere
+                    r = await http.get(f"/v1/releases/{run}", params={"prefix": prefix})
+                    assert r.status_code in (200, 404) and "host file" not in r.text, (prefix, r.text)
+                    assert r.status_code == 404 or r.json()["files"] == [], r.text
                 for path in ("image_tasks/link.json", "escape/outside.txt"):
                     r = await http.get(f"/v1/releases/{run}/files/{path}")
                     assert r.status_code == 404 and "host file" not in r.text, (path, r.text)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from skyqa.runtime import Service, Settings
 from skyqa.servers import NatsServer, free_port
 
 READY_S = 90.0  # imports alone take ~5 s; generous for a loaded 2-core machine
@@ -234,3 +235,20 @@ def test_server_outlives_the_thread_that_started_it(tmp_path: Path) -> None:
         assert server.proc.poll() is None, server_log(tmp_path)
     finally:
         server.stop()
+
+
+async def test_services_leave_the_signal_handlers_of_their_process_alone(settings: Settings) -> None:
+    """uvicorn's own handlers, nested once per service and restored in the order the servers
+    stopped, left a stopped server's handler in place: SIGTERM was then swallowed for good."""
+
+    async def nothing(svc: Service) -> None:
+        return None
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    first, second = Service("first", settings, nothing), Service("second", settings, nothing)
+    await first.start()
+    await second.start()
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    await first.stop()  # not the reverse of the start order
+    await second.stop()
+    assert {sig: signal.getsignal(sig) for sig in before} == before

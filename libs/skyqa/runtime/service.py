@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import uvicorn
@@ -26,6 +26,21 @@ from skyqa.v1 import common_pb2
 log = logging.getLogger("skyqa.service")
 
 Setup = Callable[["Service"], Awaitable[None]]
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handlers.
+
+    ``Server.serve`` replaces the SIGINT/SIGTERM handlers with its own while it runs and
+    re-raises the signal when it stops. With several services in one process (``skyqa up``),
+    each nested over the launcher's handler, a signal reached one server instead of the launcher
+    and shutdown depended on the order the servers stopped in. The owner of the process
+    (``Service.run`` or the launcher) handles signals and stops the servers itself.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 class Service:
@@ -101,7 +116,7 @@ class Service:
             log_level="warning",
             lifespan="off",
         )
-        self._server = uvicorn.Server(config)
+        self._server = _QuietServer(config)
         self._server_task = asyncio.create_task(self._server.serve())
         while not self._server.started:
             if self._server_task.done():
