@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import dataclass
 
 from skyqa.contracts.qa import ImageRow, QCReport
 
@@ -50,7 +51,23 @@ def mcq_tsv(rows: list[ImageRow]) -> bytes:
     return buf.getvalue().encode()
 
 
-def dataset_card(scene_id: str, run_id: str, report: QCReport, keys: dict[str, str], root: str) -> bytes:
+@dataclass(frozen=True)
+class Media:
+    """What this run's files really are (the card must not quote another profile's contract)."""
+
+    profile: str
+    still_width: int
+    still_height: int
+    jpeg_quality: int
+    video_width: int
+    video_height: int
+    video_bitrate: int
+    fps: str  # as measured on the released videos
+
+
+def dataset_card(
+    scene_id: str, run_id: str, report: QCReport, keys: dict[str, str], root: str, media: Media
+) -> bytes:
     rel = {k: v.removeprefix(root + "/") for k, v in keys.items()}
     f = report.funnel
     reasons = "\n".join(f"| {k} | {v} |" for k, v in report.drop_reasons.items()) or "| (none) | 0 |"
@@ -103,8 +120,11 @@ Dropped rows by reason:
 
 ## Media contract
 
-Stills: JPEG quality 80 (release profile 4096x3072). Videos: H.264 (libx264, baseline),
-yuv420p, 10 FPS, MP4 with `+faststart` (release profile 1440x1080 at 10 Mb/s). Environment
+This run ({media.profile} profile): stills {media.still_width}x{media.still_height} JPEG quality
+{media.jpeg_quality}; videos {media.video_width}x{media.video_height} H.264 (libx264, baseline),
+yuv420p, {media.fps} FPS, {media.video_bitrate / 1e6:g} Mb/s, MP4 with `+faststart`. (UAV-DualCog's
+release contract is 4096x3072 stills at JPEG 80 and 1440x1080 video at 10 Mb/s: the release
+profile.) Environment
 rows' `env_how` gold is the move that brings the landmark to the image centre: turn towards
 its side and climb or descend towards it (4-way: the dominant axis, at least 5 degrees off and
 1.5 times the other; 8-way: every axis at least 5 degrees off).

@@ -3,8 +3,9 @@
 Per slot, a *self pair* (where + what) shares the reference (main) view and the target view,
 and an *env pair* (where + how) shares one newly rendered environment observation. Only views
 the review kept valid are used. The difficulty plan is 4-way + 8-way whenever the landmark has
-a valid diagonal view (else 4-way twice). Gold letters rotate through A-D so answer positions
-are balanced by construction. Environment rows get their box after rendering (:func:`finish_env_row`).
+a valid diagonal view (else 4-way twice). Where the gold answer sits among the options comes
+from :mod:`placement` (balanced and seeded per task and difficulty). Environment rows get their
+box after rendering (:func:`finish_env_row`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from skyqa.contracts.qa import Candidate, EnvRequest, ImageRow, Option, OverlayR
 from skyqa.sim import Intrinsics, Pose
 
 from services.qa_generator import labels as L, prompts
+from services.qa_generator.placement import LETTERS, Placement
 from services.qa_generator.reasoning import steps_for
 
-LETTERS = "ABCD"
 YAW_BASES = (30.0, 0.0, -30.0)
 YAW_OFFSETS = (0.0, 8.0, -8.0, 15.0, -15.0, 22.0, -22.0, 30.0, -30.0)
 PITCH_BASES = (12.0, 0.0, -12.0)
@@ -117,8 +118,10 @@ def plan_landmark(
     run_root: str,
     seed: int,
     still: StillSpec,
+    placement: Placement,
 ) -> LandmarkPlan:
-    """All 8 rows of one landmark (environment boxes pending) plus what must be rendered."""
+    """All 8 rows of one landmark (environment boxes pending) plus what must be rendered;
+    ``placement`` says where each row's gold answer goes among its options."""
     views = usable_views(vi)
     if len(views) < 5:
         raise LandmarkSkipped(f"{len(views)} usable orbit views; self_what needs at least 5")
@@ -141,7 +144,6 @@ def plan_landmark(
     used_targets: set[str] = set()
     for slot, difficulty in enumerate(difficulty_plan(views)):
         rng = np.random.default_rng(seed + (index * 2 + slot) * SEED_STRIDE + 17)
-        position = (index * 2 + slot) % 4
         eligible = [v for v in views if difficulty == "8way" or v.view_direction in L.CARDINAL]
         ref = main if main is not None and main in eligible else next((v for v in eligible), None)
         pool = [v for v in eligible if ref is not None and v.view_id != ref.view_id]
@@ -169,7 +171,7 @@ def plan_landmark(
         }
         self_prefix = f"{scene_id}_{lm}_self_shared_{difficulty}_{index * 2 + slot:06d}"
         gold = L.object_label(target.view_direction)
-        opts = _options(gold, L.label_space(difficulty), position, rng)
+        opts = _options(gold, L.label_space(difficulty), placement.position(index, slot, "self_where"), rng)
         rows.append(
             _row(
                 common,
@@ -184,6 +186,7 @@ def plan_landmark(
         )
         others = [v for v in views if v.view_id not in (ref.view_id, target.view_id)]
         picks = [others[i] for i in rng.permutation(len(others))[:3]]
+        position = placement.position(index, slot, "self_what")
         cand_views = picks[:position] + [target] + picks[position:]
         degrees, turn = L.orbit_turn(ref.yaw_deg, target.yaw_deg)
         behavior = f"a {degrees}-degree {turn} turn around the landmark"
@@ -252,7 +255,7 @@ def plan_landmark(
             ("env_where", where, L.ENV_8 if difficulty == "8way" else L.ENV_4),
             ("env_how", how, L.ACTION_8 if difficulty == "8way" else L.ACTION_4),
         ):
-            env_opts = _options(gold_env, space, position, rng)
+            env_opts = _options(gold_env, space, placement.position(index, slot, task), rng)
             suffix = task.split("_")[1]
             rows.append(
                 _row(

@@ -35,7 +35,15 @@ from services.landmark.config import CollectConfig
 from services.mission_planner.library import load_library
 from services.qa_generator import export, qc
 from services.qa_generator.assets import draw_overlay
-from services.qa_generator.image_tasks import LandmarkSkipped, StillSpec, finish_env_row, plan_landmark
+from services.qa_generator.image_tasks import (
+    LandmarkSkipped,
+    StillSpec,
+    difficulty_plan,
+    finish_env_row,
+    plan_landmark,
+    usable_views,
+)
+from services.qa_generator.placement import Placement
 from services.qa_generator.video_tasks import element_label, joint_row, visibility_row
 
 STILL_FOV_DEG = 72.0
@@ -92,9 +100,10 @@ def plan(event: mission_pb2.MissionsCompleted, store: BlobStore) -> QAPlan:
     env_requests: list[EnvRequest] = []
     overlays: dict[str, OverlayRequest] = {}
     skipped: dict[str, str] = {}
+    placement = Placement(int(scan.seed), [difficulty_plan(usable_views(vi)) for vi in landmarks])
     for i, vi in enumerate(landmarks):
         try:
-            lp = plan_landmark(vi, i, scene_id, engine, root, int(scan.seed), still)
+            lp = plan_landmark(vi, i, scene_id, engine, root, int(scan.seed), still, placement)
         except LandmarkSkipped as exc:
             skipped[vi.instance_id] = str(exc)
             continue
@@ -306,9 +315,27 @@ def finish(p: QAPlan, store: BlobStore) -> tuple[QCReport, dict[str, str]]:
     store.put(out["qc_report"], dump_json(report), "application/json")
     store.put(out["image_mcq_tsv"], export.mcq_tsv(final_img), "text/tab-separated-values")
     store.put(
-        out["dataset_card"], export.dataset_card(p.scene_id, p.run_id, report, out, root), "text/markdown"
+        out["dataset_card"],
+        export.dataset_card(p.scene_id, p.run_id, report, out, root, media_of(p)),
+        "text/markdown",
     )
     return report, out
+
+
+def media_of(p: QAPlan) -> export.Media:
+    scan = scan_of(p)
+    cfg = CollectConfig.for_scan(scan)
+    rates = sorted({r.fps for r in p.video_rows})
+    return export.Media(
+        profile=scan.profile,
+        still_width=cfg.image_width,
+        still_height=cfg.image_height,
+        jpeg_quality=cfg.jpeg_quality,
+        video_width=scan.video.width,
+        video_height=scan.video.height,
+        video_bitrate=scan.video.bitrate,
+        fps=", ".join(f"{r:g}" for r in rates) or "no videos",
+    )
 
 
 def scan_of(p: QAPlan) -> scan_pb2.ScanRequest:

@@ -2,7 +2,8 @@
 
 Structural checks (AirCopBench / UrbanVideo-Bench style): required fields, option count and
 unique ids and labels, the answer among the options, no two options more similar than 0.85
-(difflib), duplicate questions; answer-letter balance per task is reported (chi-square).
+(difflib), duplicate questions; answer-letter balance per task and difficulty, and letter x
+difficulty independence, are reported (chi-square).
 Every answer is then re-derived from scene geometry by a code path the generator does not use:
 world-frame angles instead of camera-frame ones, ring order from camera yaw instead of labels,
 the 3D box projection around the rendered box, and visibility intervals from the renderer's
@@ -18,13 +19,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import chisquare
+from scipy.stats import chi2_contingency, chisquare
 from skyqa.contracts import RgbView, ValidInstance
 from skyqa.contracts.missions import FrameVisibility
 from skyqa.contracts.qa import EnvRequest, ImageRow, VideoRow
 from skyqa.sim import Intrinsics, Pose
 
 from services.qa_generator import labels as L
+from services.qa_generator.placement import LETTERS
 
 MAX_SIMILARITY = 0.85
 BOX_SLACK = 0.04
@@ -221,10 +223,36 @@ def check_video_rows(
 
 
 def letter_balance(rows: list[ImageRow]) -> dict[str, dict[str, float]]:
+    """Per task: gold-letter counts, chi-square uniformity p-values (pooled and per difficulty,
+    ``<difficulty>_chi2_p``) and letter x difficulty independence (``difficulty_independence_p``).
+
+    Pooling alone hides a letter that depends on the difficulty (4-way always A or C, 8-way
+    always B or D is uniform in total); the independence test catches it.
+    """
     out: dict[str, dict[str, float]] = {}
     for task in sorted({r.task_type for r in rows}):
-        counts = Counter(r.answer_option_id for r in rows if r.task_type == task)
-        observed = [counts.get(x, 0) for x in "ABCD"]
-        p = float(chisquare(observed).pvalue) if sum(observed) >= 4 else 1.0
-        out[task] = {**{x: float(c) for x, c in zip("ABCD", observed, strict=True)}, "chi2_p": round(p, 4)}
+        of_task = [r for r in rows if r.task_type == task]
+        counts = Counter(r.answer_option_id for r in of_task)
+        report = {x: float(counts.get(x, 0)) for x in LETTERS}
+        report["chi2_p"] = _uniform_p([counts.get(x, 0) for x in LETTERS])
+        difficulties = sorted({r.difficulty for r in of_task})
+        table = []
+        for d in difficulties:
+            by_d = Counter(r.answer_option_id for r in of_task if r.difficulty == d)
+            table.append([by_d.get(x, 0) for x in LETTERS])
+            report[f"{d}_chi2_p"] = _uniform_p(table[-1])
+        report["difficulty_independence_p"] = _independence_p(table)
+        out[task] = report
     return out
+
+
+def _uniform_p(observed: list[int]) -> float:
+    return round(float(chisquare(observed).pvalue), 4) if sum(observed) >= len(observed) else 1.0
+
+
+def _independence_p(table: list[list[int]]) -> float:
+    """Chi-square test of independence over the letters any row uses; 1.0 with one difficulty."""
+    used = [j for j in range(len(LETTERS)) if any(row[j] for row in table)]
+    if len(table) < 2 or len(used) < 2:
+        return 1.0
+    return round(float(chi2_contingency([[row[j] for j in used] for row in table]).pvalue), 6)

@@ -290,6 +290,9 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     # exports: dataset card with the funnel, VLMEvalKit TSV with one line per image row
     card = s3_store.get(run["dataset_card"]).decode()
     assert "config_name: image_qa" in card and f"| released landmarks (full lattice) | {n} |" in card
+    # the card states this run's media, not the release profile's
+    stated = "This run (preview profile): stills 640x480 JPEG quality\n80; videos 160x120 H.264"
+    assert stated in card and "10 FPS, 2 Mb/s" in card, card
     assert len(s3_store.get(run["image_mcq_tsv"]).decode().splitlines()) == len(image) + 1
 
     # refresh: delete the rendered assets, re-render from the sidecar, nothing changes

@@ -93,6 +93,6 @@ def test_distractor_pool_covers_every_behavior_and_is_seeded() -> None:
 def test_letter_balance_reports_a_chi_square_p_value() -> None:
     from skyqa.contracts.qa import ImageRow
 
-    row = ImageRow.model_construct(task_type="self_where", answer_option_id="A")
+    row = ImageRow.model_construct(task_type="self_where", answer_option_id="A", difficulty="4way")
     skewed = qc.letter_balance([row] * 20)
     assert skewed["self_where"]["A"] == 20 and skewed["self_where"]["chi2_p"] < 0.001

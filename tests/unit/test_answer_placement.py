@@ -1,0 +1,84 @@
+"""Gold positions: balanced per (task, difficulty), seeded, and carrying no information about
+the difficulty, the landmark or the row's index; QC reports what pooling would hide."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from scipy.stats import chi2_contingency
+from skyqa.contracts.qa import ImageRow
+
+from services.qa_generator import qc
+from services.qa_generator.placement import IMAGE_TASKS, Placement
+
+# 60 landmarks: most have 4-way + 8-way slots, some only 4-way twice
+SLOTS = [["4way", "8way"] if i % 5 else ["4way", "4way"] for i in range(60)]
+
+
+def positions(p: Placement, task: str) -> list[tuple[int, str, int]]:
+    return [(i, d, p.position(i, s, task)) for i, ds in enumerate(SLOTS) for s, d in enumerate(ds)]
+
+
+def test_every_letter_equally_often_per_task_and_difficulty() -> None:
+    p = Placement(7, SLOTS)
+    for task in IMAGE_TASKS:
+        for difficulty in ("4way", "8way"):
+            counts = Counter(pos for _, d, pos in positions(p, task) if d == difficulty)
+            assert max(counts.values()) - min(counts.values()) <= 1 and len(counts) == 4, (task, counts)
+
+
+def test_the_letter_does_not_depend_on_the_difficulty_or_the_index() -> None:
+    p = Placement(7, SLOTS)
+    for task in IMAGE_TASKS:
+        rows = positions(p, task)
+        table = [
+            [sum(1 for _, d, pos in rows if d == diff and pos == k) for k in range(4)]
+            for diff in ("4way", "8way")
+        ]
+        assert chi2_contingency(table).pvalue > 0.05, (task, table)
+        # the old rule, (index * 2 + slot) % 4, made the letter a function of the row's index
+        by_rule = sum(
+            pos == (i * 2 + s) % 4
+            for i, ds in enumerate(SLOTS)
+            for s in range(len(ds))
+            for pos in [p.position(i, s, task)]
+        )
+        assert by_rule < 0.45 * len(rows), (task, by_rule)
+
+
+def test_the_rows_of_one_landmark_and_slot_do_not_share_a_letter() -> None:
+    p = Placement(7, SLOTS)
+    shared = sum(
+        len({p.position(i, s, t) for t in IMAGE_TASKS}) == 1
+        for i, ds in enumerate(SLOTS)
+        for s in range(len(ds))
+    )
+    assert shared < 0.1 * sum(len(ds) for ds in SLOTS)  # chance: 1/64 of slots
+
+
+def test_the_seed_decides_and_replays() -> None:
+    a, b, c = Placement(7, SLOTS), Placement(7, SLOTS), Placement(8, SLOTS)
+    assert positions(a, "env_how") == positions(b, "env_how") != positions(c, "env_how")
+
+
+def rows(letters_4way: str, letters_8way: str, task: str = "env_where") -> list[ImageRow]:
+    return [
+        ImageRow.model_construct(task_type=task, answer_option_id=x, difficulty=d)
+        for d, letters in (("4way", letters_4way), ("8way", letters_8way))
+        for x in letters
+    ]
+
+
+def test_qc_catches_a_letter_that_follows_the_difficulty_while_pooled_counts_look_perfect() -> None:
+    # what the old placement produced: every 4-way gold A or C, every 8-way gold B or D
+    report = qc.letter_balance(rows("AC" * 10, "BD" * 10))["env_where"]
+    assert report["chi2_p"] == 1.0  # pooled, it is perfectly uniform
+    assert report["difficulty_independence_p"] < 0.001
+    assert report["4way_chi2_p"] < 0.01 and report["8way_chi2_p"] < 0.01
+    fair = qc.letter_balance(rows("ABCD" * 5, "DCBA" * 5))["env_where"]
+    assert fair["difficulty_independence_p"] > 0.5 and fair["4way_chi2_p"] == 1.0
+
+
+def test_qc_reports_a_constant_letter() -> None:
+    report = qc.letter_balance(rows("A" * 20, ""))["env_where"]
+    assert report["A"] == 20 and report["chi2_p"] < 0.001 and report["difficulty_independence_p"] == 1.0
