@@ -215,10 +215,12 @@ def _run_embedded(command: str, env: Embedded, body: Any) -> Any:
     and ``up`` both come through here so they stop the same way on SIGINT, SIGTERM and SIGHUP,
     also during start-up.
 
-    The first signal cancels the work once; the cleanup runs outside that task, so later signals
-    cannot cut it short (it is bounded: each service drains for at most 30 s, nats-server gets
-    SIGKILL 10 s after SIGTERM). The exit code is the shell's 128 + signal number: 130 SIGINT,
-    143 SIGTERM, 129 SIGHUP. A second launcher on a data dir in use exits 2 (``_fail``).
+    A signal cancels the work (start-up and ``body``), again every second until it ends: a
+    library that swallows one cancellation while a service connects would otherwise leave the
+    launcher running with the signal spent. The cleanup runs outside that task, so no signal cuts
+    it short (it is bounded: each service drains for at most 30 s, nats-server gets SIGKILL 10 s
+    after SIGTERM). The exit code is the shell's 128 + signal number: 130 SIGINT, 143 SIGTERM,
+    129 SIGHUP. A second launcher on a data dir in use exits 2 (``_fail``).
     """
     from skyqa.servers import DataDirLocked  # local: this helper owns no module-level import
 
@@ -226,28 +228,32 @@ def _run_embedded(command: str, env: Embedded, body: Any) -> Any:
 
     async def guarded() -> Any:
         async def work() -> Any:
-            async with env:
-                return await body(env)
+            await env.__aenter__()
+            return await body(env)
 
-        task = asyncio.create_task(work())
+        stop = asyncio.Event()
 
         def on_signal(sig: signal.Signals) -> None:
-            if not received:
-                task.cancel()
             received.append(sig)
+            stop.set()
 
         loop = asyncio.get_running_loop()
-        # installed before ``task`` first runs, so no signal finds anything started unguarded
+        # installed before the work first runs, so no signal finds anything started unguarded
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, on_signal, sig)
+        task = asyncio.create_task(work())
+        stopper = asyncio.create_task(stop.wait())
         try:
-            return await task
-        except asyncio.CancelledError:
-            if not received:
-                raise
-            return None
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            while not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=1.0)
+            if task.cancelled() and received:
+                return None
+            return task.result()
         finally:
-            await env.close()  # idempotent; covers a cancel that landed inside ``__aexit__``
+            stopper.cancel()
+            await env.close()  # idempotent: also after a start-up cut short
 
     try:
         result = asyncio.run(guarded())

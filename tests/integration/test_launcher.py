@@ -52,7 +52,7 @@ def wait_until_gone(folder: Path, timeout_s: float) -> list[int]:
 class Launcher:
     """``skyqa up`` on ``data_dir`` as a session leader, its stderr in a file."""
 
-    def __init__(self, data_dir: Path, name: str) -> None:
+    def __init__(self, data_dir: Path, name: str, log_level: str = "WARNING") -> None:
         self.data_dir = data_dir
         self.err_path = data_dir.parent / f"{name}.stderr"
         with open(self.err_path, "wb") as err:
@@ -63,7 +63,7 @@ class Launcher:
                 stdout=subprocess.DEVNULL,
                 stderr=err,
                 cwd=data_dir.parent,
-                env={**os.environ, "SKYQA_LOG_LEVEL": "WARNING"},
+                env={**os.environ, "SKYQA_LOG_LEVEL": log_level},
                 start_new_session=True,
             )  # fmt: skip
 
@@ -100,8 +100,8 @@ def launch(tmp_path: Path) -> Iterator[Callable[..., Launcher]]:
     """Start launchers on ``tmp_path/data``; all of them and any nats-server they left die after."""
     started: list[Launcher] = []
 
-    def start(name: str = "launcher") -> Launcher:
-        started.append(Launcher(tmp_path / "data", f"{name}-{len(started)}"))
+    def start(name: str = "launcher", log_level: str = "WARNING") -> Launcher:
+        started.append(Launcher(tmp_path / "data", f"{name}-{len(started)}", log_level))
         return started[-1]
 
     yield start
@@ -252,3 +252,20 @@ async def test_services_leave_the_signal_handlers_of_their_process_alone(setting
     await first.stop()  # not the reverse of the start order
     await second.stop()
     assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+@pytest.mark.parametrize("service", ["capture", "renderer", "labeller", "evaluator"])
+def test_sigterm_while_the_services_start_stops_everything(
+    launch: Callable[..., Launcher], tmp_path: Path, service: str
+) -> None:
+    """A signal that lands while a service connects may have its cancellation swallowed by a
+    library: the launcher cancels until the start-up ends, so the signal is never spent."""
+    launcher = launch(log_level="INFO")
+    deadline = time.monotonic() + READY_S
+    while f"{service} started" not in launcher.stderr:
+        assert launcher.proc.poll() is None and time.monotonic() < deadline, launcher.stderr
+        time.sleep(0.01)
+    launcher.proc.send_signal(signal.SIGTERM)
+    code, _ = launcher.wait()
+    assert code == 128 + signal.SIGTERM, launcher.stderr
+    assert not wait_until_gone(tmp_path, 10)
