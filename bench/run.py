@@ -20,6 +20,7 @@ import open3d as o3d
 from skyqa import scan
 from skyqa.blob import LocalBlobStore
 from skyqa.geometry import voxel_fuse
+from skyqa.settings import EvaluationSettings
 from skyqa.sim import BuiltinSimulator, CameraSpec, Intrinsics, Pose, load_scene, look_at
 from skyqa.sim.camera import camera_rays
 from skyqa.v1 import capture_pb2, common_pb2, mission_pb2
@@ -147,7 +148,7 @@ def shadow_map(scene_id: str) -> dict[str, float]:
 def capture_and_fusion(ceiling: float) -> dict[str, Any]:
     req = scan.default_request("demo_city")
     req.run_id = "bench"
-    jobs = plan_jobs(req, None)
+    jobs = plan_jobs(req, None, EvaluationSettings())
     sim = BuiltinSimulator(load_scene("demo_city"))
     with tempfile.TemporaryDirectory() as tmp:
         store = LocalBlobStore(tmp)

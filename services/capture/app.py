@@ -67,7 +67,8 @@ async def setup(svc: Service) -> None:
     async def on_scan(req: scan_pb2.ScanRequest, d: Delivery) -> None:
         # A scan request opens its run (the gateway opens it earlier), so that a request that
         # fails validation below is reported on its own run; no other failure creates a run.
-        await progress.open(req.run_id, req.scene_id)
+        if keys.is_valid_id(req.run_id):
+            await progress.open(req.run_id, req.scene_id)
         jobs = await asyncio.to_thread(plan_jobs, req, svc.settings.scenes_dir, svc.settings.evaluation)
         full = jobs[0].scan
         frames = sum(len(j.poses) for j in jobs)

@@ -12,12 +12,12 @@ from skyqa.v1 import capture_pb2, common_pb2, scan_pb2
 
 
 def plan_jobs(
-    req: scan_pb2.ScanRequest, scenes_dir: Path | None, evaluation: EvaluationSettings | None = None
+    req: scan_pb2.ScanRequest, scenes_dir: Path | None, evaluation: EvaluationSettings
 ) -> list[capture_pb2.CaptureJob]:
     """Validate the request against its scene and this deployment, and split its pose grid into jobs."""
     full = scan.apply_defaults(req)
     scan.validate(full)
-    scan.admit(full, scenes_dir, evaluation or EvaluationSettings())
+    scan.admit(full, scenes_dir, evaluation)
     if full.backend == "builtin":
         extent = load_scene(full.scene_id, scenes_dir).extent
         if not scan.overlaps(full, extent):

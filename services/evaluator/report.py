@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import spearmanr
+from skyqa.contracts.qa import IMAGE_TASKS
 
 from services.evaluator.metrics import summarize
 from services.evaluator.scoring import IMAGE_METRICS, JOINT_METRICS, VISIBILITY_METRICS
 from services.evaluator.steps import summarize_steps
 
-IMAGE_TASKS = ("self_where", "self_what", "env_where", "env_how")
 IMAGE_CSV = [
     "model",
     "view_definition",

@@ -27,6 +27,7 @@ from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Service, Settings
 from skyqa.runtime.auth import check_bearer
 from skyqa.runtime.pages import SANDBOX_HEADERS
+from skyqa.runtime.params import checked_run_id
 from skyqa.v1 import common_pb2, scan_pb2
 
 from services.gateway.deadletters import DeadLetterLog
@@ -42,12 +43,6 @@ class Submitted(BaseModel):
     created: bool
     status: str
     links: dict[str, str]
-
-
-def _run_id(run_id: str) -> str:
-    if not keys.is_valid_id(run_id):
-        raise HTTPException(400, f"run id {run_id!r} must be letters, digits, '_' or '-' (max 96)")
-    return run_id
 
 
 async def _body(request: Request, limit: int) -> bytes:
@@ -80,7 +75,7 @@ def replaced(doc: dict[str, Any], given: Message, full: Message, path: str = "")
         if field.message_type is not None and not field.is_repeated:
             if isinstance(value, dict):
                 out += replaced(value, getattr(given, field.name), getattr(full, field.name), f"{name}.")
-        elif list(_values(given, field.name)) != list(_values(full, field.name)):
+        elif _values(given, field.name) != _values(full, field.name):
             out.append(name)
     return out
 
@@ -168,18 +163,9 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         profile defaults). The run id is derived from the request unless given, so a retried
         submission names the same run and is not started twice."""
         req = parse_scan(await _body(request, cfg.max_body_bytes), svc.settings)
-        now = time.time()
-        created = False
-
-        def register(doc: dict[str, Any] | None) -> dict[str, Any]:
-            nonlocal created
-            if doc is not None:
-                return doc
-            created = True
-            state = RunState(run_id=req.run_id, scene_id=req.scene_id, created_at=now, updated_at=now)
-            return state.model_dump(mode="json")
-
-        doc = await runs_kv().update(req.run_id, register)
+        if svc.progress is None:
+            raise HTTPException(503, "the gateway is not connected to the bus yet")
+        state, created = await svc.progress.open(req.run_id, req.scene_id)
         if created:
             await svc.bus.publish(
                 topology.SCAN_REQUESTED, req, msg_id=f"scan:{req.run_id}", run_id=req.run_id
@@ -190,7 +176,7 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         return Submitted(
             run_id=req.run_id,
             created=created,
-            status=str(doc.get("status", "pending")),
+            status=state.status,
             links={
                 "run": base,
                 "events": f"{base}/events",
@@ -215,14 +201,14 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
     @app.get("/v1/runs/{run_id}", tags=["runs"])
     async def get_run(run_id: str) -> dict[str, Any]:
         """One run's state from KV, its dead-lettered messages and its outputs."""
-        return await view(_run_id(run_id))
+        return await view(checked_run_id(run_id))
 
     @app.get("/v1/runs/{run_id}/events", tags=["runs"], response_class=StreamingResponse)
     async def run_events(run_id: str, request: Request) -> StreamingResponse:
         """Server-sent events: ``state`` (the whole run view) on connect and after every
         progress event, ``progress`` (the event itself), and ``end`` once the run completes
         or fails. Comments keep idle connections alive."""
-        _run_id(run_id)
+        checked_run_id(run_id)
         first = await view(run_id)
         nc = svc.bus.nc
         if nc is None:
@@ -276,7 +262,7 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
     ) -> dict[str, Any]:
         """Dead-lettered messages newest first (all runs, or one), with their reasons."""
         if run_id is not None:
-            _run_id(run_id)
+            checked_run_id(run_id)
         return {"total": dead.total, "items": [d.to_json() for d in dead.recent(run_id, limit)]}
 
     @app.get("/v1/releases/{run_id}", tags=["releases"])
@@ -285,7 +271,7 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
     ) -> dict[str, Any]:
         """The run's release folder (``runs/<run>/``): every file with its size, a gateway link
         and, on S3, a presigned link valid ``presign_expiry_s`` seconds."""
-        root = keys.run_prefix(_run_id(run_id))
+        root = keys.run_prefix(checked_run_id(run_id))
         where = f"{root}/{prefix.strip('/')}" if prefix.strip("/") else root
         try:
             keys.validate_key(where)
@@ -324,7 +310,7 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
     @app.get("/v1/releases/{run_id}/files/{path:path}", tags=["releases"])
     async def release_file(run_id: str, path: str) -> Response:
         """One file of the release, as stored."""
-        key = f"{keys.run_prefix(_run_id(run_id))}/{path}"
+        key = f"{keys.run_prefix(checked_run_id(run_id))}/{path}"
         try:
             keys.validate_key(key)
             data = await asyncio.to_thread(svc.store.get, key)

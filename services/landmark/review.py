@@ -5,8 +5,6 @@ Pure functions over :class:`ReviewState`; persistence lives in ``book.py``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from skyqa.contracts import (
     AutoLabel,
     InstanceReview,
@@ -44,9 +42,7 @@ def _valid_orbit(inst: LandmarkInstance, review: InstanceReview) -> list[str]:
     ]
 
 
-def initial_state(
-    run_id: str, doc: InstancesFile, instances_key: str, mode: str, scan: dict[str, Any]
-) -> ReviewState:
+def initial_state(run_id: str, doc: InstancesFile, instances_key: str, mode: str) -> ReviewState:
     """Auto mode keeps every collected landmark and picks the first valid cardinal view as main."""
     reviews = {}
     for inst in doc.instances:
@@ -66,7 +62,6 @@ def initial_state(
         scene_id=doc.scene_id,
         mode="auto" if mode == "auto" else "human",
         source_instances_json=instances_key,
-        scan=scan,
         instances=reviews,
     )
 

@@ -54,8 +54,7 @@ class Reviewer:
     async def start(self, event: fusion_pb2.LandmarksCollected, trace_id: str) -> None:
         doc = await self.instances_at(event.instances.key)
         mode = event.scan.review_mode or "auto"
-        scan = json_format.MessageToDict(event.scan, preserving_proto_field_name=True)
-        initial = review.initial_state(event.run_id, doc, event.instances.key, mode, scan)
+        initial = review.initial_state(event.run_id, doc, event.instances.key, mode)
         state = await self.book.create(
             initial, [{"event": "review_session_start", "mode": mode, "instances": len(doc.instances)}]
         )
@@ -181,10 +180,9 @@ class Reviewer:
         return event
 
     async def _scan(self, state: ReviewState) -> scan_pb2.ScanRequest:
-        """The run's scan: from the review state, or (a review started before states carried
-        it) from the request capture stored when it accepted the scan."""
-        if state.scan:
-            return json_format.ParseDict(state.scan, scan_pb2.ScanRequest())
+        """The run's scan as capture stored it when it accepted the request: it outlives any
+        restart of this service, so a review finalized hours later hands on the run's own
+        settings (video size, seed, evaluation), never defaults."""
         try:
             data = await asyncio.to_thread(self.svc.store.get, keys.scan_request(state.run_id))
         except BlobNotFound:

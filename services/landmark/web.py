@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Response
 from pydantic import BaseModel
 from skyqa.contracts import ReviewState
 from skyqa.errors import BlobNotFound, InvalidInput
-from skyqa.keys import is_valid_id, validate_key
+from skyqa.keys import validate_key
 from skyqa.runtime import Service
 from skyqa.runtime.auth import check_bearer
 from skyqa.runtime.pages import BASE_HEADERS, mount_page
+from skyqa.runtime.params import RunId
 
 from services.landmark import review
 from services.landmark.review_app import Reviewer
@@ -54,21 +55,6 @@ class Labels(BaseModel):
     subcategory: str
     description: str
     note: str = ""
-
-
-def valid_run_id(run_id: str) -> str:
-    # review states live under KV key ``review.<run_id>``: a '.', '*' or '>' would address other
-    # keys or make JetStream refuse the key with a server error
-    if not is_valid_id(run_id):
-        raise HTTPException(
-            400,
-            f"run id {run_id[:100]!r} must start with a letter or digit and hold only letters, "
-            "digits, '_' and '-' (at most 96)",
-        )
-    return run_id
-
-
-RunId = Annotated[str, Depends(valid_run_id)]
 
 
 def mount_review_web(svc: Service, reviewer: Reviewer) -> None:

@@ -13,8 +13,8 @@ import hashlib
 from collections import Counter
 
 import numpy as np
+from skyqa.contracts.qa import IMAGE_TASKS
 
-IMAGE_TASKS = ("self_where", "self_what", "env_where", "env_how")
 LETTERS = "ABCD"
 CHOICES = len(LETTERS)
 

@@ -1,6 +1,6 @@
 """Finalizing a review on real servers: once under concurrency, finished after a crash between
-the flip and the publish (at start-up and by a later web call), and with the run's own scan even
-for a review state written before states carried it."""
+the flip and the publish (at start-up and by a later web call), always with the run's own scan
+as capture stored it."""
 
 from __future__ import annotations
 
@@ -30,13 +30,12 @@ TOKEN = "recovery-t0ken"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def scan_of(run_id: str, seed: int) -> scan_pb2.ScanRequest:
-    return scan_pb2.ScanRequest(run_id=run_id, scene_id="s", seed=seed)
-
-
 async def put_review(
-    book: ReviewBook, store: LocalBlobStore, run_id: str, scan: dict[str, object], finalized_at: float = 0.0
+    book: ReviewBook, store: LocalBlobStore, run_id: str, seed: int, finalized_at: float = 0.0
 ) -> None:
+    """A human review of ``run_id`` in KV, its landmarks and the scan request capture stores."""
+    scan = scan_pb2.ScanRequest(run_id=run_id, scene_id="s", seed=seed)
+    store.put(keys.scan_request(run_id), json_format.MessageToJson(scan).encode(), "application/json")
     doc = landmarks()
     key = f"runs/{run_id}/scene_data/s/landmarks_raw/s.instances.json"
     store.put(key, dump_json(doc), "application/json")
@@ -45,7 +44,6 @@ async def put_review(
         scene_id="s",
         mode="human",
         source_instances_json=key,
-        scan=scan,
         finalized=finalized_at > 0,
         finalized_at=finalized_at,
         instances={i.instance_id: InstanceReview(class_name=i.class_name) for i in doc.instances},
@@ -109,9 +107,7 @@ async def test_a_finalize_that_died_before_publishing_is_finished_at_start_up(
 ) -> None:
     book, store = parts
     run = f"died-{unique}"
-    # written before review states carried the scan: the stored scan request is the source
-    await put_review(book, store, run, scan={}, finalized_at=time.time() - 5)
-    store.put(keys.scan_request(run), json_format.MessageToJson(scan_of(run, 7)).encode(), "application/json")
+    await put_review(book, store, run, seed=7, finalized_at=time.time() - 5)
     svc = await start(settings, store)
     try:
         await svc.state["review_resume"]
@@ -132,7 +128,7 @@ async def test_finalize_publishes_once_and_a_late_web_call_takes_over_a_dead_one
     _, http = web
     book, store = parts
     run = f"race-{unique}"
-    await put_review(book, store, run, scan=json_format.MessageToDict(scan_of(run, 3)))
+    await put_review(book, store, run, seed=3)
     finals = await asyncio.gather(*(http.post(f"/review/api/runs/{run}/finalize") for _ in range(5)))
     assert sorted(r.status_code for r in finals) == [200, 409, 409, 409, 409], [r.text for r in finals]
     await settle(reviewed, run, 1)
@@ -143,9 +139,7 @@ async def test_finalize_publishes_once_and_a_late_web_call_takes_over_a_dead_one
     assert edit.status_code == 409
 
     dead = f"dead-{unique}"
-    await put_review(
-        book, store, dead, scan=json_format.MessageToDict(scan_of(dead, 5)), finalized_at=time.time()
-    )
+    await put_review(book, store, dead, seed=5, finalized_at=time.time())
     # another call claimed it a moment ago and may still be publishing
     assert (await http.post(f"/review/api/runs/{dead}/finalize")).status_code == 409
     await asyncio.sleep(0.3)

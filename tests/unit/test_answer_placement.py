@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import Counter
 
 from scipy.stats import chi2_contingency
-from skyqa.contracts.qa import ImageRow
+from skyqa.contracts.qa import IMAGE_TASKS, ImageRow
 
 from services.qa_generator import qc
-from services.qa_generator.placement import IMAGE_TASKS, Placement
+from services.qa_generator.placement import Placement
 
 # 60 landmarks: most have 4-way + 8-way slots, some only 4-way twice
 SLOTS = [["4way", "8way"] if i % 5 else ["4way", "4way"] for i in range(60)]

@@ -116,7 +116,7 @@ def doc() -> InstancesFile:
 
 
 def test_auto_review_keeps_and_picks_a_valid_cardinal_main_view() -> None:
-    state = review.initial_state("r", doc(), "k", "auto", {})
+    state = review.initial_state("r", doc(), "k", "auto")
     r = state.instances["4_3"]
     assert r.action == "keep" and r.main_view == "view_00_front"
     assert r.invalid_views == ["view_02_right"]
@@ -124,7 +124,7 @@ def test_auto_review_keeps_and_picks_a_valid_cardinal_main_view() -> None:
 
 def test_direction_anchor_rederives_the_ring() -> None:
     d = doc()
-    state = review.initial_state("r", d, "k", "human", {})
+    state = review.initial_state("r", d, "k", "human")
     # the reviewer says the provisional "back" view actually shows the front
     review.set_direction(state, d, "4_3", "view_03_back", "front", main=True)
     dirs = state.instances["4_3"].view_directions
@@ -137,7 +137,7 @@ def test_direction_anchor_rederives_the_ring() -> None:
 
 def test_review_actions_validate_input() -> None:
     d = doc()
-    state = review.initial_state("r", d, "k", "human", {})
+    state = review.initial_state("r", d, "k", "human")
     with pytest.raises(review.ReviewError, match="keep_requires_main_view"):
         review.decide(state, d, "4_3", "keep")
     with pytest.raises(review.ReviewError, match="no landmark"):
@@ -158,7 +158,7 @@ def test_review_actions_validate_input() -> None:
 
 def test_valid_instances_are_kept_and_labelled_and_honour_invalid_views() -> None:
     d = doc()
-    state = review.initial_state("r", d, "k", "auto", {})
+    state = review.initial_state("r", d, "k", "auto")
     ok = fusion_pb2.LabelResult(
         run_id="r",
         landmark_id="4_3",

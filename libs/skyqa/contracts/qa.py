@@ -8,13 +8,15 @@ the independent geometry re-check computed).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
 from skyqa.contracts.base import Contract
 
 Operation = Literal["GND", "PER", "QUA", "INT", "INF"]
+ImageTask = Literal["self_where", "self_what", "env_where", "env_how"]
+IMAGE_TASKS: tuple[ImageTask, ...] = get_args(ImageTask)
 
 
 class Option(Contract):
@@ -45,7 +47,7 @@ class ImageRow(Contract):
     task_family: str = "qa"
     task_group: Literal["self-aware", "environment-aware"]
     view_definition: Literal["Self-Aware", "Environment-Aware"]
-    task_type: Literal["self_where", "self_what", "env_where", "env_how"]
+    task_type: ImageTask
     task_display_name: str
     difficulty: Literal["4way", "8way"]
     reference_image: str

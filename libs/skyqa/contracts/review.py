@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -46,9 +46,6 @@ class ReviewState(Contract):
     scene_id: str
     mode: Literal["auto", "human"]
     source_instances_json: str
-    # the run's ScanRequest (protobuf JSON): a review finalized after a restart must still hand
-    # the run's own settings (video size, seed, evaluation) to the mission stage
-    scan: dict[str, Any] = Field(default_factory=dict)
     finalized: bool = False
     finalized_at: float = 0.0  # when the finalize that claimed the review began (epoch s)
     log_seq: int = 0

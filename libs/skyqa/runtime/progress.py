@@ -6,7 +6,7 @@ import time
 
 from skyqa.bus import Bus, JsonKV, topology
 from skyqa.contracts import RunState, StageState
-from skyqa.keys import is_valid_id
+from skyqa.keys import is_valid_id, validate_id
 from skyqa.v1 import common_pb2
 
 _STATUS: dict[int, str] = {
@@ -52,8 +52,8 @@ def apply_progress(state: RunState, event: common_pb2.Progress, now: float) -> R
     return state
 
 
-class _NoSuchRun(Exception):
-    pass
+class _Refused(Exception):
+    """A failure that must not change the run (unknown run, or completed stage or run)."""
 
 
 class ProgressReporter:
@@ -94,22 +94,26 @@ class ProgressReporter:
         await self.runs.update(run_id, fold)
         await self._announce(event)
 
-    async def open(self, run_id: str, scene_id: str) -> bool:
-        """Create the run's state unless it exists; False for an id that cannot name a run."""
-        if not is_valid_id(run_id):
-            return False
+    async def open(self, run_id: str, scene_id: str) -> tuple[RunState, bool]:
+        """The run's state, created (pending) unless it exists; True when this call created it.
+
+        Runs are opened only by a scan request, where it enters (gateway) or is accepted
+        (capture); no other event creates one."""
+        validate_id(run_id, "run id")
         now = time.time()
-        scene = scene_id if is_valid_id(scene_id) else ""
+        created = False
 
         def create(doc: dict[str, object] | None) -> dict[str, object]:
+            nonlocal created
+            created = doc is None  # per attempt: a lost compare-and-set race means it exists
             if doc is not None:
                 return doc
-            return RunState(run_id=run_id, scene_id=scene, created_at=now, updated_at=now).model_dump(
-                mode="json"
-            )
+            scene = scene_id if is_valid_id(scene_id) else ""
+            state = RunState(run_id=run_id, scene_id=scene, created_at=now, updated_at=now)
+            return state.model_dump(mode="json")
 
-        await self.runs.update(run_id, create)
-        return True
+        doc = await self.runs.update(run_id, create)
+        return RunState.model_validate(doc), created
 
     async def fail(self, run_id: str, stage: str, message: str) -> bool:
         """Mark ``stage`` and its run failed, from a dead-lettered message of that run.
@@ -128,16 +132,16 @@ class ProgressReporter:
 
         def fold(doc: dict[str, object] | None) -> dict[str, object]:
             if doc is None:
-                raise _NoSuchRun
+                raise _Refused
             state = RunState.model_validate(doc)
             done = state.stages.get(stage)
             if state.status == "completed" or (done is not None and done.status == "completed"):
-                raise _NoSuchRun
+                raise _Refused
             return apply_progress(state, event, now).model_dump(mode="json")
 
         try:
             await self.runs.update(run_id, fold)
-        except _NoSuchRun:
+        except _Refused:
             return False
         await self._announce(event)
         return True
