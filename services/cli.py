@@ -418,7 +418,7 @@ def refresh(
     store = _store(data_dir, settings)
     try:
         keys.validate_id(run_id, "run id")
-        done = do_refresh(store, run_id, videos, settings.scenes_dir, settings.airsim)
+        done = do_refresh(store, run_id, videos, settings.scenes_dir, settings.airsim, settings.qa.blind_gate)
     except BlobNotFound:
         raise _fail(
             f"run {run_id!r} has no QA plan in {store.describe()}; run it to the qa stage first", 1

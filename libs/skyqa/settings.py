@@ -95,6 +95,16 @@ class EvaluationSettings(BaseModel):
     conditions: list[str] = ["full", "text_only", "circular", "schema_cot"]
 
 
+class QASettings(BaseModel):
+    """How the qa-generator treats a release that blind solvers can answer."""
+
+    # enforce: the release fails (no manifests) when the blind gate finds a leak; report: the
+    # release is written and qc_report.json and the dataset card say what leaks. The default
+    # stays "report" until the demo release passes (the visibility-count task still leaks its
+    # answer through the mission kind; README, Benchmark validity).
+    blind_gate: Literal["enforce", "report"] = "report"
+
+
 class GatewaySettings(BaseModel):
     """The HTTP API and dashboard in front of the bus."""
 
@@ -125,6 +135,7 @@ class Settings(BaseSettings):
     airsim: AirSimSettings = AirSimSettings()
     labeller_model: ModelEndpoint = ModelEndpoint()
     evaluation: EvaluationSettings = EvaluationSettings()
+    qa: QASettings = QASettings()
     # keep full-resolution (4096x3072) frames of every mission video next to the MP4
     archive_video_frames: bool = False
     # bearer token of the review web; the web refuses writes while it is empty

@@ -47,7 +47,11 @@ class ReviewBook:
 
     async def get(self, run_id: str) -> ReviewState | None:
         doc, _ = await self.kv.get(f"review.{run_id}")
-        return ReviewState.model_validate(doc) if doc else None
+        if not doc:
+            return None
+        # states written before the review read capture's stored scan request kept a copy
+        doc.pop("scan", None)
+        return ReviewState.model_validate(doc)
 
     async def runs(self) -> list[str]:
         return [k.removeprefix("review.") for k in await self.kv.keys() if k.startswith("review.")]

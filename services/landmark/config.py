@@ -45,9 +45,14 @@ class CollectConfig(BaseModel):
     # validity of a rendered view (measured on the instance mask)
     min_box_pixels: int = 64
     min_visible_ratio_2d: float = 0.15
+    # skyqa's own: orbit views vary their distance (times UAV-DualCog's) and turn the camera so
+    # the landmark is not always centred and the same size (a constant box would answer)
+    distance_scale_range: tuple[float, float] = (1.0, 1.7)
+    framing: bool = True
+    seed: int = 0
 
     @classmethod
     def for_scan(cls, scan: scan_pb2.ScanRequest) -> CollectConfig:
         if scan.profile == "release":
-            return cls(max_instances=scan.landmark_count)
-        return cls(image_width=640, image_height=480, max_instances=scan.landmark_count)
+            return cls(max_instances=scan.landmark_count, seed=scan.seed)
+        return cls(image_width=640, image_height=480, max_instances=scan.landmark_count, seed=scan.seed)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
 from numpy.typing import NDArray
-from skyqa.sim import Pose, look_at
+from skyqa.sim import Intrinsics, Pose, look_at, project_box
 
 from services.landmark.config import CollectConfig
+
+FRAME_MARGIN = 0.02  # of the image width, between the landmark's box and the frame
+FRAMING_TRIES = 24
 
 
 def camera_distance(size: NDArray[np.float64], cfg: CollectConfig) -> float:
@@ -37,9 +41,11 @@ def orbit_pose(
     view_yaw_deg: float,
     pitch_offset_deg: float,
     cfg: CollectConfig,
+    distance_scale: float = 1.0,
 ) -> Pose:
-    """Camera that looks along ``view_yaw_deg`` at the landmark, raised by ``pitch_offset_deg``."""
-    distance = camera_distance(size, cfg)
+    """Camera that looks along ``view_yaw_deg`` at the landmark, raised by ``pitch_offset_deg``,
+    ``distance_scale`` times UAV-DualCog's orbit distance away."""
+    distance = camera_distance(size, cfg) * distance_scale
     height = min(
         cfg.height_max_m,
         max(
@@ -60,6 +66,38 @@ def orbit_pose(
         eye = target + np.array([-forward[0] * math.cos(e), -forward[1] * math.cos(e), math.sin(e)]) * radius
     cam_yaw, cam_pitch = look_at(eye, target)
     return Pose(float(eye[0]), float(eye[1]), float(eye[2]), cam_yaw, cam_pitch, 0.0)
+
+
+def framing_rng(seed: int, key: str, direction: str) -> np.random.Generator:
+    digest = hashlib.sha256(f"framing:{seed}:{key}:{direction}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "big"))
+
+
+def framed(
+    pose: Pose,
+    aabb_min: NDArray[np.float64],
+    aabb_max: NDArray[np.float64],
+    cfg: CollectConfig,
+    rng: np.random.Generator,
+) -> Pose:
+    """Turn the camera by a seeded yaw and pitch so the landmark sits somewhere else than the
+    image centre, with its whole 3D box still ``FRAME_MARGIN`` inside the frame.
+
+    Orbit views that always centre the landmark let a constant box answer the grounding half
+    of every self-aware row; rejection sampling over the turns that keep the box in frame puts
+    the landmark anywhere it fits. No turn fits for a landmark that fills the frame: then the
+    view stays centred.
+    """
+    k = Intrinsics.from_fov(cfg.image_width, cfg.image_height, cfg.camera_fov_deg)
+    half_h = math.degrees(math.atan(k.width / (2 * k.fx)))
+    half_v = math.degrees(math.atan(k.height / (2 * k.fy)))
+    margin = FRAME_MARGIN * k.width
+    for _ in range(FRAMING_TRIES):
+        dyaw, dpitch = rng.uniform(-half_h, half_h), rng.uniform(-half_v, half_v)
+        turned = Pose(pose.x, pose.y, pose.z, pose.yaw_deg + dyaw, pose.pitch_deg + dpitch, pose.roll_deg)
+        if project_box(aabb_min, aabb_max, turned, k, margin)[1]:
+            return turned
+    return pose
 
 
 def topdown_pose(

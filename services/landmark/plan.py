@@ -12,7 +12,14 @@ from skyqa.contracts.landmarks import CARDINALS, DIAGONALS, RING, RING_OFFSETS
 
 from services.landmark.candidates import Candidate, Collected
 from services.landmark.config import CollectConfig
-from services.landmark.orbit import camera_distance, look_at_point, orbit_pose, topdown_pose
+from services.landmark.orbit import (
+    camera_distance,
+    framed,
+    framing_rng,
+    look_at_point,
+    orbit_pose,
+    topdown_pose,
+)
 from services.landmark.visibility import neighbour_boxes, occluded_by_neighbours, visible_points
 
 
@@ -91,8 +98,12 @@ def plan_candidate(
         if len(chosen) >= cfg.views_count:
             break
         ring_yaw = c.yaw_deg + RING_OFFSETS[direction]
+        rng = framing_rng(cfg.seed, str(c.key), direction)
+        scale = float(rng.uniform(*cfg.distance_scale_range))
         for offset in cfg.pitch_offsets_deg:
-            pose = orbit_pose(c.center, c.aabb_min, size, ring_yaw, offset, cfg)
+            pose = orbit_pose(c.center, c.aabb_min, size, ring_yaw, offset, cfg, scale)
+            if cfg.framing:
+                pose = framed(pose, c.aabb_min, c.aabb_max, cfg, rng)
             if occluded_by_neighbours(pose.position, target, boxes, cfg.occlusion_depth_margin_m):
                 continue
             seen, ratio = visible_points(pose, c.points, context, cfg)

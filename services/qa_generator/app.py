@@ -25,7 +25,7 @@ async def setup(svc: Service) -> None:
     progress, fanin = svc.require()
 
     async def complete(p: QAPlan, trace_id: str) -> None:
-        report, out = await asyncio.to_thread(finish, p, svc.store)
+        report, out = await asyncio.to_thread(finish, p, svc.store, svc.settings.qa.blind_gate)
         f = report.funnel
         event = qa_pb2.QACompleted(
             run_id=p.run_id,

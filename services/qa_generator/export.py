@@ -41,7 +41,8 @@ def mcq_tsv(rows: list[ImageRow]) -> bytes:
                 i,
                 json.dumps(r.images),
                 r.user_prompt.split("\nOptions:")[0],
-                *(opts[x] for x in "ABCD"),
+                # a 3-option row leaves D empty, which VLMEvalKit reads as no option D
+                *(opts.get(x, "") for x in "ABCD"),
                 r.answer_option_id,
                 r.task_type,
                 r.difficulty,
@@ -71,6 +72,16 @@ def dataset_card(
     rel = {k: v.removeprefix(root + "/") for k, v in keys.items()}
     f = report.funnel
     reasons = "\n".join(f"| {k} | {v} |" for k, v in report.drop_reasons.items()) or "| (none) | 0 |"
+    g = report.blind_gate
+    gate_rows = "\n".join(
+        f"| {task} | {t.rows} | {t.best_solver} | {t.solvers[t.best_solver].score:.3f} "
+        f"[{t.solvers[t.best_solver].ci[0]:.3f}, {t.solvers[t.best_solver].ci[1]:.3f}] | "
+        f"{t.solvers[t.best_solver].chance:.3f} | "
+        f"{'-' if t.box_prior_acc50 is None else f'{t.box_prior_acc50:.3f}'} |"
+        for task, t in sorted(g.tasks.items())
+    )
+    verdict = "passed" if g.passed else "FAILED: " + "; ".join(g.failures)
+    mix = ", ".join(f"{k} {v}" for k, v in report.category_mix.items()) or "none"
     return f"""---
 pretty_name: skyqa {scene_id}
 license: cc-by-4.0
@@ -96,14 +107,31 @@ geometry by an independent code path (see `{rel["qc_report"]}`).
 | landmarks with enough valid views | {f.collected} |
 | reviewed (kept and labelled) | {f.reviewed} |
 | released landmarks (full lattice) | {f.released_landmarks} |
-| image rows (8 per landmark) | {f.image_rows} |
-| video rows (4 per landmark) | {f.video_rows} |
+| image rows (8 per landmark, less blind-dropped) | {f.image_rows} |
+| video rows (4 per landmark, less blind-dropped) | {f.video_rows} |
+| rows every blind solver answered (dropped) | {f.blind_dropped} |
 
 Dropped rows by reason:
 
 | reason | rows |
 |---|---|
 {reasons}
+
+Released landmarks by category: {mix}.
+
+## Blind gate
+
+Solvers that never see a pixel (gold-letter prior, gold-label prior, a leave-one-landmark-out
+text and option-structure model, a most-specific-option heuristic for multiple-answer rows, and a
+constant box) answered every row. A task fails when the best of them is above chance +
+{g.margin:.2f} (one-sided, p < {g.alpha}, Holm over solvers) or the constant box scores
+Acc@0.5 significantly above {g.box_prior_max}. Verdict: **{verdict}**. Rows every answering
+solver got right were dropped: {g.dropped_rows}. Scores are accuracy, or mean set-F1 for
+multiple-answer rows (chance: same-size random picks), with 95 % intervals.
+
+| task | rows | best blind solver | score | chance | constant box Acc@0.5 |
+|---|---|---|---|---|---|
+{gate_rows}
 
 ## Files
 
@@ -127,5 +155,9 @@ release contract is 4096x3072 stills at JPEG 80 and 1440x1080 video at 10 Mb/s: 
 profile.) Environment
 rows' `env_how` gold is the move that brings the landmark to the image centre: turn towards
 its side and climb or descend towards it (4-way: the dominant axis, at least 5 degrees off and
-1.5 times the other; 8-way: every axis at least 5 degrees off).
+1.5 times the other; 8-way: every axis at least 5 degrees off). `env_where` offers only the
+labels a forward camera that shows the landmark allows (left of, at, or right of the forward
+direction; straight ahead under 5 degrees). A row is asked only when its answer is at least 2
+degrees from every angle boundary and its dominant axis at least 1.95 times the other, and
+gives the same answer when the landmark's centre is taken as the centre of its visible pixels.
 """.encode()

@@ -1,31 +1,35 @@
 """Image QA: 8 rows per landmark (2 difficulty slots x self_where, self_what, env_where, env_how).
 
-Per slot, a *self pair* (where + what) shares the reference (main) view and the target view,
-and an *env pair* (where + how) shares one newly rendered environment observation. Only views
-the review kept valid are used. The difficulty plan is 4-way + 8-way whenever the landmark has
-a valid diagonal view (else 4-way twice). Where the gold answer sits among the options comes
-from :mod:`placement` (balanced and seeded per task and difficulty). Environment rows get their
-box after rendering (:func:`finish_env_row`).
+Per slot, a *self pair* (where + what) shares a reference view and the target view; each
+environment row gets its own newly rendered observation from another valid view's eye. Only
+views the review kept valid are used. The difficulty plan is 4-way + 8-way whenever the
+landmark has a valid diagonal view (else 4-way twice). Which answer a row gets and where it
+sits among the options come from :mod:`placement`: gold labels are balanced over each task's
+label space, letters over the options. Options are only labels the row's own evidence leaves
+possible. Environment rows get their box after rendering (:func:`finish_env_row`).
+
+Deviations from UAV-DualCog, for validity: the reference is any valid view, not always the
+main (front) one, so every facade can be the answer; env_where and env_how do not share one
+observation, and the camera is aimed so that the answer is the label the balance needs.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from skyqa.contracts import RgbView, ValidInstance
 from skyqa.contracts.landmarks import DIAGONALS, RING
 from skyqa.contracts.qa import Candidate, EnvRequest, ImageRow, Option, OverlayRequest
-from skyqa.sim import Intrinsics, Pose
+from skyqa.sim import Intrinsics, Pose, look_at, project_box
 
 from services.qa_generator import labels as L, prompts
-from services.qa_generator.placement import LETTERS, Placement
+from services.qa_generator.placement import LETTERS, LabelBalance, Placement
 from services.qa_generator.reasoning import steps_for
 
-YAW_BASES = (30.0, 0.0, -30.0)
-YAW_OFFSETS = (0.0, 8.0, -8.0, 15.0, -15.0, 22.0, -22.0, 30.0, -30.0)
-PITCH_BASES = (12.0, 0.0, -12.0)
-PITCH_DELTAS = (0.0, -4.0, 4.0)
+ENV_TRIES = 200
 SEED_STRIDE = 1009
 
 
@@ -70,9 +74,22 @@ def norm_box(v: RgbView) -> list[float]:
     return [round(x0 / w, 4), round(y0 / h, 4), round(x1 / w, 4), round(y1 / h, 4)]
 
 
-def _options(gold: str, space: list[str], position: int, rng: np.random.Generator) -> list[Option]:
+def option_count(task: str, difficulty: str) -> int:
+    """Options per row: every label the row's evidence leaves possible, at most four.
+
+    4-way self_where leaves out the reference facade's own label (the target is another
+    view), which leaves three; env_where's space has three labels (a camera that shows the
+    landmark rules out the labels behind it)."""
+    if (task, difficulty) == ("self_where", "4way") or task == "env_where":
+        return 3
+    return 4
+
+
+def _options(
+    gold: str, space: list[str], position: int, count: int, rng: np.random.Generator
+) -> list[Option]:
     others = [x for x in space if x != gold]
-    picked = [others[i] for i in rng.permutation(len(others))[:3]]
+    picked = [others[i] for i in rng.permutation(len(others))[: count - 1]]
     picked.insert(position, gold)
     return [Option(option_id=LETTERS[i], label=lab) for i, lab in enumerate(picked)]
 
@@ -82,32 +99,38 @@ def _pose_list(p: Pose) -> list[float]:
 
 
 def env_observation(
-    source: RgbView, vi: ValidInstance, difficulty: str, rng: np.random.Generator, still: StillSpec
-) -> tuple[Pose, float, float, str, str, L.Bearing]:
-    """Perturb the source view's camera until the whole box is in frame and both labels are clear.
+    source: RgbView,
+    vi: ValidInstance,
+    task: str,
+    difficulty: str,
+    wanted: list[str],
+    rng: np.random.Generator,
+    still: StillSpec,
+) -> tuple[Pose, str, L.Bearing]:
+    """A camera at the source view's eye, turned so the landmark's answer is the first label of
+    ``wanted`` that can be framed (whole 3D box in frame, bearing clear of every margin).
 
-    UAV-DualCog turns the yaw by a random base of +30, 0 or -30 degrees plus growing offsets;
-    skyqa also tilts the pitch by a random base of +12, 0 or -12 degrees, so that env_how's
-    climb/descend answers occur.
+    UAV-DualCog turns the yaw by a base of +30, 0 or -30 degrees plus small offsets, which
+    leaves the answer to chance (mostly a side, never climb or descend); skyqa aims for the
+    label the balance asks for instead, sampling turns until the landmark falls in its region.
     """
     lo, hi = np.array(vi.bbox_3d.min), np.array(vi.bbox_3d.max)
     center = (lo + hi) / 2
     k = Intrinsics.from_fov(still.width, still.height, still.fov_deg)
     c = source.camera
-    base = float(YAW_BASES[int(rng.integers(len(YAW_BASES)))])
-    # a pitch base too, so the landmark also sits above or below the centre (env_how climbs)
-    pitch_base = float(PITCH_BASES[int(rng.integers(len(PITCH_BASES)))])
-    for offset in YAW_OFFSETS:
-        for dp in (pitch_base + d for d in PITCH_DELTAS):
-            pose = Pose(c.x, c.y, c.z, c.yaw_deg + base + offset, c.pitch_deg + dp, 0.0)
-            _, inside = L.projected_box(lo, hi, pose, k)
-            if not inside:
-                continue
+    eye = np.array([c.x, c.y, c.z])
+    yaw0, pitch0 = look_at(eye, center)
+    half_h = math.degrees(math.atan(k.width / (2 * k.fx)))
+    half_v = math.degrees(math.atan(k.height / (2 * k.fy)))
+    rule = L.env_direction if task == "env_where" else L.env_action
+    for label in wanted:
+        for _ in range(ENV_TRIES):
+            dyaw, dpitch = rng.uniform(-half_h, half_h), rng.uniform(-half_v, half_v)
+            pose = Pose(c.x, c.y, c.z, yaw0 + dyaw, pitch0 + dpitch, 0.0)
             b = L.bearing(center, pose)
-            where, how = L.env_direction(b, difficulty), L.env_action(b, difficulty)
-            if where and how:
-                return pose, base + offset, dp, where, how, b
-    raise LandmarkSkipped("no unambiguous environment observation with the whole landmark in frame")
+            if rule(b, difficulty) == label and project_box(lo, hi, pose, k, 2.0)[1]:
+                return pose, label, b
+    raise LandmarkSkipped(f"no {task} observation with the whole landmark in frame and a clear answer")
 
 
 def plan_landmark(
@@ -119,15 +142,18 @@ def plan_landmark(
     seed: int,
     still: StillSpec,
     placement: Placement,
+    balance: LabelBalance,
 ) -> LandmarkPlan:
-    """All 8 rows of one landmark (environment boxes pending) plus what must be rendered;
-    ``placement`` says where each row's gold answer goes among its options."""
+    """All 8 rows of one landmark (environment boxes pending) plus what must be rendered.
+
+    ``placement`` says where each row's gold answer goes among its options; ``balance`` says
+    which gold labels the run needs most, so that each task's answers cover its label space
+    evenly (the target facade and the environment camera are chosen for it)."""
     views = usable_views(vi)
     if len(views) < 5:
         raise LandmarkSkipped(f"{len(views)} usable orbit views; self_what needs at least 5")
     desc = vi.landmark_description or vi.class_name
     category = vi.landmark_category or vi.class_name
-    main = next((v for v in views if v.view_id == vi.main_view), None)
     rows: list[ImageRow] = []
     env_requests: list[EnvRequest] = []
     overlays: dict[str, OverlayRequest] = {}
@@ -145,15 +171,20 @@ def plan_landmark(
     for slot, difficulty in enumerate(difficulty_plan(views)):
         rng = np.random.default_rng(seed + (index * 2 + slot) * SEED_STRIDE + 17)
         eligible = [v for v in views if difficulty == "8way" or v.view_direction in L.CARDINAL]
-        ref = main if main is not None and main in eligible else next((v for v in eligible), None)
-        pool = [v for v in eligible if ref is not None and v.view_id != ref.view_id]
-        if ref is None or not pool:
+        if len(eligible) < 2:
             raise LandmarkSkipped(f"no reference and target pair in the {difficulty} label space")
-        # an 8-way slot asks about a diagonal facade when there is one; slots differ when they can
-        diagonal = [v for v in pool if v.view_direction in DIAGONALS] if difficulty == "8way" else []
-        fresh = [v for v in (diagonal or pool) if v.view_id not in used_targets] or diagonal or pool
-        target = fresh[int(rng.integers(len(fresh)))]
+        by_label = {L.object_label(v.view_direction): v for v in eligible}
+        # the target facade is the label the run needs most (a slot does not repeat a target);
+        # the reference is any other eligible view, so its facade says nothing about the answer
+        salt = f"{lm}:{slot}"
+        order = balance.order("self_where", difficulty, sorted(by_label), salt)
+        order.sort(key=lambda lab: by_label[lab].view_id in used_targets)
+        gold = order[0]
+        balance.take("self_where", difficulty, gold)
+        target = by_label[gold]
         used_targets.add(target.view_id)
+        refs = [v for v in eligible if v.view_id != target.view_id]
+        ref = refs[int(rng.integers(len(refs)))]
         ref_label = L.object_label(ref.view_direction)
         ref_img = overlay(ref)
         common = {
@@ -170,8 +201,14 @@ def plan_landmark(
             "system_prompt": prompts.IMAGE_SYSTEM,
         }
         self_prefix = f"{scene_id}_{lm}_self_shared_{difficulty}_{index * 2 + slot:06d}"
-        gold = L.object_label(target.view_direction)
-        opts = _options(gold, L.label_space(difficulty), placement.position(index, slot, "self_where"), rng)
+        space = [x for x in L.label_space("self_where", difficulty) if x != ref_label]
+        opts = _options(
+            gold,
+            space,
+            placement.position(index, slot, "self_where"),
+            option_count("self_where", difficulty),
+            rng,
+        )
         rows.append(
             _row(
                 common,
@@ -220,49 +257,64 @@ def plan_landmark(
                 behavior=behavior,
             )
         )
-        # env pair: a perturbed camera at another valid view's eye
-        sources = [v for v in views if v.view_id != ref.view_id]
-        source = sources[int(rng.integers(len(sources)))]
-        pose, yaw_delta, pitch_delta, where, how, b = env_observation(source, vi, difficulty, rng, still)
+        # env rows: each its own camera at another valid view's eye, aimed for a balanced answer
         env_prefix = f"{scene_id}_{lm}_env_shared_{difficulty}_{index * 2 + slot:06d}"
-        out = f"{run_root}/image_tasks/assets/env_observations/{lm}"
-        request = EnvRequest(
-            request_id=env_prefix,
-            landmark_id=lm,
-            rendered_instance_id=source.rendered_instance_id,
-            output_image=rel(f"{out}/{env_prefix}.rgb.jpg"),
-            output_segmentation=rel(f"{out}/{env_prefix}.seg.png"),
-            width=still.width,
-            height=still.height,
-            fov_deg=still.fov_deg,
-            pose=_pose_list(pose),
-            source_view_id=source.view_id,
-            yaw_delta_deg=yaw_delta,
-            pitch_delta_deg=pitch_delta,
-            target_center_3d=[
-                round(float(x), 4) for x in (np.array(vi.bbox_3d.min) + np.array(vi.bbox_3d.max)) / 2
-            ],
-            target_aabb=[list(vi.bbox_3d.min), list(vi.bbox_3d.max)],
-        )
-        env_requests.append(request)
-        meta: dict[str, str | float | int | bool] = {
-            "env_request_id": env_prefix,
-            "source_view_id": source.view_id,
-            "horizontal_deg": round(b.horizontal_deg, 3),
-            "vertical_deg": round(b.vertical_deg, 3),
-        }
-        for task, gold_env, space in (
-            ("env_where", where, L.ENV_8 if difficulty == "8way" else L.ENV_4),
-            ("env_how", how, L.ACTION_8 if difficulty == "8way" else L.ACTION_4),
-        ):
-            env_opts = _options(gold_env, space, placement.position(index, slot, task), rng)
-            suffix = task.split("_")[1]
-            rows.append(
-                _row(
-                    common, f"{env_prefix}_{suffix}", task, request.output_image, env_opts, gold_env, [], meta
-                )
+        sources = [v for v in views if v.view_id != ref.view_id]
+        for task in ("env_where", "env_how"):
+            source = sources[int(rng.integers(len(sources)))]
+            space = L.label_space(task, difficulty)
+            wanted = balance.order(task, difficulty, space, salt)
+            pose, gold_env, b = env_observation(source, vi, task, difficulty, wanted, rng, still)
+            balance.take(task, difficulty, gold_env)
+            sample_id = f"{env_prefix}_{task.split('_')[1]}"
+            request = _env_request(sample_id, vi, source, pose, rel, run_root, still)
+            env_requests.append(request)
+            meta: dict[str, str | float | int | bool] = {
+                "env_request_id": request.request_id,
+                "source_view_id": source.view_id,
+                "horizontal_deg": round(b.horizontal_deg, 3),
+                "vertical_deg": round(b.vertical_deg, 3),
+            }
+            env_opts = _options(
+                gold_env,
+                space,
+                placement.position(index, slot, task),
+                option_count(task, difficulty),
+                rng,
             )
+            rows.append(_row(common, sample_id, task, request.output_image, env_opts, gold_env, [], meta))
     return LandmarkPlan(rows, env_requests, list(overlays.values()))
+
+
+def _env_request(
+    request_id: str,
+    vi: ValidInstance,
+    source: RgbView,
+    pose: Pose,
+    rel: Callable[[str], str],
+    run_root: str,
+    still: StillSpec,
+) -> EnvRequest:
+    out = f"{run_root}/image_tasks/assets/env_observations/{vi.instance_id}"
+    c = source.camera
+    return EnvRequest(
+        request_id=request_id,
+        landmark_id=vi.instance_id,
+        rendered_instance_id=source.rendered_instance_id,
+        output_image=rel(f"{out}/{request_id}.rgb.jpg"),
+        output_segmentation=rel(f"{out}/{request_id}.seg.png"),
+        width=still.width,
+        height=still.height,
+        fov_deg=still.fov_deg,
+        pose=_pose_list(pose),
+        source_view_id=source.view_id,
+        yaw_delta_deg=round(pose.yaw_deg - c.yaw_deg, 4),
+        pitch_delta_deg=round(pose.pitch_deg - c.pitch_deg, 4),
+        target_center_3d=[
+            round(float(x), 4) for x in (np.array(vi.bbox_3d.min) + np.array(vi.bbox_3d.max)) / 2
+        ],
+        target_aabb=[list(vi.bbox_3d.min), list(vi.bbox_3d.max)],
+    )
 
 
 def _row(

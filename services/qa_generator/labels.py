@@ -13,15 +13,18 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 from skyqa.contracts.landmarks import RING, RING_OFFSETS
-from skyqa.sim import Intrinsics, Pose, project
+from skyqa.sim import Pose
 
 F64 = NDArray[np.float64]
 
 DISPLAY = {d: "-".join(p.capitalize() for p in d.split("_")) for d in RING}
 OBJECT_4 = ["Front", "Back", "Left", "Right"]
 OBJECT_8 = [*OBJECT_4, "Front-Left", "Front-Right", "Back-Left", "Back-Right"]
-ENV_4 = ["Left", "Front", "Right", "Back"]
-ENV_8 = ["Front", "Front-Right", "Right", "Back-Right", "Back", "Back-Left", "Left", "Front-Left"]
+# A camera that shows the landmark rules out every label behind it (and, 8-way, the pure
+# sides), so env_where asks only among the labels the image can show: left of, at, or right of
+# the forward direction.
+ENV_4 = ["Left", "Front", "Right"]
+ENV_8 = ["Front-Left", "Front", "Front-Right"]
 ACTION_4 = ["Turn left", "Turn right", "Climb", "Descend"]
 ACTION_8 = [
     *ACTION_4,
@@ -31,11 +34,16 @@ ACTION_8 = [
     "Turn right and descend",
 ]
 CARDINAL = {"front", "back", "left", "right"}
-# env labels: the landmark counts as straight ahead within this bearing
+# Decision boundaries of the environment answers, and the margin a gold answer must keep from
+# each. env_where: the landmark counts as straight ahead under FRONT_DEG of bearing. env_how:
+# an axis counts when the landmark is ACTIVE_DEG off centre; 4-way asks for the dominant axis,
+# DOMINANCE times the other. A bearing within MARGIN_DEG of an angle boundary, or with a ratio
+# within DOMINANCE_MARGIN of the dominance boundary, has no fair answer and is not asked.
 FRONT_DEG = 5.0
-# env_how: an axis counts when the landmark is this far off centre, and is idle below half of it
 ACTIVE_DEG = 5.0
 DOMINANCE = 1.5
+MARGIN_DEG = 2.0
+DOMINANCE_MARGIN = 1.3  # the dominant axis must be DOMINANCE * 1.3 times the other
 
 
 def object_label(direction: str) -> str:
@@ -47,8 +55,14 @@ def observer_label(direction: str) -> str:
     return DISPLAY[mirrored]
 
 
-def label_space(difficulty: str) -> list[str]:
-    return OBJECT_8 if difficulty == "8way" else OBJECT_4
+def label_space(task: str, difficulty: str) -> list[str]:
+    """Every label a row of ``task`` at ``difficulty`` can have as its answer."""
+    eight = difficulty == "8way"
+    return {
+        "self_where": OBJECT_8 if eight else OBJECT_4,
+        "env_where": ENV_8 if eight else ENV_4,
+        "env_how": ACTION_8 if eight else ACTION_4,
+    }[task]
 
 
 def ring_index(direction: str) -> int:
@@ -91,62 +105,44 @@ def bearing(center: F64, pose: Pose) -> Bearing:
     )
 
 
-def env_direction(b: Bearing, difficulty: str) -> str | None:
-    """Where the landmark is relative to the forward direction; None when too close to a boundary."""
+def env_direction(b: Bearing, difficulty: str, margin: float = MARGIN_DEG) -> str | None:
+    """Where the landmark is relative to the forward direction; None within the margin."""
     h = b.horizontal_deg
-    if b.depth <= 0:
-        return "Back"
-    if abs(h) < FRONT_DEG * 0.6:
-        return "Front"
-    if abs(h) < FRONT_DEG * 1.6:
+    if b.depth <= 0 or abs(abs(h) - FRONT_DEG) < margin:
         return None
+    if abs(h) < FRONT_DEG:
+        return "Front"
     side = "Left" if h > 0 else "Right"
     return side if difficulty == "4way" else f"Front-{side}"
 
 
-def env_action(b: Bearing, difficulty: str) -> str | None:
-    """The move that brings the landmark to the image centre, or None when ambiguous.
+def env_action(
+    b: Bearing, difficulty: str, margin: float = MARGIN_DEG, dominance_margin: float = DOMINANCE_MARGIN
+) -> str | None:
+    """The move that brings the landmark to the image centre, or None when within a margin.
 
     Turn towards its side (yaw) and climb or descend towards it (a landmark below the centre
-    comes up when the UAV descends). 4-way asks for the dominant axis, which must be at least
-    5 degrees off and 1.5 times the other; 8-way names every axis at least 5 degrees off, and an
-    axis between 2.5 and 5 degrees makes the case ambiguous.
+    comes up when the UAV descends). An axis is active at ACTIVE_DEG or more off centre. 4-way
+    asks for the dominant axis, active and DOMINANCE times the other; 8-way names every active
+    axis. Angles within MARGIN_DEG of ACTIVE_DEG, and a dominance under DOMINANCE *
+    DOMINANCE_MARGIN, make the case ambiguous (``margin=0, dominance_margin=1`` gives the bare
+    rule).
     """
     h, v = b.horizontal_deg, b.vertical_deg
+    if b.depth <= 0 or any(abs(abs(a) - ACTIVE_DEG) < margin for a in (h, v)):
+        return None
     turn = "Turn left" if h > 0 else "Turn right"
     climb = "Climb" if v > 0 else "Descend"
+    active_h, active_v = abs(h) >= ACTIVE_DEG, abs(v) >= ACTIVE_DEG
     if difficulty == "4way":
-        if max(abs(h), abs(v)) < ACTIVE_DEG:
+        big, small = max(abs(h), abs(v)), min(abs(h), abs(v))
+        if big < ACTIVE_DEG or big < DOMINANCE * dominance_margin * small:
             return None
-        if abs(h) >= DOMINANCE * abs(v):
-            return turn
-        if abs(v) >= DOMINANCE * abs(h):
-            return climb
-        return None
-    half = ACTIVE_DEG / 2
-    if any(half <= abs(a) < ACTIVE_DEG for a in (h, v)):
-        return None
-    if abs(h) >= ACTIVE_DEG and abs(v) >= ACTIVE_DEG:
+        return turn if abs(h) > abs(v) else climb
+    if active_h and active_v:
         return f"{turn} and {climb.lower()}"
-    if abs(h) >= ACTIVE_DEG:
+    if active_h:
         return turn
-    if abs(v) >= ACTIVE_DEG:
+    if active_v:
         return climb
     return None
-
-
-def box_corners(lo: F64, hi: F64) -> F64:
-    return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
-
-
-def projected_box(lo: F64, hi: F64, pose: Pose, k: Intrinsics) -> tuple[F64, bool]:
-    """Pixel box of the 3D box's corners, and whether all of them are in front and in frame."""
-    px, d = project(box_corners(lo, hi), pose, k)
-    inside = bool(
-        np.all(d > 0.1)
-        and np.all(px[:, 0] >= 0)
-        and np.all(px[:, 0] <= k.width)
-        and np.all(px[:, 1] >= 0)
-        and np.all(px[:, 1] <= k.height)
-    )
-    return np.r_[px.min(axis=0), px.max(axis=0)], inside

@@ -9,8 +9,10 @@ function of the plan and the stored assets, which is what makes ``skyqa refresh`
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import Counter
+from typing import Literal
 
 import numpy as np
 from google.protobuf import json_format
@@ -21,6 +23,7 @@ from skyqa.contracts import Contract, InstancesFile, ValidInstance, ValidInstanc
 from skyqa.contracts.base import dump_json, load_jsonl
 from skyqa.contracts.missions import ComposedSegments, FrameVisibility, MissionIndex, TaskData
 from skyqa.contracts.qa import (
+    BlindGate,
     EnvRequest,
     Funnel,
     ImageRow,
@@ -29,21 +32,23 @@ from skyqa.contracts.qa import (
     RenderRequests,
     VideoRow,
 )
+from skyqa.errors import InvalidInput
 from skyqa.v1 import common_pb2, mission_pb2, render_pb2, scan_pb2
 
 from services.landmark.config import CollectConfig
 from services.mission_planner.library import load_library
-from services.qa_generator import export, qc
+from services.qa_generator import export, gate, qc
 from services.qa_generator.assets import draw_overlay
 from services.qa_generator.image_tasks import (
     LandmarkSkipped,
     StillSpec,
     difficulty_plan,
     finish_env_row,
+    option_count,
     plan_landmark,
     usable_views,
 )
-from services.qa_generator.placement import Placement
+from services.qa_generator.placement import LabelBalance, Placement
 from services.qa_generator.video_tasks import element_label, joint_row, visibility_row
 
 STILL_FOV_DEG = 72.0
@@ -100,13 +105,25 @@ def plan(event: mission_pb2.MissionsCompleted, store: BlobStore) -> QAPlan:
     env_requests: list[EnvRequest] = []
     overlays: dict[str, OverlayRequest] = {}
     skipped: dict[str, str] = {}
-    placement = Placement(int(scan.seed), [difficulty_plan(usable_views(vi)) for vi in landmarks])
+    placement = Placement(
+        int(scan.seed), [difficulty_plan(usable_views(vi)) for vi in landmarks], option_count
+    )
+    balance = LabelBalance(int(scan.seed))
+    shared = Counter(_description(vi) for vi in landmarks)
     for i, vi in enumerate(landmarks):
+        if shared[_description(vi)] > 1:
+            # a description that fits two landmarks does not say which one a question is about
+            n = shared[_description(vi)] - 1
+            skipped[vi.instance_id] = f"description shared with {n} other landmark(s): '{_description(vi)}'"
+            continue
         try:
-            lp = plan_landmark(vi, i, scene_id, engine, root, int(scan.seed), still, placement)
+            # a skipped landmark's rows must not count towards the label balance
+            trial = copy.deepcopy(balance)
+            lp = plan_landmark(vi, i, scene_id, engine, root, int(scan.seed), still, placement, trial)
         except LandmarkSkipped as exc:
             skipped[vi.instance_id] = str(exc)
             continue
+        balance = trial
         image_rows += lp.rows
         env_requests += lp.env_requests
         overlays.update({o.output_image: o for o in lp.overlays})
@@ -192,6 +209,10 @@ def plan(event: mission_pb2.MissionsCompleted, store: BlobStore) -> QAPlan:
     )
 
 
+def _description(vi: ValidInstance) -> str:
+    return " ".join((vi.landmark_description or vi.class_name).lower().split())
+
+
 def _rel_source(key: str, root: str) -> str:
     return key.removeprefix(root + "/")
 
@@ -228,8 +249,18 @@ def _jsonl(rows: list[BaseModel]) -> bytes:
     return b"".join(json.dumps(r.model_dump(mode="json"), sort_keys=True).encode() + b"\n" for r in rows)
 
 
-def finish(p: QAPlan, store: BlobStore) -> tuple[QCReport, dict[str, str]]:
-    """Fill env boxes, run QC, keep complete landmarks, write manifests and exports."""
+class ReleaseLeaks(InvalidInput):
+    """Solvers that never see a pixel answer the release better than chance."""
+
+    reason = "blind_gate_failed"
+
+
+def finish(
+    p: QAPlan, store: BlobStore, gate_mode: Literal["enforce", "report"]
+) -> tuple[QCReport, dict[str, str]]:
+    """Fill env boxes, run QC and the blind gate, keep complete landmarks, write manifests and
+    exports. With ``gate_mode="enforce"`` a leaking release raises :class:`ReleaseLeaks` after
+    writing its QC report and before writing any manifest."""
     root = keys.run_prefix(p.run_id)
     for o in p.requests.overlays:
         if not store.exists(f"{root}/{o.output_image}"):
@@ -283,9 +314,15 @@ def finish(p: QAPlan, store: BlobStore) -> tuple[QCReport, dict[str, str]]:
             )
     final_img = [r for r in rows if r.landmark_id not in incomplete]
     final_vid = [r for r in p.video_rows if r.landmark_id not in incomplete]
+    blind = gate.run_gate(final_img, final_vid, qc.letter_balance(final_img))
+    solved = set(blind.solved_by_all)
+    final_img = [r for r in final_img if r.sample_id not in solved]
+    final_vid = [r for r in final_vid if r.sample_id not in solved]
     reasons = Counter(drop.values())
     lost = [r for r in [*rows, *p.video_rows] if r.landmark_id in incomplete and r.sample_id not in drop]
     reasons.update({"landmark incomplete": len(lost)} if lost else {})
+    reasons.update({"every blind solver answers it": len(solved)} if solved else {})
+    released = {r.landmark_id: r.landmark_category for r in [*final_img, *final_vid]}
     report = QCReport(
         scene_id=p.scene_id,
         run_id=p.run_id,
@@ -293,10 +330,22 @@ def finish(p: QAPlan, store: BlobStore) -> tuple[QCReport, dict[str, str]]:
             candidates=p.candidates,
             collected=p.collected,
             reviewed=len(p.landmarks),
-            released_landmarks=len({r.landmark_id for r in final_img}),
+            released_landmarks=len(released),
             image_rows=len(final_img),
             video_rows=len(final_vid),
+            blind_dropped=len(solved),
         ),
+        blind_gate=BlindGate(
+            mode=gate_mode,
+            passed=blind.passed,
+            margin=gate.MARGIN,
+            alpha=gate.ALPHA,
+            box_prior_max=gate.BOX_PRIOR_MAX,
+            failures=blind.failures,
+            dropped_rows=len(solved),
+            tasks=blind.tasks,
+        ),
+        category_mix=dict(sorted(Counter(released.values()).items())),
         checked_rows=len(rows) + len(p.video_rows),
         dropped_rows=len(rows) + len(p.video_rows) - len(final_img) - len(final_vid),
         drop_reasons=dict(sorted(reasons.items())),
@@ -309,6 +358,12 @@ def finish(p: QAPlan, store: BlobStore) -> tuple[QCReport, dict[str, str]]:
         duplicate_questions=sum(1 for x in drop.values() if x == "duplicate question"),
     )
     out = manifest_keys(p.run_id, p.scene_id)
+    if not blind.passed and gate_mode == "enforce":
+        # the report says what leaks and nothing new is released
+        store.put(out["qc_report"], dump_json(report), "application/json")
+        raise ReleaseLeaks(
+            "the blind gate failed, nothing was released (see qc_report.json): " + "; ".join(blind.failures)
+        )
     store.put(out["image_qa"], _jsonl(list(final_img)), "application/x-ndjson")
     store.put(out["video_qa"], _jsonl(list(final_vid)), "application/x-ndjson")
     store.put(out["render_requests"], dump_json(p.requests), "application/json")

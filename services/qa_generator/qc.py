@@ -23,7 +23,7 @@ from scipy.stats import chi2_contingency, chisquare
 from skyqa.contracts import RgbView, ValidInstance
 from skyqa.contracts.missions import FrameVisibility
 from skyqa.contracts.qa import EnvRequest, ImageRow, VideoRow
-from skyqa.sim import Intrinsics, Pose
+from skyqa.sim import Intrinsics, Pose, project_box
 
 from services.qa_generator import labels as L
 from services.qa_generator.placement import LETTERS
@@ -104,8 +104,10 @@ def check_image_rows(
             v.fail(r.sample_id, "missing required field")
         ids = [o.option_id for o in r.label_options]
         labels = [o.label for o in r.label_options]
-        if len(ids) != 4:
-            v.fail(r.sample_id, "image rows need exactly 4 options")
+        if not 3 <= len(ids) <= 4:
+            v.fail(r.sample_id, "image rows need 3 or 4 options")
+        if r.task_type != "self_what" and not _possible(r, labels):
+            v.fail(r.sample_id, "an option the row's own evidence rules out")
         # self_what's options name candidate images ("Image 2"...); their views are checked below
         _structure(r.sample_id, labels, ids, [r.answer_option_id], v, text=r.task_type != "self_what")
         key = (r.task_type, r.prompt_text, tuple(r.images))
@@ -121,6 +123,15 @@ def check_image_rows(
         else:
             _recheck_env(r, lm, requests[str(r.metadata["env_request_id"])], instance_masks, v)
     return v
+
+
+def _possible(r: ImageRow, labels: list[str]) -> bool:
+    """Every option is a label the row's evidence allows: in the task's space, and for
+    self_where not the reference's own facade (the target is another view)."""
+    space = set(L.label_space(r.task_type, r.difficulty))
+    if r.task_type == "self_where":
+        space.discard(r.reference_object_view)
+    return set(labels) <= space
 
 
 def _views(lm: ValidInstance) -> dict[str, RgbView]:
@@ -171,7 +182,6 @@ def _recheck_env(
             v.fail(r.sample_id, "turn direction disagrees with the world-frame bearing")
         if ("climb" in parts and vert <= 0) or ("descend" in parts and vert >= 0):
             v.fail(r.sample_id, "climb direction disagrees with the world-frame bearing")
-    # the rendered box must lie inside the projection of the 3D box (a different code path)
     mask = masks.get(req.request_id)
     if mask is None:
         v.fail(r.sample_id, "environment observation missing")
@@ -179,14 +189,38 @@ def _recheck_env(
     hgt, wid = mask.shape
     k = Intrinsics.from_fov(wid, hgt, req.fov_deg)
     x, y, z, yaw, pitch, roll = req.pose
-    proj, inside = L.projected_box(
-        np.array(req.target_aabb[0]), np.array(req.target_aabb[1]), Pose(x, y, z, yaw, pitch, roll), k
-    )
+    pose = Pose(x, y, z, yaw, pitch, roll)
+    # robust gold: clear of every decision boundary by the documented margin, and the same
+    # answer when the landmark's centre is taken as the centre of what is visible of it
+    where = r.task_type == "env_where"
+    if (L.env_direction if where else L.env_action)(
+        L.bearing(np.array(req.target_center_3d), pose), r.difficulty
+    ) != (r.answer_label):
+        v.fail(r.sample_id, "answer within the margin of a decision boundary")
+    elif r.answer_bbox_xyxy_norm:
+        seen = _box_bearing(r.answer_bbox_xyxy_norm, k)
+        bare = (
+            L.env_direction(seen, r.difficulty, margin=0.0)
+            if where
+            else L.env_action(seen, r.difficulty, margin=0.0, dominance_margin=1.0)
+        )
+        if bare != r.answer_label:
+            v.fail(r.sample_id, "answer changes with the visible centre of the landmark")
+    # the rendered box must lie inside the projection of the 3D box (a different code path)
+    proj, inside = project_box(np.array(req.target_aabb[0]), np.array(req.target_aabb[1]), pose, k)
     box = np.array(r.answer_bbox_xyxy_norm) * [wid, hgt, wid, hgt]
     # the fused box misses the bottom of an object (the ground cut) and unscanned parts
     slack = np.array([wid, hgt, wid, hgt]) * BOX_SLACK + 2
     if not inside or np.any(box[:2] < proj[:2] - slack[:2]) or np.any(box[2:] > proj[2:] + slack[2:]):
         v.fail(r.sample_id, "landmark box falls outside its projected 3D box")
+
+
+def _box_bearing(box_norm: list[float], k: Intrinsics) -> L.Bearing:
+    """Camera-frame angles of a normalized box's centre."""
+    px = (box_norm[0] + box_norm[2]) / 2 * k.width
+    py = (box_norm[1] + box_norm[3]) / 2 * k.height
+    left, up = (k.cx - px) / k.fx, (k.cy - py) / k.fy
+    return L.Bearing(math.degrees(math.atan(left)), math.degrees(math.atan2(up, math.hypot(1.0, left))), 1.0)
 
 
 def check_video_rows(
@@ -227,21 +261,34 @@ def letter_balance(rows: list[ImageRow]) -> dict[str, dict[str, float]]:
     ``<difficulty>_chi2_p``) and letter x difficulty independence (``difficulty_independence_p``).
 
     Pooling alone hides a letter that depends on the difficulty (4-way always A or C, 8-way
-    always B or D is uniform in total); the independence test catches it.
+    always B or D is uniform in total); the per-difficulty tests and the independence test
+    catch it. A difficulty's letters are those its rows offer (3-option rows have no D); the
+    pooled test expects each difficulty's rows spread over its own letters, and independence
+    is tested only when every difficulty offers the same letters.
     """
     out: dict[str, dict[str, float]] = {}
     for task in sorted({r.task_type for r in rows}):
         of_task = [r for r in rows if r.task_type == task]
         counts = Counter(r.answer_option_id for r in of_task)
         report = {x: float(counts.get(x, 0)) for x in LETTERS}
-        report["chi2_p"] = _uniform_p([counts.get(x, 0) for x in LETTERS])
-        difficulties = sorted({r.difficulty for r in of_task})
-        table = []
-        for d in difficulties:
-            by_d = Counter(r.answer_option_id for r in of_task if r.difficulty == d)
-            table.append([by_d.get(x, 0) for x in LETTERS])
+        expected = np.zeros(len(LETTERS))
+        table, widths = [], set()
+        for d in sorted({r.difficulty for r in of_task}):
+            of_d = [r for r in of_task if r.difficulty == d]
+            k = max(len(r.label_options) for r in of_d)
+            widths.add(k)
+            by_d = Counter(r.answer_option_id for r in of_d)
+            table.append([by_d.get(x, 0) for x in LETTERS[:k]])
+            expected[:k] += len(of_d) / k
             report[f"{d}_chi2_p"] = _uniform_p(table[-1])
-        report["difficulty_independence_p"] = _independence_p(table)
+        used = expected > 0
+        observed = [counts.get(x, 0) for x in LETTERS]
+        report["chi2_p"] = (
+            round(float(chisquare(np.array(observed)[used], expected[used]).pvalue), 4)
+            if len(of_task) >= used.sum()
+            else 1.0
+        )
+        report["difficulty_independence_p"] = _independence_p(table) if len(widths) == 1 else 1.0
         out[task] = report
     return out
 
@@ -252,7 +299,7 @@ def _uniform_p(observed: list[int]) -> float:
 
 def _independence_p(table: list[list[int]]) -> float:
     """Chi-square test of independence over the letters any row uses; 1.0 with one difficulty."""
-    used = [j for j in range(len(LETTERS)) if any(row[j] for row in table)]
+    used = [j for j in range(len(table[0])) if any(row[j] for row in table)]
     if len(table) < 2 or len(used) < 2:
         return 1.0
     return round(float(chi2_contingency([[row[j] for j in used] for row in table]).pvalue), 6)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from google.protobuf import json_format
 from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.contracts import load_json
-from skyqa.settings import AirSimSettings
+from skyqa.settings import AirSimSettings, QASettings
 from skyqa.sim import SimulatorCache
 from skyqa.v1 import mission_pb2
 
@@ -40,7 +41,10 @@ def refresh(
     videos: bool = False,
     scenes_dir: Path | None = None,
     airsim: AirSimSettings | None = None,
+    gate_mode: Literal["enforce", "report"] | None = None,
 ) -> Refreshed:
+    """Re-render every asset of the run's plan and rebuild its manifests; ``gate_mode`` defaults
+    to the operator setting's default, as the service that built the release used."""
     p = load_json(QAPlan, store.get(plan_key(run_id)), "qa plan")
     root = keys.run_prefix(run_id)
     sim = SimulatorCache(scenes_dir, airsim or AirSimSettings()).get(p.engine, p.scene_id)
@@ -58,5 +62,5 @@ def refresh(
             done = render_video(job, sim, store)
             bundle_mission(done, store, scan)
             done_videos += 1
-    _, out = finish(p, store)
+    _, out = finish(p, store, gate_mode or QASettings().blind_gate)
     return Refreshed(len(p.requests.env_requests), len(p.requests.overlays), done_videos, out)

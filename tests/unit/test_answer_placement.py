@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections import Counter
 
 from scipy.stats import chi2_contingency
-from skyqa.contracts.qa import IMAGE_TASKS, ImageRow
+from skyqa.contracts.qa import IMAGE_TASKS, ImageRow, Option
 
 from services.qa_generator import qc
-from services.qa_generator.placement import Placement
+from services.qa_generator.image_tasks import option_count
+from services.qa_generator.placement import LETTERS, Placement
 
 # 60 landmarks: most have 4-way + 8-way slots, some only 4-way twice
 SLOTS = [["4way", "8way"] if i % 5 else ["4way", "4way"] for i in range(60)]
@@ -20,16 +21,17 @@ def positions(p: Placement, task: str) -> list[tuple[int, str, int]]:
 
 
 def test_every_letter_equally_often_per_task_and_difficulty() -> None:
-    p = Placement(7, SLOTS)
+    p = Placement(7, SLOTS, option_count)
     for task in IMAGE_TASKS:
         for difficulty in ("4way", "8way"):
             counts = Counter(pos for _, d, pos in positions(p, task) if d == difficulty)
-            assert max(counts.values()) - min(counts.values()) <= 1 and len(counts) == 4, (task, counts)
+            k = option_count(task, difficulty)
+            assert max(counts.values()) - min(counts.values()) <= 1 and len(counts) == k, (task, counts)
 
 
 def test_the_letter_does_not_depend_on_the_difficulty_or_the_index() -> None:
-    p = Placement(7, SLOTS)
-    for task in IMAGE_TASKS:
+    p = Placement(7, SLOTS, option_count)
+    for task in ("self_what", "env_how"):  # four options at both difficulties
         rows = positions(p, task)
         table = [
             [sum(1 for _, d, pos in rows if d == diff and pos == k) for k in range(4)]
@@ -47,7 +49,7 @@ def test_the_letter_does_not_depend_on_the_difficulty_or_the_index() -> None:
 
 
 def test_the_rows_of_one_landmark_and_slot_do_not_share_a_letter() -> None:
-    p = Placement(7, SLOTS)
+    p = Placement(7, SLOTS, option_count)
     shared = sum(
         len({p.position(i, s, t) for t in IMAGE_TASKS}) == 1
         for i, ds in enumerate(SLOTS)
@@ -57,13 +59,18 @@ def test_the_rows_of_one_landmark_and_slot_do_not_share_a_letter() -> None:
 
 
 def test_the_seed_decides_and_replays() -> None:
-    a, b, c = Placement(7, SLOTS), Placement(7, SLOTS), Placement(8, SLOTS)
+    a, b, c = (
+        Placement(7, SLOTS, option_count),
+        Placement(7, SLOTS, option_count),
+        Placement(8, SLOTS, option_count),
+    )
     assert positions(a, "env_how") == positions(b, "env_how") != positions(c, "env_how")
 
 
-def rows(letters_4way: str, letters_8way: str, task: str = "env_where") -> list[ImageRow]:
+def rows(letters_4way: str, letters_8way: str, task: str = "env_how") -> list[ImageRow]:
+    options = [Option(option_id=x, label=x) for x in LETTERS]
     return [
-        ImageRow.model_construct(task_type=task, answer_option_id=x, difficulty=d)
+        ImageRow.model_construct(task_type=task, answer_option_id=x, difficulty=d, label_options=options)
         for d, letters in (("4way", letters_4way), ("8way", letters_8way))
         for x in letters
     ]
@@ -71,14 +78,27 @@ def rows(letters_4way: str, letters_8way: str, task: str = "env_where") -> list[
 
 def test_qc_catches_a_letter_that_follows_the_difficulty_while_pooled_counts_look_perfect() -> None:
     # what the old placement produced: every 4-way gold A or C, every 8-way gold B or D
-    report = qc.letter_balance(rows("AC" * 10, "BD" * 10))["env_where"]
+    report = qc.letter_balance(rows("AC" * 10, "BD" * 10))["env_how"]
     assert report["chi2_p"] == 1.0  # pooled, it is perfectly uniform
     assert report["difficulty_independence_p"] < 0.001
     assert report["4way_chi2_p"] < 0.01 and report["8way_chi2_p"] < 0.01
-    fair = qc.letter_balance(rows("ABCD" * 5, "DCBA" * 5))["env_where"]
+    fair = qc.letter_balance(rows("ABCD" * 5, "DCBA" * 5))["env_how"]
     assert fair["difficulty_independence_p"] > 0.5 and fair["4way_chi2_p"] == 1.0
 
 
 def test_qc_reports_a_constant_letter() -> None:
-    report = qc.letter_balance(rows("A" * 20, ""))["env_where"]
+    report = qc.letter_balance(rows("A" * 20, ""))["env_how"]
     assert report["A"] == 20 and report["chi2_p"] < 0.001 and report["difficulty_independence_p"] == 1.0
+
+
+def test_three_option_rows_are_uniform_over_their_own_letters() -> None:
+    three = [Option(option_id=x, label=x) for x in "ABC"]
+    rows_3 = [
+        ImageRow.model_construct(task_type="env_where", answer_option_id=x, difficulty=d, label_options=three)
+        for d in ("4way", "8way")
+        for x in "ABC" * 6
+    ]
+    report = qc.letter_balance(rows_3)["env_where"]
+    assert report["D"] == 0 and report["chi2_p"] == 1.0 and report["4way_chi2_p"] == 1.0
+    skewed = qc.letter_balance([r for r in rows_3 if r.answer_option_id != "C"])["env_where"]
+    assert skewed["chi2_p"] < 0.01 and skewed["4way_chi2_p"] < 0.05

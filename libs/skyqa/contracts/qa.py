@@ -152,12 +152,47 @@ class Funnel(Contract):
     released_landmarks: int
     image_rows: int
     video_rows: int
+    blind_dropped: int = 0  # rows every blind solver answered right, removed after the gate
+
+
+class SolverScore(Contract):
+    score: float  # accuracy, or mean set-F1 for multi-select tasks
+    ci: list[float]  # 95 %
+    chance: float
+    p_value: float  # one-sided against chance + margin, Holm-adjusted over the task's solvers
+
+
+class TaskGate(Contract):
+    kind: Literal["choice", "multi", "count"]
+    rows: int
+    best_solver: str
+    solvers: dict[str, SolverScore]
+    box_prior_acc50: float | None = None  # constant (mean) box, leave-one-landmark-out
+    box_prior_p: float | None = None
+    label_counts: dict[str, dict[str, int]] = Field(default_factory=dict)  # difficulty -> label -> golds
+    label_chi2_p: dict[str, float] = Field(default_factory=dict)  # difficulty -> uniformity p
+    failures: list[str] = Field(default_factory=list)
+
+
+class BlindGate(Contract):
+    """What solvers that never see a pixel score on the release, and whether it passed."""
+
+    mode: Literal["enforce", "report"]
+    passed: bool
+    margin: float
+    alpha: float
+    box_prior_max: float
+    failures: list[str]
+    dropped_rows: int  # rows every answering blind solver got right
+    tasks: dict[str, TaskGate]
 
 
 class QCReport(Contract):
     scene_id: str
     run_id: str
     funnel: Funnel
+    blind_gate: BlindGate
+    category_mix: dict[str, int]  # released landmarks per category
     checked_rows: int
     dropped_rows: int
     drop_reasons: dict[str, int]

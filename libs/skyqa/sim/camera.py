@@ -121,6 +121,21 @@ def project(points: F64, pose: Pose, k: Intrinsics) -> tuple[F64, F64]:
     return np.stack([px, py], axis=-1), depth
 
 
+def project_box(lo: F64, hi: F64, pose: Pose, k: Intrinsics, margin_px: float = 0.0) -> tuple[F64, bool]:
+    """Pixel box ``[x0, y0, x1, y1]`` of an axis-aligned 3D box's eight corners, and whether
+    every corner is in front of the camera and at least ``margin_px`` inside the frame."""
+    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    px, d = project(corners, pose, k)
+    inside = bool(
+        np.all(d > 0.1)
+        and np.all(px[:, 0] >= margin_px)
+        and np.all(px[:, 0] <= k.width - margin_px)
+        and np.all(px[:, 1] >= margin_px)
+        and np.all(px[:, 1] <= k.height - margin_px)
+    )
+    return np.r_[px.min(axis=0), px.max(axis=0)], inside
+
+
 def unproject(depth: F32, pose: Pose, k: Intrinsics) -> F64:
     """Planar depth image ``(H, W)`` back to world points ``(H*W, 3)`` (NaN where depth is inf)."""
     dirs = _camera_directions(k).astype(np.float64) @ pose.rotation().T

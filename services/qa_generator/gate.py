@@ -1,0 +1,447 @@
+"""Blind gate: can a solver that never sees a pixel answer the release?
+
+Every solver here reads only what a model could read without looking: the prompt, the option
+labels, their letters and their structure, and the gold answers of *other* landmarks (the
+landmarks are split into at most ``FOLDS`` groups, one landmark each when there are few, and
+each group is answered by solvers fitted on the rest, so a landmark's own rows never teach the
+solver about it):
+
+- ``letter_prior``: the gold letter most frequent elsewhere in the task;
+- ``label_prior``: the gold label (or count) most frequent elsewhere, per task and difficulty;
+- ``text_model``: a logistic regression over option text, letter, length, option structure and
+  prompt words crossed with the option, trained on the other landmarks' rows;
+- ``most_specific`` (multi-select rows): the option that names the most other options' types,
+  plus the options it names;
+- ``box_prior``: the mean answer box elsewhere in the task, scored as Acc@0.5.
+
+Per task, every solver's score is tested against chance + ``MARGIN`` (one-sided, exact
+binomial for single answers and counts, a seeded Monte Carlo null of same-size random picks
+for multi-select set-F1; Holm over the solvers tried). Chance is one over the row's options,
+and for counts one over the number of distinct visible counts the task's rows have. The
+release fails when a test rejects at ``ALPHA``, when the box prior is significantly above
+``BOX_PRIOR_MAX``, when gold labels or letters are not uniform over what the options offer,
+or when two landmarks share a description. Rows every answering solver gets right are
+dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import binomtest, chisquare
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.linear_model import LogisticRegression
+from skyqa.contracts.qa import ImageRow, SolverScore, TaskGate, VideoRow
+
+MARGIN = 0.03
+ALPHA = 0.05
+BOX_PRIOR_MAX = 0.15
+MONTE_CARLO = 2000
+FOLDS = 10
+WORD = re.compile(r"[a-z]+")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One row as a blind solver sees it."""
+
+    sample_id: str
+    task: str
+    landmark: str
+    difficulty: str
+    kind: str  # "choice" | "multi" | "count"
+    prompt: str
+    options: tuple[tuple[str, str], ...]  # (option id, label); empty for counts
+    gold: frozenset[str]  # option ids, or the count as text
+    box: tuple[float, ...] = ()
+
+
+def image_item(r: ImageRow) -> Item:
+    return Item(
+        r.sample_id,
+        r.task_type,
+        r.landmark_id,
+        r.difficulty,
+        "choice",
+        r.prompt_text,
+        tuple((o.option_id, o.label) for o in r.label_options),
+        frozenset([r.answer_option_id]),
+        tuple(r.answer_bbox_xyxy_norm),
+    )
+
+
+def video_item(r: VideoRow) -> Item:
+    if r.form == "env_visibility_reasoning":
+        count = str(r.gold_environment_answer.get("visible_count", ""))
+        return Item(
+            r.sample_id, r.form, r.landmark_id, r.mission_kind, "count", r.prompt_text, (), frozenset([count])
+        )
+    return Item(
+        r.sample_id,
+        r.form,
+        r.landmark_id,
+        r.mission_kind,
+        "multi",
+        r.prompt_text,
+        tuple((o.option_id, o.label) for o in r.choice_options),
+        frozenset(r.answer_option_ids),
+    )
+
+
+Prediction = frozenset[str]
+# fitted on the first list (other landmarks), answers each item of the second
+Solver = Callable[[list[Item], list[Item]], list[Prediction | None]]
+
+
+def _each(rule: Callable[[list[Item], Item], Prediction | None]) -> Solver:
+    return lambda train, items: [rule(train, it) for it in items]
+
+
+def _words(text: str) -> list[str]:
+    return WORD.findall(text.lower())
+
+
+def _most(counter: Counter[str], among: Iterable[str]) -> str | None:
+    ranked = sorted(among, key=lambda x: (-counter.get(x, 0), x))
+    return ranked[0] if ranked and counter.get(ranked[0], 0) > 0 else None
+
+
+def _size(train: list[Item]) -> int:
+    sizes = Counter(len(t.gold) for t in train)
+    return min(sizes, key=lambda k: (-sizes[k], k)) if sizes else 1
+
+
+def letter_prior(train: list[Item], item: Item) -> Prediction | None:
+    if item.kind == "count":
+        return None
+    freq = Counter(g for t in train for g in t.gold)
+    ranked = sorted((oid for oid, _ in item.options), key=lambda x: (-freq.get(x, 0), x))
+    return frozenset(ranked[: _size(train) if item.kind == "multi" else 1])
+
+
+def label_prior(train: list[Item], item: Item) -> Prediction | None:
+    same = [t for t in train if t.difficulty == item.difficulty] or train
+    if item.kind == "count":
+        freq = Counter(g for t in same for g in t.gold)
+        best = min(freq, key=lambda k: (-freq[k], k)) if freq else None
+        return frozenset([best]) if best is not None else None
+    freq = Counter(lab for t in same for oid, lab in t.options if oid in t.gold)
+    ranked = sorted(item.options, key=lambda o: (-freq.get(o[1], 0), o[0]))
+    return frozenset(oid for oid, _ in ranked[: _size(same) if item.kind == "multi" else 1])
+
+
+def _type_word(label: str) -> str:
+    words = _words(label)
+    return words[0] if words and words[0] != "a" else (words[1] if len(words) > 1 else "")
+
+
+def _mentions(item: Item) -> dict[str, set[str]]:
+    """Option id -> ids of the other options whose type word (first word) it contains."""
+    words = {oid: set(_words(lab)) for oid, lab in item.options}
+    types = {oid: _type_word(lab) for oid, lab in item.options}
+    return {
+        oid: {other for other, t in types.items() if other != oid and t and t in words[oid]}
+        for oid, _ in item.options
+    }
+
+
+def most_specific(train: list[Item], item: Item) -> Prediction | None:
+    if item.kind != "multi":
+        return None
+    mentions = _mentions(item)
+    best = max(item.options, key=lambda o: (len(mentions[o[0]]), len(o[1]), o[0]))[0]
+    return frozenset({best, *mentions[best]})
+
+
+def _option_features(item: Item, index: int) -> dict[str, float]:
+    oid, label = item.options[index]
+    words = _words(label)
+    prompt = set(_words(item.prompt))
+    mentions = _mentions(item)
+    longest = max(len(lab) for _, lab in item.options)
+    f: dict[str, float] = {
+        f"label={label.lower()}": 1.0,
+        f"letter={oid}": 1.0,
+        "n_words": len(words) / 10,
+        "longest": float(len(label) == longest),
+        "mentions": float(len(mentions[oid])),
+        "mentioned": float(sum(oid in m for m in mentions.values())),
+        "in_prompt": sum(w in prompt for w in words) / max(1, len(words)),
+    }
+    for w in words:
+        f[f"w={w}"] = 1.0
+    for w in prompt:
+        f[f"p={w}|label={label.lower()}"] = 1.0
+    return f
+
+
+def text_model(train: list[Item], items: list[Item]) -> list[Prediction | None]:
+    """Per-option logistic regression; counts are predicted from prompt words alone."""
+    if items and items[0].kind == "count":
+        return _count_model(train, items)
+    xs, ys = [], []
+    for t in train:
+        for i, (oid, _) in enumerate(t.options):
+            xs.append(_option_features(t, i))
+            ys.append(int(oid in t.gold))
+    if len(set(ys)) < 2:
+        return [None] * len(items)
+    vec = DictVectorizer()
+    model = LogisticRegression(C=1.0, max_iter=2000)
+    model.fit(vec.fit_transform(xs), ys)
+    out: list[Prediction | None] = []
+    for item in items:
+        feats = vec.transform([_option_features(item, i) for i in range(len(item.options))])
+        scores = model.predict_proba(feats)[:, 1]
+        order = sorted(range(len(item.options)), key=lambda i: (-scores[i], item.options[i][0]))
+        if item.kind == "choice":
+            out.append(frozenset([item.options[order[0]][0]]))
+        else:
+            picked = {item.options[i][0] for i in order if scores[i] > 0.5}
+            out.append(frozenset(picked or {item.options[order[0]][0]}))
+    return out
+
+
+def _count_model(train: list[Item], items: list[Item]) -> list[Prediction | None]:
+    labels = [next(iter(t.gold)) for t in train]
+    if len(set(labels)) < 2:
+        return [frozenset(labels[:1]) if labels else None for _ in items]
+    vec = DictVectorizer()
+    model = LogisticRegression(C=1.0, max_iter=2000)
+    model.fit(vec.fit_transform([{f"p={w}": 1.0 for w in _words(t.prompt)} for t in train]), labels)
+    predicted = model.predict(vec.transform([{f"p={w}": 1.0 for w in _words(it.prompt)} for it in items]))
+    return [frozenset([str(p)]) for p in predicted]
+
+
+SOLVERS: dict[str, Solver] = {
+    "letter_prior": _each(letter_prior),
+    "label_prior": _each(label_prior),
+    "text_model": text_model,
+    "most_specific": _each(most_specific),
+}
+
+
+def f1(pred: frozenset[str], gold: frozenset[str]) -> float:
+    hit = len(pred & gold)
+    return 2 * hit / (len(pred) + len(gold)) if pred or gold else 1.0
+
+
+def iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+@dataclass
+class GateResult:
+    tasks: dict[str, TaskGate]
+    failures: list[str]  # one line per reason, naming the leaking feature
+    solved_by_all: list[str]  # sample ids every answering solver got right
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def _seed(task: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"gate:{task}".encode()).digest()[:8], "big")
+
+
+def _binomial(hits: int, n: int, chance: float) -> tuple[float, tuple[float, float]]:
+    test = binomtest(hits, n, min(chance + MARGIN, 0.999), alternative="greater")
+    ci = binomtest(hits, n).proportion_ci(0.95, method="wilson")  # two-sided, for the report
+    return float(test.pvalue), (round(float(ci.low), 4), round(float(ci.high), 4))
+
+
+def _multi_null(
+    items: list[Item], preds: list[Prediction], observed: float, task: str
+) -> tuple[float, float]:
+    """Mean set-F1 of same-size random picks (its mean), and P(null + MARGIN >= observed)."""
+    rng = np.random.default_rng(_seed(task))
+    sims = np.zeros(MONTE_CARLO)
+    for it, pred in zip(items, preds, strict=True):
+        ids = [oid for oid, _ in it.options]
+        k = min(len(pred), len(ids))
+        golds = np.array([oid in it.gold for oid in ids])
+        picks = np.argsort(rng.random((MONTE_CARLO, len(ids))), axis=1)[:, :k]
+        hits = golds[picks].sum(axis=1)
+        sims += 2 * hits / (k + len(it.gold))
+    sims /= len(items)
+    return float(sims.mean()), float(np.mean(sims + MARGIN >= observed - 1e-12))
+
+
+def _holm(p: dict[str, float]) -> dict[str, float]:
+    order = sorted(p, key=lambda k: p[k])
+    out, running = {}, 0.0
+    for i, k in enumerate(order):
+        running = max(running, min(1.0, (len(order) - i) * p[k]))
+        out[k] = running
+    return out
+
+
+def _folds(items: list[Item]) -> list[set[str]]:
+    """Landmark groups: each answered by solvers trained on the others. One landmark per group
+    up to ``FOLDS`` landmarks (leave-one-landmark-out), else ``FOLDS`` seeded groups."""
+    landmarks = sorted({it.landmark for it in items}, key=lambda lm: hashlib.sha256(lm.encode()).digest())
+    k = min(FOLDS, len(landmarks))
+    return [set(landmarks[i::k]) for i in range(k)]
+
+
+def _lolo(items: list[Item], solver: Solver, folds: list[set[str]]) -> list[Prediction | None]:
+    out: dict[str, Prediction | None] = {}
+    for fold in folds:
+        train = [t for t in items if t.landmark not in fold]
+        held = [it for it in items if it.landmark in fold]
+        out.update(zip((it.sample_id for it in held), solver(train, held), strict=True))
+    return [out[it.sample_id] for it in items]
+
+
+def _chance(it: Item, count_space: int) -> float:
+    return 1 / count_space if it.kind == "count" else 1 / len(it.options)
+
+
+def _task_gate(task: str, items: list[Item]) -> tuple[TaskGate, set[str]]:
+    kind = items[0].kind
+    count_space = max(2, len({g for it in items for g in it.gold})) if kind == "count" else 0
+    raw_p: dict[str, float] = {}
+    scores: dict[str, SolverScore] = {}
+    right: dict[str, set[str]] = {}
+    folds = _folds(items)
+    for name, solver in SOLVERS.items():
+        preds = _lolo(items, solver, folds)
+        if any(p is None for p in preds):
+            continue
+        done = [p for p in preds if p is not None]
+        right[name] = {it.sample_id for it, p in zip(items, done, strict=True) if p == it.gold}
+        if kind == "multi":
+            per = [f1(p, it.gold) for it, p in zip(items, done, strict=True)]
+            observed = float(np.mean(per))
+            chance, p_value = _multi_null(items, done, observed, task)
+            half = 1.96 * float(np.std(per, ddof=1)) / np.sqrt(len(per)) if len(per) > 1 else 1.0
+            ci = (round(max(0.0, observed - half), 4), round(min(1.0, observed + half), 4))
+        else:
+            hits = len(right[name])
+            chance = float(np.mean([_chance(it, count_space) for it in items]))
+            observed = hits / len(items)
+            p_value, ci = _binomial(hits, len(items), chance)
+        raw_p[name] = p_value
+        scores[name] = SolverScore(
+            score=round(observed, 4), ci=list(ci), chance=round(chance, 4), p_value=1.0
+        )
+    for name, p in _holm(raw_p).items():
+        scores[name].p_value = round(p, 6)
+    best = max(scores, key=lambda k: (scores[k].score - scores[k].chance, k))
+    gate = TaskGate(kind=kind, rows=len(items), best_solver=best, solvers=scores)  # type: ignore[arg-type]
+    if kind == "choice":
+        _label_balance(task, items, gate)
+    for name, s in sorted(scores.items()):
+        if s.p_value < ALPHA:
+            gate.failures.append(
+                f"{task}: {name} scores {s.score:.3f} without pixels against chance {s.chance:.3f} "
+                f"(+{MARGIN:.2f}, p={s.p_value:.4g}); leaking feature: {_feature(name)}"
+            )
+    boxed = [it for it in items if len(it.box) == 4]
+    if boxed and len(boxed) == len(items):
+        hits = 0
+        for it in boxed:
+            fold = next(f for f in folds if it.landmark in f)
+            train = [t for t in boxed if t.landmark not in fold]
+            if train and iou(tuple(np.mean([t.box for t in train], axis=0)), it.box) >= 0.5:
+                hits += 1
+        gate.box_prior_acc50 = round(hits / len(boxed), 4)
+        p = float(binomtest(hits, len(boxed), BOX_PRIOR_MAX, alternative="greater").pvalue)
+        gate.box_prior_p = round(p, 6)
+        if p < ALPHA:
+            gate.failures.append(
+                f"{task}: a constant box scores Acc@0.5 {gate.box_prior_acc50:.3f} (> {BOX_PRIOR_MAX}, "
+                f"p={p:.4g}); leaking feature: landmark placement in the image"
+            )
+    everyone = set.intersection(*right.values()) if right else set()
+    return gate, everyone
+
+
+def _label_balance(task: str, items: list[Item], gate: TaskGate) -> None:
+    """Gold-label counts per difficulty over every label the task's options use, and a
+    chi-square test of uniformity: a label that is an option but never (or always) the answer
+    can be ruled out (or in) without looking."""
+    for difficulty in sorted({it.difficulty for it in items}):
+        of_d = [it for it in items if it.difficulty == difficulty]
+        space = sorted({lab for it in of_d for _, lab in it.options})
+        golds = Counter(lab for it in of_d for oid, lab in it.options if oid in it.gold)
+        counts = {lab: golds.get(lab, 0) for lab in space}
+        gate.label_counts[difficulty] = counts
+        observed = list(counts.values())
+        p = float(chisquare(observed).pvalue) if sum(observed) >= len(observed) > 1 else 1.0
+        gate.label_chi2_p[difficulty] = round(p, 6)
+        if p < ALPHA:
+            never = [lab for lab, n in counts.items() if n == 0]
+            gate.failures.append(
+                f"{task} {difficulty}: gold labels are not uniform over the options' label space "
+                f"(chi2 p={p:.4g}{'; never the answer: ' + ', '.join(never) if never else ''}); "
+                "leaking feature: gold label distribution"
+            )
+
+
+def letter_failures(balance: dict[str, dict[str, float]]) -> list[str]:
+    """Failures from QC's letter balance (uniformity per difficulty, letter x difficulty)."""
+    out = []
+    for task, report in sorted(balance.items()):
+        for key, p in sorted(report.items()):
+            if key.endswith("_p") and p < ALPHA:
+                out.append(
+                    f"{task}: gold letters fail {key.removesuffix('_p')} (p={p:.4g}); "
+                    "leaking feature: answer position (gold letter)"
+                )
+    return out
+
+
+def _feature(solver: str) -> str:
+    return {
+        "letter_prior": "answer position (gold letter)",
+        "label_prior": "gold label distribution",
+        "text_model": "prompt and option text or option structure",
+        "most_specific": "option structure (the gold option names the others)",
+    }[solver]
+
+
+def shared_descriptions(descriptions: dict[str, str]) -> list[str]:
+    """One failure line per description used by more than one landmark."""
+    by_text: dict[str, list[str]] = defaultdict(list)
+    for lm, text in sorted(descriptions.items()):
+        by_text[text.strip().lower()].append(lm)
+    return [
+        f"landmarks {', '.join(lms)} share the description '{text}'; leaking feature: ambiguous reference"
+        for text, lms in sorted(by_text.items())
+        if len(lms) > 1
+    ]
+
+
+def run_gate(
+    image_rows: list[ImageRow], video_rows: list[VideoRow], letters: dict[str, dict[str, float]]
+) -> GateResult:
+    """``letters``: QC's letter balance of the same image rows (:func:`qc.letter_balance`)."""
+    items = [image_item(r) for r in image_rows] + [video_item(r) for r in video_rows]
+    by_task: dict[str, list[Item]] = defaultdict(list)
+    for it in items:
+        by_task[it.task].append(it)
+    tasks: dict[str, TaskGate] = {}
+    solved: set[str] = set()
+    failures: list[str] = []
+    for task in sorted(by_task):
+        if len({it.landmark for it in by_task[task]}) < 2:
+            continue  # leave-one-landmark-out needs another landmark to learn from
+        gate, everyone = _task_gate(task, by_task[task])
+        tasks[task] = gate
+        solved |= everyone
+        failures += gate.failures
+    descriptions = {r.landmark_id: r.landmark_description for r in [*image_rows, *video_rows]}
+    failures += shared_descriptions(descriptions)
+    failures += letter_failures(letters)
+    return GateResult(tasks, failures, sorted(solved))
