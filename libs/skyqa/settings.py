@@ -100,8 +100,8 @@ class QASettings(BaseModel):
 
     # enforce: the release fails (no manifests) when the blind gate finds a leak; report: the
     # release is written and qc_report.json and the dataset card say what leaks. The default
-    # stays "report" until the demo release passes (the visibility-count task still leaks its
-    # answer through the mission kind; README, Benchmark validity).
+    # stays "report" until the demo release passes (its visibility-count task still leaks;
+    # README, Benchmark validity).
     blind_gate: Literal["enforce", "report"] = "report"
 
 

@@ -29,6 +29,7 @@ from skyqa.contracts.missions import (
     TaskData,
 )
 from skyqa.runtime import Service, Settings
+from skyqa.sim import Intrinsics
 from skyqa.v1 import common_pb2, fusion_pb2, mission_pb2, scan_pb2
 
 from services.mission_planner.bundle import (
@@ -41,6 +42,7 @@ from services.mission_planner.bundle import (
     write_final_task,
     write_plan,
 )
+from services.mission_planner.camera_plan import CountBalance
 from services.mission_planner.config import MissionConfig
 from services.mission_planner.library import load_library
 from services.mission_planner.planner import plan_mission
@@ -98,6 +100,8 @@ def plan_run(
     atomic, composite = lib.set_names("atomic"), lib.set_names("composite")
     jobs: list[tuple[tuple[float, float], mission_pb2.VideoJob]] = []
     missions, rejected = [], []
+    counts = CountBalance()
+    lens = Intrinsics.from_fov(cfg.video_width, cfg.video_height, cfg.video_fov_deg)
     for i, vi in enumerate(landmarks):
         t = target_of(vi, safety)
         for kind, sets in (("atomic", atomic), ("composite", composite)):
@@ -106,6 +110,8 @@ def plan_run(
             planned = plan_mission(
                 lib, set_name, t, obstacles, _seed(scan.seed, vi.instance_id, kind), cfg.acceptance
             )
+            if planned.accepted:
+                counts.choose(planned.trajectory, t, kind, lens, cfg.video_fps)
             composed, report = describe(lib, planned, vi, scene_id, traj_id, kind)
             fwd = write_plan(store, run_id, planned, composed, report, t)
             if not planned.accepted:

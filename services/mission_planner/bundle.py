@@ -436,6 +436,7 @@ def build_final_task(
         min_bbox_px=rv.MIN_BBOX_PX,
         depth_margin_m=rv.DEPTH_MARGIN_M,
         occluders="rendered depth buffer",
+        min_pixel_share=rv.MIN_PIXEL_SHARE,
     )
     presence = TargetPresence(
         intervals_frame=iv_f,

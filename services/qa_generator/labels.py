@@ -7,6 +7,7 @@ landmark-driven action (env_how) is skyqa's own rule, documented in :func:`env_a
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass
 
@@ -44,6 +45,12 @@ ACTIVE_DEG = 5.0
 DOMINANCE = 1.5
 MARGIN_DEG = 2.0
 DOMINANCE_MARGIN = 1.3  # the dominant axis must be DOMINANCE * 1.3 times the other
+
+
+def similarity(a: str, b: str) -> float:
+    """difflib's ratio taken both ways: it is not symmetric (its junk heuristic depends on the
+    order), and a check that compares the other way round must agree."""
+    return max(difflib.SequenceMatcher(None, a, b).ratio(), difflib.SequenceMatcher(None, b, a).ratio())
 
 
 def object_label(direction: str) -> str:

@@ -12,7 +12,6 @@ per-frame measurements.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import math
 from collections import Counter
@@ -55,7 +54,7 @@ def _structure(
     for a, b in itertools.combinations(labels, 2):
         if {a, b} <= correct:
             continue
-        if difflib.SequenceMatcher(None, a, b).ratio() > MAX_SIMILARITY:
+        if L.similarity(a, b) > MAX_SIMILARITY:
             v.fail(sample_id, "two options more similar than 0.85")
 
 
@@ -63,7 +62,7 @@ def max_similarity(rows: list[list[str]]) -> float:
     best = 0.0
     for labels in rows:
         for a, b in itertools.combinations(labels, 2):
-            best = max(best, difflib.SequenceMatcher(None, a, b).ratio())
+            best = max(best, L.similarity(a, b))
     return round(best, 4)
 
 

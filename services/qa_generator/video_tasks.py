@@ -9,14 +9,12 @@ listed. Landmark Visibility Counting and Interval Reasoning asks for the count a
 
 from __future__ import annotations
 
-import difflib
-
 import numpy as np
 from skyqa.contracts.missions import ComposedSegments, MissionSegment, SelfTrack, TaskData
 from skyqa.contracts.qa import AnswerItem, Option, VideoRow
 
 from services.mission_planner.library import Library
-from services.qa_generator import prompts
+from services.qa_generator import labels as L, prompts
 
 LETTERS = "ABCDEFGH"
 MAX_OPTIONS = 8
@@ -63,10 +61,6 @@ def is_composite_label(label: str) -> bool:
     return label.startswith("a ") and (label.endswith(" mission") or " mission: " in label)
 
 
-def _similar(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a, b).ratio()
-
-
 def distractor_pool(lib: Library, rng: np.random.Generator) -> list[str]:
     """Library behaviors with sampled parameters, both camera modes, in a seeded order."""
     out = []
@@ -102,7 +96,7 @@ def joint_row(
     for cand in [*others, *distractor_pool(lib, rng)]:
         if len(labels) >= MAX_OPTIONS:
             break
-        if all(_similar(cand, x) <= MAX_SIMILARITY for x in labels):
+        if all(L.similarity(cand, x) <= MAX_SIMILARITY for x in labels):
             labels.append(cand)
     order = rng.permutation(len(labels))
     options = [Option(option_id=LETTERS[i], label=labels[j]) for i, j in enumerate(order)]

@@ -30,6 +30,9 @@ GRID_N = 8
 MIN_VISIBLE_POINTS = 16
 MIN_VISIBLE_RATIO = 0.08
 MIN_BBOX_PX = 4
+# a landmark this share of the frame is visible whatever its face grid says: flying low over
+# a roof puts most grid points out of frame while the roof fills the picture
+MIN_PIXEL_SHARE = 0.05
 DEPTH_MARGIN_M = 0.2
 MAX_FRAMES = 6000  # 10 minutes at 10 FPS
 VIDEO_NAME = "task_rgb.mp4"
@@ -111,7 +114,8 @@ def measure(
         box = [int(xs[0]), int(ys[0]), int(xs[-1]) + 1, int(ys[-1]) + 1]
     return TargetFrameStat(
         instance_id=instance_id,
-        is_visible=count >= MIN_VISIBLE_POINTS and ratio >= MIN_VISIBLE_RATIO and span >= MIN_BBOX_PX,
+        is_visible=(count >= MIN_VISIBLE_POINTS and ratio >= MIN_VISIBLE_RATIO and span >= MIN_BBOX_PX)
+        or pixels >= MIN_PIXEL_SHARE * k.width * k.height,
         visible_ratio=round(ratio, 4),
         visible_point_count=count,
         target_inframe_point_count=int(inframe.sum()),

@@ -234,3 +234,33 @@ def test_planner_retries_then_records_why_it_rejected() -> None:
     small = Target((0.0, 0.0, 2.0), (4.0, 4.0, 4.0))
     stuck = plan_mission(lib, "atomic_circular_orbit", small, solid, 5, Acceptance(attempts=2))
     assert not stuck.accepted and "still within" in stuck.reason
+
+
+def test_camera_plan_spreads_the_visible_count_of_one_mission_kind() -> None:
+    from skyqa.sim import Intrinsics
+
+    from services.mission_planner.camera_plan import CountBalance, estimated_count, variants
+
+    assert variants(("landmark_track",)) == [("landmark_track",), ("look_forward",)]
+    assert variants(("look_forward", "landmark_track"))[0] == ("look_forward", "landmark_track")
+    six = variants(("landmark_track",) * 6)  # too many steps for every combination
+    assert (
+        six[0] == ("landmark_track",) * 6 and len(six) == len(set(six)) == 1 + 6 + 1
+    )  # own, one switch each, all look ahead
+
+    _, obstacles = wall_cloud()
+    lib = load_library()
+    k = Intrinsics.from_fov(160, 120, 90.0)
+    orbit = plan_mission(lib, "atomic_circular_orbit", T, obstacles, 11, Acceptance())
+    assert orbit.accepted
+    # tracking keeps the landmark in view the whole orbit: one interval
+    assert estimated_count(orbit.trajectory, T, k, 10) == 1
+    balance, chosen = CountBalance(), []
+    for seed in (11, 12, 13, 14):
+        planned = plan_mission(lib, "atomic_circular_orbit", T, obstacles, seed, Acceptance())
+        chosen.append(balance.choose(planned.trajectory, T, "atomic", k, 10))
+        modes = {s.camera_mode for s in planned.trajectory.segments}
+        # what was chosen is what the trajectory now carries
+        assert estimated_count(planned.trajectory, T, k, 10) == chosen[-1] and modes
+    # the set's own mode first, then the count the run has not used yet
+    assert chosen[0] == 1 and len(set(chosen)) >= 2, chosen

@@ -149,3 +149,14 @@ def test_qc_drops_a_planted_near_threshold_row_and_keeps_a_clear_one() -> None:
     assert reason == ""
     _, reason = planted_env_row(6.2, "Turn left", task="env_how")
     assert reason == "answer within the margin of a decision boundary"
+
+
+def test_option_similarity_is_the_same_both_ways_round() -> None:
+    # difflib's ratio is not symmetric: the generator compared (distractor, gold) and passed a
+    # pair that QC, comparing (gold, distractor), rejected, which dropped whole landmarks
+    a = "approach, descending 25 m with the camera locked on the landmark"
+    b = "depart, rising 25 m with the camera locked on the landmark"
+    one_way = difflib.SequenceMatcher(None, b, a).ratio()
+    other_way = difflib.SequenceMatcher(None, a, b).ratio()
+    assert one_way <= qc.MAX_SIMILARITY < other_way
+    assert L.similarity(a, b) == L.similarity(b, a) == other_way

@@ -263,6 +263,7 @@ class VisibilityParams(Contract):
     min_bbox_px: int
     depth_margin_m: float
     occluders: str
+    min_pixel_share: float = 0.0  # visible anyway when the instance covers this share of the frame
 
 
 class TargetPresence(Contract):
