@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from typing import Any
 
 import cv2
@@ -139,14 +138,6 @@ def match_features(
     return [round(float(np.clip(v, 0, 1)), 4) for v in (bx0, by0, bx1, by1)], stats
 
 
-def box_bearing(box: list[float], hfov_deg: float, width: int, height: int) -> L.Bearing:
-    """Angles of a box centre off the optical axis (positive: left of / above the centre)."""
-    t = math.tan(math.radians(hfov_deg) / 2)
-    left = (0.5 - (box[0] + box[2]) / 2) * 2 * t
-    up = (0.5 - (box[1] + box[3]) / 2) * 2 * t * height / width
-    return L.Bearing(math.degrees(math.atan(left)), math.degrees(math.atan2(up, math.hypot(1.0, left))), 1.0)
-
-
 class CVBaseline:
     """Classical grounding with the text prior for the decisions matching cannot make."""
 
@@ -191,7 +182,7 @@ class CVBaseline:
             body["bbox_xyxy_norm"] = box
             if row["task_type"] in ("env_where", "env_how"):
                 fov = self.fov[row["metadata"]["env_request_id"]]
-                b = box_bearing(box, fov, target.shape[1], target.shape[0])
+                b = L.box_bearing(box, fov, target.shape[1], target.shape[0])
                 # the bare rules: the margins keep golds fair, an estimate answers regardless
                 if row["task_type"] == "env_where":
                     label = L.env_direction(b, row["difficulty"], margin=0.0)

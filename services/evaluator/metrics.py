@@ -1,4 +1,5 @@
 """Scores: per-item values, then aggregates with cluster-bootstrap confidence intervals.
+(Box IoU and option-set F1 live in ``skyqa.scoring``, shared with the blind gate.)
 
 Image (UAV-DualCog stage 4): option accuracy, bbox Acc@0.5 and mean IoU (a missing or invalid
 box scores IoU 0), and joint accuracy (option right *and* IoU >= 0.5). Video (stage 3): exact
@@ -13,18 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-Box = Sequence[float]
 Interval = Sequence[float]
-
-
-def iou(a: Box | None, b: Box | None) -> float:
-    if a is None or b is None:
-        return 0.0
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / union) if union > 0 else 0.0
 
 
 def tiou(a: Interval, b: Interval) -> float:
@@ -59,16 +49,6 @@ def mean_best_tiou(gold: Sequence[Interval], pred: Sequence[Interval]) -> float:
     if not gold:
         return 1.0 if not pred else 0.0
     return float(np.mean([max((tiou(g, p) for p in pred), default=0.0) for g in gold]))
-
-
-def set_f1(gold: set[str], pred: set[str]) -> float:
-    if not gold and not pred:
-        return 1.0
-    tp = len(gold & pred)
-    if not tp:
-        return 0.0
-    p, r = tp / len(pred), tp / len(gold)
-    return 2 * p * r / (p + r)
 
 
 def bootstrap_ci(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from skyqa.scoring import iou, set_f1
+
 from services.evaluator import metrics as M
 from services.evaluator.parsing import Parsed, parse_choice, parse_joint, parse_visibility
 from services.evaluator.steps import score_steps
@@ -27,7 +29,7 @@ def score(row: dict[str, Any], p: Parsed, steps: bool = False) -> dict[str, Any]
     ok = p.kind == "choice"
     if "label_options" in row:
         correct = ok and p.option == row["answer_option_id"]
-        box_iou = M.iou(p.bbox, row["answer_bbox_xyxy_norm"]) if ok else 0.0
+        box_iou = iou(p.bbox, row["answer_bbox_xyxy_norm"]) if ok else 0.0
         out: dict[str, Any] = {
             "option_correct": float(correct),
             "option_correct_strict": float(correct and p.strict),
@@ -74,7 +76,7 @@ def _score_joint(row: dict[str, Any], p: Parsed | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "set_exact": float(p is not None and set(picked) == set(gold)),
         "set_exact_strict": float(p is not None and p.strict and set(picked) == set(gold)),
-        "element_f1": round(M.set_f1(set(gold), set(picked)), 4),
+        "element_f1": round(set_f1(set(gold), set(picked)), 4),
         "atomic_precision": round(tp / len(pred_atomic), 4) if pred_atomic else 0.0,
         "atomic_recall": round(tp / len(gold_atomic), 4) if gold_atomic else 0.0,
         "temporal_f1@0.5": round(sum(f1s) / len(f1s), 4),

@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from services.evaluator.metrics import iou
+from skyqa.scoring import iou
 
 ANGLE_TOLERANCE = 10.0
 OPERATIONS = ("GND", "PER", "QUA", "INT", "INF")

@@ -89,8 +89,7 @@ def framed(
     view stays centred.
     """
     k = Intrinsics.from_fov(cfg.image_width, cfg.image_height, cfg.camera_fov_deg)
-    half_h = math.degrees(math.atan(k.width / (2 * k.fx)))
-    half_v = math.degrees(math.atan(k.height / (2 * k.fy)))
+    half_h, half_v = k.half_fov_deg()
     margin = FRAME_MARGIN * k.width
     for _ in range(FRAMING_TRIES):
         dyaw, dpitch = rng.uniform(-half_h, half_h), rng.uniform(-half_v, half_v)

@@ -44,6 +44,7 @@ from skyqa.contracts.missions import (
     VideoInfo,
     VisibilityParams,
 )
+from skyqa.geometry import visibility as vis
 from skyqa.v1 import common_pb2, mission_pb2
 from skyqa.video import CODEC, PIX_FMT
 
@@ -430,13 +431,13 @@ def build_final_task(
             norms.append(FrameBoxNorm(frame=r.frame, time_sec=r.time_sec, bbox_xyxy_norm=norm))
     visible = sum(flags)
     params = VisibilityParams(
-        grid_n=rv.GRID_N,
-        min_visible_points=rv.MIN_VISIBLE_POINTS,
-        min_visible_ratio=rv.MIN_VISIBLE_RATIO,
-        min_bbox_px=rv.MIN_BBOX_PX,
-        depth_margin_m=rv.DEPTH_MARGIN_M,
+        grid_n=vis.GRID_N,
+        min_visible_points=vis.MIN_VISIBLE_POINTS,
+        min_visible_ratio=vis.MIN_VISIBLE_RATIO,
+        min_bbox_px=vis.MIN_BBOX_PX,
+        depth_margin_m=vis.DEPTH_MARGIN_M,
         occluders="rendered depth buffer",
-        min_pixel_share=rv.MIN_PIXEL_SHARE,
+        min_pixel_share=vis.MIN_PIXEL_SHARE,
     )
     presence = TargetPresence(
         intervals_frame=iv_f,

@@ -4,10 +4,11 @@ A library set fixes each step's camera mode. With landmark_track on every atomic
 landmark is in view exactly once per atomic mission, and the visibility-count question answers
 itself from the mission kind (the blind gate measured a count prior of 0.83 against 0.33).
 The planner therefore weighs the set's own modes against variants with steps switched between
-landmark_track and look_forward: it estimates each variant's visible count from geometry (the
-share of the landmark box's face grid inside the camera frustum, occlusion ignored) and takes
-the variant whose count the run has used least for that mission kind, the set's own modes
-winning ties. The rendered count, with occlusion, stays the answer; this only spreads it.
+landmark_track and look_forward: it estimates each variant's visible count with the renderer's
+thresholds (``skyqa.geometry.visibility``) on a coarser face grid that includes the box edges,
+without occlusion (which needs a render), and takes the variant whose count the run has used
+least for that mission kind, the set's own modes winning ties. The rendered count, with
+occlusion, stays the answer; this only spreads it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections import Counter
 
 import numpy as np
 from numpy.typing import NDArray
+from skyqa.geometry.visibility import MIN_PIXEL_SHARE, MIN_VISIBLE_RATIO
 from skyqa.sim import Intrinsics, Pose, project
 
 from services.mission_planner.compose import Trajectory, forwards, frame_sources, yaw_pitch
@@ -24,11 +26,7 @@ from services.mission_planner.shapes import Target
 
 MODES = ("landmark_track", "look_forward")
 MAX_VARIANTS = 32
-GRID = 5  # points per face edge
-# the renderer calls a frame visible from 8 % of the face grid, or when the landmark covers
-# 5 % of the frame (occlusion, which it also checks, is ignored here)
-MIN_IN_FRAME = 0.08
-MIN_PIXEL_SHARE = 0.05
+GRID = 5  # samples per face edge, edges included
 
 
 def variants(default: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -74,7 +72,7 @@ def estimated_count(traj: Trajectory, t: Target, k: Intrinsics, fps: int) -> int
             lo = np.clip(px[front].min(axis=0), 0, [k.width, k.height])
             hi = np.clip(px[front].max(axis=0), 0, [k.width, k.height])
             share = float(np.prod(hi - lo)) / (k.width * k.height)
-        flags.append(float(inside.mean()) >= MIN_IN_FRAME or share >= MIN_PIXEL_SHARE)
+        flags.append(float(inside.mean()) >= MIN_VISIBLE_RATIO or share >= MIN_PIXEL_SHARE)
     return sum(1 for i, f in enumerate(flags) if f and (i == 0 or not flags[i - 1]))
 
 
@@ -87,17 +85,17 @@ class CountBalance:
     def choose(self, traj: Trajectory, t: Target, kind: str, k: Intrinsics, fps: int) -> int:
         """Set the trajectory's camera modes to the variant the run needs; its estimated count."""
         default = tuple(s.camera_mode for s in traj.segments)
-        best: tuple[int, int, tuple[str, ...]] | None = None
+        scored = []
         for order, modes in enumerate(variants(default)):
-            for seg, mode in zip(traj.segments, modes, strict=True):
-                seg.camera_mode = mode
+            self._apply(traj, modes)
             count = estimated_count(traj, t, k, fps)
-            key = (self._used[(kind, count)], order)
-            if best is None or key < best[:2]:
-                best = (*key, modes)
-                chosen = count
-        assert best is not None
-        for seg, mode in zip(traj.segments, best[2], strict=True):
+            scored.append((self._used[(kind, count)], order, count, modes))
+        _, _, count, modes = min(scored)
+        self._apply(traj, modes)
+        self._used[(kind, count)] += 1
+        return count
+
+    @staticmethod
+    def _apply(traj: Trajectory, modes: tuple[str, ...]) -> None:
+        for seg, mode in zip(traj.segments, modes, strict=True):
             seg.camera_mode = mode
-        self._used[(kind, chosen)] += 1
-        return chosen

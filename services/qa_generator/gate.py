@@ -29,14 +29,16 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from scipy.stats import binomtest, chisquare
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import LogisticRegression
 from skyqa.contracts.qa import ImageRow, SolverScore, TaskGate, VideoRow
+from skyqa.scoring import iou, set_f1
 
 MARGIN = 0.03
 ALPHA = 0.05
@@ -44,6 +46,7 @@ BOX_PRIOR_MAX = 0.15
 MONTE_CARLO = 2000
 FOLDS = 10
 WORD = re.compile(r"[a-z]+")
+K = TypeVar("K", str, int)
 
 
 @dataclass(frozen=True)
@@ -106,14 +109,14 @@ def _words(text: str) -> list[str]:
     return WORD.findall(text.lower())
 
 
-def _most(counter: Counter[str], among: Iterable[str]) -> str | None:
-    ranked = sorted(among, key=lambda x: (-counter.get(x, 0), x))
-    return ranked[0] if ranked and counter.get(ranked[0], 0) > 0 else None
+def _mode(counter: Counter[K]) -> K | None:
+    """The most frequent key, the smallest on ties; None when empty."""
+    return min(counter, key=lambda k: (-counter[k], k)) if counter else None
 
 
 def _size(train: list[Item]) -> int:
-    sizes = Counter(len(t.gold) for t in train)
-    return min(sizes, key=lambda k: (-sizes[k], k)) if sizes else 1
+    size = _mode(Counter(len(t.gold) for t in train))
+    return 1 if size is None else size
 
 
 def letter_prior(train: list[Item], item: Item) -> Prediction | None:
@@ -127,8 +130,7 @@ def letter_prior(train: list[Item], item: Item) -> Prediction | None:
 def label_prior(train: list[Item], item: Item) -> Prediction | None:
     same = [t for t in train if t.difficulty == item.difficulty] or train
     if item.kind == "count":
-        freq = Counter(g for t in same for g in t.gold)
-        best = min(freq, key=lambda k: (-freq[k], k)) if freq else None
+        best = _mode(Counter(g for t in same for g in t.gold))
         return frozenset([best]) if best is not None else None
     freq = Counter(lab for t in same for oid, lab in t.options if oid in t.gold)
     ranked = sorted(item.options, key=lambda o: (-freq.get(o[1], 0), o[0]))
@@ -158,26 +160,29 @@ def most_specific(train: list[Item], item: Item) -> Prediction | None:
     return frozenset({best, *mentions[best]})
 
 
-def _option_features(item: Item, index: int) -> dict[str, float]:
-    oid, label = item.options[index]
-    words = _words(label)
+def _option_features(item: Item) -> list[dict[str, float]]:
+    """One feature dict per option of ``item``."""
     prompt = set(_words(item.prompt))
     mentions = _mentions(item)
     longest = max(len(lab) for _, lab in item.options)
-    f: dict[str, float] = {
-        f"label={label.lower()}": 1.0,
-        f"letter={oid}": 1.0,
-        "n_words": len(words) / 10,
-        "longest": float(len(label) == longest),
-        "mentions": float(len(mentions[oid])),
-        "mentioned": float(sum(oid in m for m in mentions.values())),
-        "in_prompt": sum(w in prompt for w in words) / max(1, len(words)),
-    }
-    for w in words:
-        f[f"w={w}"] = 1.0
-    for w in prompt:
-        f[f"p={w}|label={label.lower()}"] = 1.0
-    return f
+    out = []
+    for oid, label in item.options:
+        words = _words(label)
+        f: dict[str, float] = {
+            f"label={label.lower()}": 1.0,
+            f"letter={oid}": 1.0,
+            "n_words": len(words) / 10,
+            "longest": float(len(label) == longest),
+            "mentions": float(len(mentions[oid])),
+            "mentioned": float(sum(oid in m for m in mentions.values())),
+            "in_prompt": sum(w in prompt for w in words) / max(1, len(words)),
+        }
+        for w in words:
+            f[f"w={w}"] = 1.0
+        for w in prompt:
+            f[f"p={w}|label={label.lower()}"] = 1.0
+        out.append(f)
+    return out
 
 
 def text_model(train: list[Item], items: list[Item]) -> list[Prediction | None]:
@@ -186,9 +191,8 @@ def text_model(train: list[Item], items: list[Item]) -> list[Prediction | None]:
         return _count_model(train, items)
     xs, ys = [], []
     for t in train:
-        for i, (oid, _) in enumerate(t.options):
-            xs.append(_option_features(t, i))
-            ys.append(int(oid in t.gold))
+        xs += _option_features(t)
+        ys += [int(oid in t.gold) for oid, _ in t.options]
     if len(set(ys)) < 2:
         return [None] * len(items)
     vec = DictVectorizer()
@@ -196,7 +200,7 @@ def text_model(train: list[Item], items: list[Item]) -> list[Prediction | None]:
     model.fit(vec.fit_transform(xs), ys)
     out: list[Prediction | None] = []
     for item in items:
-        feats = vec.transform([_option_features(item, i) for i in range(len(item.options))])
+        feats = vec.transform(_option_features(item))
         scores = model.predict_proba(feats)[:, 1]
         order = sorted(range(len(item.options)), key=lambda i: (-scores[i], item.options[i][0]))
         if item.kind == "choice":
@@ -224,19 +228,6 @@ SOLVERS: dict[str, Solver] = {
     "text_model": text_model,
     "most_specific": _each(most_specific),
 }
-
-
-def f1(pred: frozenset[str], gold: frozenset[str]) -> float:
-    hit = len(pred & gold)
-    return 2 * hit / (len(pred) + len(gold)) if pred or gold else 1.0
-
-
-def iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 @dataclass
@@ -321,7 +312,7 @@ def _task_gate(task: str, items: list[Item]) -> tuple[TaskGate, set[str]]:
         done = [p for p in preds if p is not None]
         right[name] = {it.sample_id for it, p in zip(items, done, strict=True) if p == it.gold}
         if kind == "multi":
-            per = [f1(p, it.gold) for it, p in zip(items, done, strict=True)]
+            per = [set_f1(it.gold, p) for it, p in zip(items, done, strict=True)]
             observed = float(np.mean(per))
             chance, p_value = _multi_null(items, done, observed, task)
             half = 1.96 * float(np.std(per, ddof=1)) / np.sqrt(len(per)) if len(per) > 1 else 1.0
@@ -350,11 +341,11 @@ def _task_gate(task: str, items: list[Item]) -> tuple[TaskGate, set[str]]:
     boxed = [it for it in items if len(it.box) == 4]
     if boxed and len(boxed) == len(items):
         hits = 0
-        for it in boxed:
-            fold = next(f for f in folds if it.landmark in f)
-            train = [t for t in boxed if t.landmark not in fold]
-            if train and iou(tuple(np.mean([t.box for t in train], axis=0)), it.box) >= 0.5:
-                hits += 1
+        for fold in folds:
+            train = [t.box for t in boxed if t.landmark not in fold]
+            if train:
+                prior = np.mean(train, axis=0).tolist()
+                hits += sum(iou(prior, it.box) >= 0.5 for it in boxed if it.landmark in fold)
         gate.box_prior_acc50 = round(hits / len(boxed), 4)
         p = float(binomtest(hits, len(boxed), BOX_PRIOR_MAX, alternative="greater").pvalue)
         gate.box_prior_p = round(p, 6)

@@ -15,8 +15,6 @@ observation, and the camera is aimed so that the answer is the label the balance
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,8 +118,7 @@ def env_observation(
     c = source.camera
     eye = np.array([c.x, c.y, c.z])
     yaw0, pitch0 = look_at(eye, center)
-    half_h = math.degrees(math.atan(k.width / (2 * k.fx)))
-    half_v = math.degrees(math.atan(k.height / (2 * k.fy)))
+    half_h, half_v = k.half_fov_deg()
     rule = L.env_direction if task == "env_where" else L.env_action
     for label in wanted:
         for _ in range(ENV_TRIES):
@@ -267,7 +264,7 @@ def plan_landmark(
             pose, gold_env, b = env_observation(source, vi, task, difficulty, wanted, rng, still)
             balance.take(task, difficulty, gold_env)
             sample_id = f"{env_prefix}_{task.split('_')[1]}"
-            request = _env_request(sample_id, vi, source, pose, rel, run_root, still)
+            request = _env_request(sample_id, vi, source, pose, still)
             env_requests.append(request)
             meta: dict[str, str | float | int | bool] = {
                 "env_request_id": request.request_id,
@@ -287,22 +284,16 @@ def plan_landmark(
 
 
 def _env_request(
-    request_id: str,
-    vi: ValidInstance,
-    source: RgbView,
-    pose: Pose,
-    rel: Callable[[str], str],
-    run_root: str,
-    still: StillSpec,
+    request_id: str, vi: ValidInstance, source: RgbView, pose: Pose, still: StillSpec
 ) -> EnvRequest:
-    out = f"{run_root}/image_tasks/assets/env_observations/{vi.instance_id}"
+    out = f"image_tasks/assets/env_observations/{vi.instance_id}"  # relative to the release
     c = source.camera
     return EnvRequest(
         request_id=request_id,
         landmark_id=vi.instance_id,
         rendered_instance_id=source.rendered_instance_id,
-        output_image=rel(f"{out}/{request_id}.rgb.jpg"),
-        output_segmentation=rel(f"{out}/{request_id}.seg.png"),
+        output_image=f"{out}/{request_id}.rgb.jpg",
+        output_segmentation=f"{out}/{request_id}.seg.png",
         width=still.width,
         height=still.height,
         fov_deg=still.fov_deg,

@@ -112,6 +112,15 @@ def bearing(center: F64, pose: Pose) -> Bearing:
     )
 
 
+def box_bearing(box: list[float], hfov_deg: float, width: int, height: int) -> Bearing:
+    """Angles of a normalized box's centre off the optical axis (positive: left of / above the
+    centre), for a pinhole camera of horizontal field of view ``hfov_deg``."""
+    t = math.tan(math.radians(hfov_deg) / 2)
+    left = (0.5 - (box[0] + box[2]) / 2) * 2 * t
+    up = (0.5 - (box[1] + box[3]) / 2) * 2 * t * height / width
+    return Bearing(math.degrees(math.atan(left)), math.degrees(math.atan2(up, math.hypot(1.0, left))), 1.0)
+
+
 def env_direction(b: Bearing, difficulty: str, margin: float = MARGIN_DEG) -> str | None:
     """Where the landmark is relative to the forward direction; None within the margin."""
     h = b.horizontal_deg

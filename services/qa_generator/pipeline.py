@@ -111,10 +111,12 @@ def plan(event: mission_pb2.MissionsCompleted, store: BlobStore) -> QAPlan:
     balance = LabelBalance(int(scan.seed))
     shared = Counter(_description(vi) for vi in landmarks)
     for i, vi in enumerate(landmarks):
-        if shared[_description(vi)] > 1:
+        desc = _description(vi)
+        if shared[desc] > 1:
             # a description that fits two landmarks does not say which one a question is about
-            n = shared[_description(vi)] - 1
-            skipped[vi.instance_id] = f"description shared with {n} other landmark(s): '{_description(vi)}'"
+            skipped[vi.instance_id] = (
+                f"description shared with {shared[desc] - 1} other landmark(s): '{desc}'"
+            )
             continue
         try:
             # a skipped landmark's rows must not count towards the label balance

@@ -192,12 +192,11 @@ def _recheck_env(
     # robust gold: clear of every decision boundary by the documented margin, and the same
     # answer when the landmark's centre is taken as the centre of what is visible of it
     where = r.task_type == "env_where"
-    if (L.env_direction if where else L.env_action)(
-        L.bearing(np.array(req.target_center_3d), pose), r.difficulty
-    ) != (r.answer_label):
+    rule = L.env_direction if where else L.env_action
+    if rule(L.bearing(np.array(req.target_center_3d), pose), r.difficulty) != r.answer_label:
         v.fail(r.sample_id, "answer within the margin of a decision boundary")
     elif r.answer_bbox_xyxy_norm:
-        seen = _box_bearing(r.answer_bbox_xyxy_norm, k)
+        seen = L.box_bearing(r.answer_bbox_xyxy_norm, req.fov_deg, wid, hgt)
         bare = (
             L.env_direction(seen, r.difficulty, margin=0.0)
             if where
@@ -212,14 +211,6 @@ def _recheck_env(
     slack = np.array([wid, hgt, wid, hgt]) * BOX_SLACK + 2
     if not inside or np.any(box[:2] < proj[:2] - slack[:2]) or np.any(box[2:] > proj[2:] + slack[2:]):
         v.fail(r.sample_id, "landmark box falls outside its projected 3D box")
-
-
-def _box_bearing(box_norm: list[float], k: Intrinsics) -> L.Bearing:
-    """Camera-frame angles of a normalized box's centre."""
-    px = (box_norm[0] + box_norm[2]) / 2 * k.width
-    py = (box_norm[1] + box_norm[3]) / 2 * k.height
-    left, up = (k.cx - px) / k.fx, (k.cy - py) / k.fy
-    return L.Bearing(math.degrees(math.atan(left)), math.degrees(math.atan2(up, math.hypot(1.0, left))), 1.0)
 
 
 def check_video_rows(

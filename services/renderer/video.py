@@ -1,10 +1,8 @@
 """Render one mission video: frames along the trajectory, per-frame target visibility, H.264 MP4.
 
-Visibility follows UAV-DualCog's rule: the target's box surface is sampled as an 8x8 grid on
-each of its 6 faces; a sample is visible when it projects into the frame and its depth is at
-most the rendered depth + 0.2 m; the target is visible in a frame when at least 16 samples and
-8% of all samples are visible and the visible samples span at least 4 px. The occluder is the
-frame's own depth buffer (UAV-DualCog uses the Stage-1 cloud, which misses thin occluders).
+Visibility follows ``skyqa.geometry.visibility`` (UAV-DualCog's face-grid rule, plus a landmark
+covering 5 % of the frame counting as visible). The occluder is the frame's own depth buffer
+(UAV-DualCog uses the Stage-1 cloud, which misses thin occluders).
 The box is measured on the instance mask. A mission whose MP4 and ``frame_visibility.jsonl``
 exist is complete and is not rendered again.
 """
@@ -22,18 +20,18 @@ from skyqa import keys, media
 from skyqa.blob import BlobStore
 from skyqa.contracts.missions import FrameVisibility, TargetFrameStat
 from skyqa.errors import InvalidInput
+from skyqa.geometry.visibility import (
+    DEPTH_MARGIN_M,
+    MIN_BBOX_PX,
+    MIN_PIXEL_SHARE,
+    MIN_VISIBLE_POINTS,
+    MIN_VISIBLE_RATIO,
+    box_surface_grid,
+)
 from skyqa.sim import CameraSpec, Frame, Intrinsics, Pose, Simulator, project
 from skyqa.v1 import mission_pb2
 from skyqa.video import Mp4Writer, discard
 
-GRID_N = 8
-MIN_VISIBLE_POINTS = 16
-MIN_VISIBLE_RATIO = 0.08
-MIN_BBOX_PX = 4
-# a landmark this share of the frame is visible whatever its face grid says: flying low over
-# a roof puts most grid points out of frame while the roof fills the picture
-MIN_PIXEL_SHARE = 0.05
-DEPTH_MARGIN_M = 0.2
 MAX_FRAMES = 6000  # 10 minutes at 10 FPS
 VIDEO_NAME = "task_rgb.mp4"
 VISIBILITY_NAME = "frame_visibility.jsonl"
@@ -70,24 +68,6 @@ def validate_video_job(job: mission_pb2.VideoJob) -> None:
     for i, p in enumerate(job.poses):
         if not np.all(np.isfinite([p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg])):
             raise InvalidInput(f"pose {i} is not finite")
-
-
-def box_surface_grid(
-    center: NDArray[np.float64], size: NDArray[np.float64], n: int = GRID_N
-) -> NDArray[np.float64]:
-    """``6*n*n`` samples at cell centres of the box faces."""
-    s = (np.arange(n) + 0.5) / n - 0.5
-    u, v = (a.ravel() for a in np.meshgrid(s, s))
-    faces = []
-    for axis in range(3):
-        a, b = [k for k in range(3) if k != axis]
-        for side in (-0.5, 0.5):
-            f = np.zeros((n * n, 3))
-            f[:, axis] = side
-            f[:, a], f[:, b] = u, v
-            faces.append(f)
-    out: NDArray[np.float64] = center + np.concatenate(faces) * size
-    return out
 
 
 def measure(

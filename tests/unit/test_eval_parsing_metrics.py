@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from skyqa.scoring import iou, set_f1
 
 from services.evaluator import metrics as M
 from services.evaluator.parsing import parse_choice, parse_joint, parse_visibility
@@ -66,14 +67,14 @@ def test_joint_and_visibility_replies() -> None:
 
 
 def test_iou_tiou_and_greedy_matching_on_known_fixtures() -> None:
-    assert M.iou([0, 0, 0.5, 0.5], [0.25, 0.25, 0.75, 0.75]) == pytest.approx(1 / 7)
-    assert M.iou(None, [0, 0, 1, 1]) == 0.0
+    assert iou([0, 0, 0.5, 0.5], [0.25, 0.25, 0.75, 0.75]) == pytest.approx(1 / 7)
+    assert iou(None, [0, 0, 1, 1]) == 0.0
     assert M.tiou([0, 10], [5, 15]) == pytest.approx(1 / 3)
     # one gold matched at 0.6, the other prediction misses: P = 1/2, R = 1/2
     assert M.match_prf([[0, 10], [20, 30]], [[0, 6], [50, 60]], 0.5) == pytest.approx((0.5, 0.5, 0.5))
     assert M.match_prf([[0, 10]], [[0, 10], [0, 9]], 0.5)[0] == pytest.approx(0.5)  # one-to-one
     assert M.mean_best_tiou([[0, 10], [20, 30]], [[0, 5]]) == pytest.approx(0.25)
-    assert M.set_f1({"A", "B"}, {"B", "C"}) == pytest.approx(0.5)
+    assert set_f1({"A", "B"}, {"B", "C"}) == pytest.approx(0.5)
 
 
 def test_bootstrap_resamples_clusters_with_a_seed() -> None:

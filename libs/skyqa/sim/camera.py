@@ -11,6 +11,7 @@ square pixels and the principal point at the image centre.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -55,6 +56,13 @@ class Intrinsics:
             raise ValueError(f"horizontal FOV must be within [1, 170] degrees, got {hfov_deg}")
         fx = (width / 2.0) / np.tan(np.radians(hfov_deg) / 2.0)
         return cls(width, height, float(fx), float(fx), width / 2.0, height / 2.0)
+
+    def half_fov_deg(self) -> tuple[float, float]:
+        """Horizontal and vertical half field of view, in degrees."""
+        return (
+            math.degrees(math.atan(self.width / (2 * self.fx))),
+            math.degrees(math.atan(self.height / (2 * self.fy))),
+        )
 
     def as_dict(self) -> dict[str, float]:
         return {
