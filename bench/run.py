@@ -26,6 +26,7 @@ from skyqa.sim.camera import camera_rays
 from skyqa.v1 import capture_pb2, common_pb2, mission_pb2
 
 from bench.bus import bus_overhead
+from bench.labeller import labeller_accuracy
 from bench.scaling import renderer_scaling, service_processes
 from services.capture.planner import plan_jobs
 from services.capture.worker import capture_job
@@ -287,6 +288,7 @@ def main() -> None:
         "bus": bus_overhead(),
         "renderer_replicas": renderer_scaling(),
         "service_processes": service_processes(),
+        "heuristic_labeller": labeller_accuracy(),
     }
     # upper bound: as if every captured frame were its own message (jobs carry several poses)
     per_message_s = 1 / results["bus"]["publish_per_s"] + results["bus"]["latency_ms_p50"] / 1000
@@ -341,6 +343,12 @@ def main() -> None:
         (
             "bus overhead per capture frame",
             f"{100 * results['bus']['overhead_share_of_one_capture_frame']:.2f} %",
+            "",
+        ),
+        (
+            f"labeller colour / category ({results['heuristic_labeller']['objects']} objects)",
+            f"{results['heuristic_labeller']['colour_accuracy']:.3f} / "
+            f"{results['heuristic_labeller']['category_accuracy']:.3f}",
             "",
         ),
     ]

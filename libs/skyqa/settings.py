@@ -99,10 +99,8 @@ class QASettings(BaseModel):
     """How the qa-generator treats a release that blind solvers can answer."""
 
     # enforce: the release fails (no manifests) when the blind gate finds a leak; report: the
-    # release is written and qc_report.json and the dataset card say what leaks. The default
-    # stays "report" until the demo release passes (its visibility-count task still leaks;
-    # README, Benchmark validity).
-    blind_gate: Literal["enforce", "report"] = "report"
+    # release is written and qc_report.json and the dataset card say what leaks
+    blind_gate: Literal["enforce", "report"] = "enforce"
 
 
 class GatewaySettings(BaseModel):
@@ -134,6 +132,9 @@ class Settings(BaseSettings):
     scenes_dir: Path | None = None
     airsim: AirSimSettings = AirSimSettings()
     labeller_model: ModelEndpoint = ModelEndpoint()
+    # show the labeller the segmentation class name (UAV-DualCog does); off, the category is
+    # the model's own reading of the views and the measured size, not the simulator's truth
+    labeller_class_hint: bool = False
     evaluation: EvaluationSettings = EvaluationSettings()
     qa: QASettings = QASettings()
     # keep full-resolution (4096x3072) frames of every mission video next to the MP4

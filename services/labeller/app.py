@@ -20,7 +20,7 @@ async def setup(svc: Service) -> None:
     attempts = min(5, svc.settings.labeller_model.max_attempts)
 
     async def on_request(request: fusion_pb2.LabelRequest, d: Delivery) -> None:
-        result = await label_landmark(request, model, svc.store, attempts)
+        result = await label_landmark(request, model, svc.store, attempts, svc.settings.labeller_class_hint)
         await svc.bus.publish(
             topology.LABEL_DONE,
             result,

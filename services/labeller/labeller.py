@@ -17,9 +17,13 @@ RETRY_NOTE = (
 
 
 async def label_landmark(
-    request: fusion_pb2.LabelRequest, model: VisionModel, store: BlobStore, max_attempts: int = 3
+    request: fusion_pb2.LabelRequest,
+    model: VisionModel,
+    store: BlobStore,
+    max_attempts: int = 3,
+    class_hint: bool = False,
 ) -> fusion_pb2.LabelResult:
-    system, prompt, images, used = build_package(request, store)
+    system, prompt, images, used = build_package(request, store, class_hint)
     result = fusion_pb2.LabelResult(
         run_id=request.run_id,
         scene_id=request.scene_id,

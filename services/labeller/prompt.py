@@ -4,6 +4,11 @@ Up to four views (the main view first, then front/back/left/right, then diagonal
 with the landmark's box drawn in red and a "Visible Side: <dir> (Landmark-centric)" caption,
 resized to at most 640x480 and sent as JPEG quality 85; a closed 8-category list; generic
 subcategories; a noun-phrase description of at most 20 words; JSON only.
+
+Two deviations: UAV-DualCog always passes the simulator's segmentation class as a "weak
+class-name hint", which hands the model the category from ground truth; skyqa includes it
+only when the deployment asks for it (``SKYQA_LABELLER_CLASS_HINT``). Instead the prompt
+states the size measured from the fused LiDAR cloud, which any labeller can use.
 """
 
 from __future__ import annotations
@@ -66,13 +71,26 @@ def annotate(image: bytes, box: list[int], direction: str) -> bytes:
     return buf.getvalue()
 
 
-def user_prompt(class_hint: str, n_views: int) -> str:
+def size_line(size_m: list[float]) -> str:
+    if len(size_m) != 3 or not all(0 < x < 1000 for x in size_m):
+        return ""
+    length, width, height = (round(float(x), 1) for x in size_m)
+    return f"Measured by LiDAR: about {length} m long, {width} m wide and {height} m tall.\n"
+
+
+def user_prompt(class_hint: str, n_views: int, size_m: list[float] | None = None) -> str:
     cats = ", ".join(CATEGORIES)
     subs = "; ".join(f"{c}: {e}" for c, e in SUBCATEGORY_EXAMPLES.items())
     examples = "; ".join(f'"{d}"' for d in DESCRIPTION_EXAMPLES)
-    return (
+    hint = (
         f'Weak class-name hint: "{class_hint}" (from automatic segmentation; it may be wrong).\n'
-        f"You are given {n_views} aerial view(s) of the same landmark. "
+        if class_hint
+        else ""
+    )
+    return (
+        hint
+        + size_line(list(size_m or []))
+        + f"You are given {n_views} aerial view(s) of the same landmark. "
         "In each, the landmark is inside the red box, and the caption names the side "
         "of the landmark that is visible (landmark-centric).\n"
         f"category: exactly one of [{cats}].\n"
@@ -86,8 +104,9 @@ def user_prompt(class_hint: str, n_views: int) -> str:
 
 
 def build_package(
-    request: fusion_pb2.LabelRequest, store: BlobStore
+    request: fusion_pb2.LabelRequest, store: BlobStore, class_hint: bool = False
 ) -> tuple[str, str, list[tuple[bytes, str]], list[str]]:
     views = select_views(list(request.views))
     images = [(annotate(store.get(v.image_key), list(v.bbox_xyxy), v.direction), v.direction) for v in views]
-    return SYSTEM, user_prompt(request.class_hint, len(images)), images, [v.direction for v in views]
+    prompt = user_prompt(request.class_hint if class_hint else "", len(images), list(request.size_m))
+    return SYSTEM, prompt, images, [v.direction for v in views]

@@ -143,7 +143,13 @@ def plan_candidate(
         class_name=c.class_name,
         instance_numeric_id=c.instance_numeric_id,
         center_3d=r(c.center),
-        bbox_3d=Bbox3D(min=r(c.aabb_min), max=r(c.aabb_max), size=r(size), yaw_deg=c.yaw_deg),
+        bbox_3d=Bbox3D(
+            min=r(c.aabb_min),
+            max=r(c.aabb_max),
+            size=r(size),
+            yaw_deg=c.yaw_deg,
+            extent=r(c.extent),
+        ),
         point_count=len(c.points),
         views=views,
     )

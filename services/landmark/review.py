@@ -200,7 +200,11 @@ def label_request(state: ReviewState, doc: InstancesFile, instance_id: str) -> f
     inst = find(doc, instance_id)
     review = state.instances[instance_id]
     req = fusion_pb2.LabelRequest(
-        run_id=state.run_id, scene_id=state.scene_id, landmark_id=instance_id, class_hint=review.class_name
+        run_id=state.run_id,
+        scene_id=state.scene_id,
+        landmark_id=instance_id,
+        class_hint=review.class_name,
+        size_m=inst.bbox_3d.extent or inst.bbox_3d.size,
     )
     for v in inst.rgb_views:
         if v.mode == "orbit" and v.is_valid and v.view_id not in review.invalid_views:

@@ -111,7 +111,7 @@ def plan_run(
                 lib, set_name, t, obstacles, _seed(scan.seed, vi.instance_id, kind), cfg.acceptance
             )
             if planned.accepted:
-                counts.choose(planned.trajectory, t, kind, lens, cfg.video_fps)
+                counts.choose(planned.trajectory, t, vi.instance_id, kind, lens, cfg.video_fps)
             composed, report = describe(lib, planned, vi, scene_id, traj_id, kind)
             fwd = write_plan(store, run_id, planned, composed, report, t)
             if not planned.accepted:

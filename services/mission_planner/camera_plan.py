@@ -7,8 +7,10 @@ The planner therefore weighs the set's own modes against variants with steps swi
 landmark_track and look_forward: it estimates each variant's visible count with the renderer's
 thresholds (``skyqa.geometry.visibility``) on a coarser face grid that includes the box edges,
 without occlusion (which needs a render), and takes the variant whose count the run has used
-least for that mission kind, the set's own modes winning ties. The rendered count, with
-occlusion, stays the answer; this only spreads it.
+least for that mission kind and then for that landmark (a landmark seen from everywhere
+would otherwise always count high, and its description would predict the count), the set's
+own modes winning ties. The rendered count, with occlusion, stays the answer; this only
+spreads it, and what still clusters is evened out by the QA stage (``count_surplus``).
 """
 
 from __future__ import annotations
@@ -77,22 +79,25 @@ def estimated_count(traj: Trajectory, t: Target, k: Intrinsics, fps: int) -> int
 
 
 class CountBalance:
-    """Estimated visible counts per mission kind over the missions planned so far."""
+    """Estimated visible counts per landmark and per mission kind over the missions planned so far."""
 
     def __init__(self) -> None:
-        self._used: Counter[tuple[str, int]] = Counter()
+        self._by_landmark: Counter[tuple[str, int]] = Counter()
+        self._by_kind: Counter[tuple[str, int]] = Counter()
 
-    def choose(self, traj: Trajectory, t: Target, kind: str, k: Intrinsics, fps: int) -> int:
+    def choose(self, traj: Trajectory, t: Target, landmark: str, kind: str, k: Intrinsics, fps: int) -> int:
         """Set the trajectory's camera modes to the variant the run needs; its estimated count."""
         default = tuple(s.camera_mode for s in traj.segments)
         scored = []
         for order, modes in enumerate(variants(default)):
             self._apply(traj, modes)
             count = estimated_count(traj, t, k, fps)
-            scored.append((self._used[(kind, count)], order, count, modes))
-        _, _, count, modes = min(scored)
+            used = (self._by_kind[(kind, count)], self._by_landmark[(landmark, count)])
+            scored.append((*used, order, count, modes))
+        *_, count, modes = min(scored)
         self._apply(traj, modes)
-        self._used[(kind, count)] += 1
+        self._by_landmark[(landmark, count)] += 1
+        self._by_kind[(kind, count)] += 1
         return count
 
     @staticmethod

@@ -96,8 +96,9 @@ configs:
 
 Aerial embodied-cognition VQA built the UAV-DualCog way: reviewed landmarks from a fused
 semantic point cloud, image QA on landmark views and rendered environment observations, and
-video QA on behavior-driven flight missions. Every answer was re-checked against scene
-geometry by an independent code path (see `{rel["qc_report"]}`).
+video QA on behavior-driven flight missions. Image answers were re-checked against scene
+geometry by an independent code path; visible counts were recounted from the renderer's
+per-frame visibility, not yet re-derived from the segmentation frames (see `{rel["qc_report"]}`).
 
 ## Release funnel
 
@@ -108,8 +109,9 @@ geometry by an independent code path (see `{rel["qc_report"]}`).
 | reviewed (kept and labelled) | {f.reviewed} |
 | released landmarks (full lattice) | {f.released_landmarks} |
 | image rows (8 per landmark, less blind-dropped) | {f.image_rows} |
-| video rows (4 per landmark, less blind-dropped) | {f.video_rows} |
+| video rows (4 per landmark, less dropped below) | {f.video_rows} |
 | rows every blind solver answered (dropped) | {f.blind_dropped} |
+| visibility rows of an over-represented count (dropped) | {f.count_balance_dropped} |
 
 Dropped rows by reason:
 

@@ -48,7 +48,7 @@ from services.qa_generator.image_tasks import (
     plan_landmark,
     usable_views,
 )
-from services.qa_generator.placement import LabelBalance, Placement
+from services.qa_generator.placement import LabelBalance, Placement, count_surplus
 from services.qa_generator.video_tasks import element_label, joint_row, visibility_row
 
 STILL_FOV_DEG = 72.0
@@ -316,6 +316,16 @@ def finish(
             )
     final_img = [r for r in rows if r.landmark_id not in incomplete]
     final_vid = [r for r in p.video_rows if r.landmark_id not in incomplete]
+    surplus = set(
+        count_surplus(
+            [
+                (r.sample_id, r.mission_kind, int(r.gold_environment_answer.get("visible_count", 0)))
+                for r in final_vid
+                if r.form == "env_visibility_reasoning"
+            ]
+        )
+    )
+    final_vid = [r for r in final_vid if r.sample_id not in surplus]
     blind = gate.run_gate(final_img, final_vid, qc.letter_balance(final_img))
     solved = set(blind.solved_by_all)
     final_img = [r for r in final_img if r.sample_id not in solved]
@@ -324,6 +334,7 @@ def finish(
     lost = [r for r in [*rows, *p.video_rows] if r.landmark_id in incomplete and r.sample_id not in drop]
     reasons.update({"landmark incomplete": len(lost)} if lost else {})
     reasons.update({"every blind solver answers it": len(solved)} if solved else {})
+    reasons.update({"visible count over-represented": len(surplus)} if surplus else {})
     released = {r.landmark_id: r.landmark_category for r in [*final_img, *final_vid]}
     report = QCReport(
         scene_id=p.scene_id,
@@ -336,6 +347,7 @@ def finish(
             image_rows=len(final_img),
             video_rows=len(final_vid),
             blind_dropped=len(solved),
+            count_balance_dropped=len(surplus),
         ),
         blind_gate=BlindGate(
             mode=gate_mode,

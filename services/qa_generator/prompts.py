@@ -38,10 +38,12 @@ USER = {
     + "In image 2, which move brings this landmark to the centre of your view? Select one option "
     "and return the normalized bounding box of the landmark in image 2.",
 }
+# UAV-DualCog asks atomic missions to "Select one option" and composite ones "one or more"; the
+# wording alone then tells how many golds there are, so every row asks for one or more
 JOINT_USER = (
     "The image shows {desc}. Which of the following actions have you performed around this "
-    "landmark in your first-person flight video? Select {how_many} and give the time intervals "
-    "in seconds when each happened. Options:\n\n{options}"
+    "landmark in your first-person flight video? Select one or more options and give the time "
+    "intervals in seconds when each happened. Options:\n\n{options}"
 )
 VISIBILITY_USER = (
     "The image shows {desc}. How many times does this landmark appear in your first-person "

@@ -96,12 +96,14 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
         assert (store / row["video"]).stat().st_size > 1024
         assert (store / row["task_data"]).is_file()
     # the release lattice: 8 image rows and 4 video rows per released landmark, less the rows
-    # every blind solver answers; the card carries the blind gate's table and verdict
+    # every blind solver answers and the visibility rows of an over-represented count; the card
+    # carries the blind gate's table and verdict
     report = json.loads(out["qc_report"].read_text())
     n = report["funnel"]["released_landmarks"]
     assert n >= 1
     rows = len(out["image_qa"].read_text().splitlines()) + len(out["video_qa"].read_text().splitlines())
-    assert rows + report["funnel"]["blind_dropped"] == 12 * n
+    funnel = report["funnel"]
+    assert rows + funnel["blind_dropped"] + funnel["count_balance_dropped"] == 12 * n
     assert "## Blind gate" in out["dataset_card"].read_text()
 
 

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from skyqa import media
 from skyqa.blob import S3BlobStore
 from skyqa.bus import topology
-from skyqa.geometry import instance_boxes
+from skyqa.geometry import instance_boxes, oriented_extent
 from skyqa.models import HeuristicLabeller, openai_app, serve_grpc
 from skyqa.servers import ServedApp
 from skyqa.settings import ModelEndpoint, Settings
@@ -28,8 +28,13 @@ def tank_request(s3_store: S3BlobStore, unique: str) -> fusion_pb2.LabelRequest:
     """Four real rendered views of a storage tank, stored like the landmark service stores them."""
     sim = BuiltinSimulator(load_scene("tiny_town"))
     tank = next(o for o in sim.scene.things() if o.semantic.name == "storage_tank")
+    # the class hint is sent but, by default, not shown to the model: the size must do
     req = fusion_pb2.LabelRequest(
-        run_id=f"lab-{unique}", scene_id="tiny_town", landmark_id="11_1", class_hint="storage_tank"
+        run_id=f"lab-{unique}",
+        scene_id="tiny_town",
+        landmark_id="11_1",
+        class_hint="a_bus_hint_the_model_never_sees",
+        size_m=oriented_extent(tank.vertices, 0.0),
     )
     for i, (direction, yaw) in enumerate([("front", 0.0), ("right", -90.0), ("back", 180.0), ("left", 90.0)]):
         a = np.radians(yaw)
@@ -74,6 +79,21 @@ async def test_labeller_through_grpc_model_server(
     assert result.category == "industrial_infrastructure" and result.subcategory == "storage tank"
     assert result.model == "heuristic-labeller" and result.attempts == 1
     assert list(result.views_used) == ["front", "back", "left", "right"]  # main first, then cardinals
+    assert "white" in result.description and "16 m tall" in result.description
+
+
+async def test_the_class_hint_reaches_the_model_only_when_configured(
+    settings: Settings, s3_store: S3BlobStore, probe: Probe, tank_request: fusion_pb2.LabelRequest
+) -> None:
+    server, port = await serve_grpc(HeuristicLabeller())
+    settings.labeller_model = ModelEndpoint(kind="grpc", url=f"127.0.0.1:{port}")
+    settings.labeller_class_hint = True
+    try:
+        result, _ = await label_via_service(settings, s3_store, probe, tank_request)
+    finally:
+        await server.stop(None)
+    # the heuristic takes a hint over the size: the planted "bus" hint now decides
+    assert result.ok and result.category == "vehicle", result
 
 
 @pytest.fixture

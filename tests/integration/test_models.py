@@ -144,12 +144,64 @@ async def test_timeout_is_classified() -> None:
     assert elapsed < 2.0  # two bounded attempts of 0.3 s, not the server's 3 s
 
 
-def test_red_box_colour_reading() -> None:
-    from skyqa.models.heuristic import dominant_colour, red_box_crop
+def shaded_object(albedo: str, lams: list[float]) -> bytes:
+    """A box-framed object of one albedo in faces of different sunlight, on grass that also
+    fills part of the box, drawn the way the built-in renderer shades."""
+    from skyqa.sim.classes import COLOURS
+    from skyqa.sim.daylight import AMBIENT, SUNLIGHT
 
-    arr = np.asarray(Image.open(io.BytesIO(boxed_image((200, 40, 30)))).convert("RGB"))
-    crop, ratio = red_box_crop(arr)
-    assert dominant_colour(crop) == "red" and ratio > 1.4
+    grass = (70, 120, 50)
+    img = Image.new("RGB", (200, 160), grass)
+    draw = ImageDraw.Draw(img)
+    width = 60 // len(lams)
+    for i, lam in enumerate(lams):
+        rgb = np.array(COLOURS[albedo]) * (AMBIENT + SUNLIGHT * lam) * 255
+        draw.rectangle([70 + i * width, 40, 70 + (i + 1) * width - 1, 130], fill=tuple(int(v) for v in rgb))
+    draw.rectangle([60, 30, 140, 140], outline=(255, 0, 0), width=2)  # grass inside the box too
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("albedo", "lams"),
+    [
+        ("dark red", [0.0, 0.0, 0.57]),  # mostly in shade: nearest raw colour is black
+        ("white", [0.0, 0.0, 0.3]),  # shaded white is nearest gray
+        ("dark gray", [0.57, 0.82]),  # sunlit dark gray looks like gray in shade
+        ("teal", [0.0, 0.57]),
+    ],
+)
+def test_object_colour_reads_the_albedo_under_shading_and_ignores_the_ground(
+    albedo: str, lams: list[float]
+) -> None:
+    from skyqa.models._colour import figure_and_ring, object_colour
+
+    arr = np.asarray(Image.open(io.BytesIO(shaded_object(albedo, lams))).convert("RGB"))
+    inside, ring, ratio = figure_and_ring(arr)
+    assert object_colour([(inside, ring)])[0] == albedo and ratio > 1.2
+
+
+@pytest.mark.parametrize(
+    ("size", "colour", "expected"),
+    [
+        ((4.4, 1.8, 1.4), "red", ("vehicle", "car")),
+        ((1.6, 3.2, 30.0), "dark red", ("industrial_infrastructure", "chimney")),
+        ((5.0, 5.0, 6.0), "dark green", ("vegetation", "tree")),
+        ((22.0, 18.0, 70.0), "teal", ("building", "office tower")),
+    ],
+)
+def test_measured_size_suggests_the_category(
+    size: tuple[float, float, float], colour: str, expected: tuple[str, str]
+) -> None:
+    from skyqa.models._size import likely_object, parse_size
+
+    assert parse_size(f"about {size[0]} m long, {size[1]} m wide and {size[2]} m tall") == (
+        max(size[:2]),
+        min(size[:2]),
+        size[2],
+    )
+    assert likely_object(size, colour)[:2] == expected
 
 
 @pytest.mark.parametrize(

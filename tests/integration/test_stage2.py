@@ -100,9 +100,11 @@ async def test_kept_landmarks_have_four_valid_views_with_true_boxes(
             assert img.format == "JPEG" and img.size == (w, h)
     assert np.median(ious) > 0.8
 
-    # labels round-trip into valid_instances.json: kept AND labelled only
+    # labels round-trip into valid_instances.json: kept AND labelled only. The labeller sees no
+    # class hint, so it is sure of some landmarks only (from the measured size); the others wait
+    # for a person, and every one it approved has the true category
     valid = load_json(ValidInstancesFile, s3_store.get(state.outputs["valid_instances"]))
-    assert valid.summary.valid_instances == len(valid.valid_instances) >= len(doc.instances) // 2
+    assert valid.summary.valid_instances == len(valid.valid_instances) >= len(doc.instances) // 3
     for v in valid.valid_instances:
         assert v.review_action == "keep" and v.annotation_status == "labeled"
         assert v.auto_label_model == "heuristic-labeller"

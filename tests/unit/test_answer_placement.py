@@ -102,3 +102,15 @@ def test_three_option_rows_are_uniform_over_their_own_letters() -> None:
     assert report["D"] == 0 and report["chi2_p"] == 1.0 and report["4way_chi2_p"] == 1.0
     skewed = qc.letter_balance([r for r in rows_3 if r.answer_option_id != "C"])["env_where"]
     assert skewed["chi2_p"] < 0.01 and skewed["4way_chi2_p"] < 0.05
+
+
+def test_no_visible_count_keeps_more_than_its_share_per_mission_kind() -> None:
+    from services.qa_generator.placement import count_surplus
+
+    rows = [(f"a{i}", "atomic", 1) for i in range(5)] + [("a5", "atomic", 0), ("a6", "atomic", 2)]
+    rows += [(f"c{i}", "composite", i % 3) for i in range(6)]
+    dropped = count_surplus(rows)
+    # atomic: 7 rows over 3 counts keep at most 3 of each; composite is already even
+    assert len(dropped) == 2 and all(d.startswith("a") for d in dropped)
+    kept = [c for s, k, c in rows if k == "atomic" and s not in dropped]
+    assert kept.count(1) == 3 and dropped == count_surplus(list(reversed(rows)))

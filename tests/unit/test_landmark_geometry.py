@@ -89,3 +89,21 @@ def test_point_visibility_counts_only_unblocked_points() -> None:
     seen, _ = visible_points(pose, target, blocker, CFG)
     assert seen_all == 100 and ratio_all == 1.0
     assert 40 <= seen <= 60  # the half behind the blocker is hidden
+
+
+def test_a_capped_collection_mixes_categories_and_sizes() -> None:
+    from services.landmark.candidates import Candidate, stratified
+
+    def cand(key: str, cls: str, points: int) -> Candidate:
+        z = np.zeros(3)
+        return Candidate(key, 1, cls, 1, np.zeros((points, 3)), z, z, z, 0.0)
+
+    towers = [cand(f"t{i}", "office_tower", 9000 - i) for i in range(6)]
+    cars = [cand(f"c{i}", "car", 300 - 10 * i) for i in range(5)]
+    ranked = [*towers, cand("tree", "tree", 200), *cars, cand("odd", "unknown_thing", 50)]
+    picked = [c.key for c in stratified(ranked, 6)]
+    # one of each category first (an unknown class is its own), the largest ones leading
+    assert picked[:4] == ["t0", "tree", "c0", "odd"]
+    # then within a category the sizes spread: after the largest car comes the median one
+    assert picked[4:] == ["t3", "c2"]
+    assert len(stratified(ranked, 100)) == len(ranked)

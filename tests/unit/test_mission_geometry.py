@@ -258,9 +258,17 @@ def test_camera_plan_spreads_the_visible_count_of_one_mission_kind() -> None:
     balance, chosen = CountBalance(), []
     for seed in (11, 12, 13, 14):
         planned = plan_mission(lib, "atomic_circular_orbit", T, obstacles, seed, Acceptance())
-        chosen.append(balance.choose(planned.trajectory, T, "atomic", k, 10))
+        chosen.append(balance.choose(planned.trajectory, T, f"lm{seed}", "atomic", k, 10))
         modes = {s.camera_mode for s in planned.trajectory.segments}
         # what was chosen is what the trajectory now carries
         assert estimated_count(planned.trajectory, T, k, 10) == chosen[-1] and modes
     # the set's own mode first, then the count the run has not used yet
     assert chosen[0] == 1 and len(set(chosen)) >= 2, chosen
+    # one landmark's missions of different kinds take different counts: a landmark seen from
+    # everywhere must not always count high
+    same = CountBalance()
+    first = plan_mission(lib, "atomic_circular_orbit", T, obstacles, 11, Acceptance())
+    second = plan_mission(lib, "atomic_circular_orbit", T, obstacles, 12, Acceptance())
+    a = same.choose(first.trajectory, T, "lm", "atomic", k, 10)
+    b = same.choose(second.trajectory, T, "lm", "composite", k, 10)
+    assert a != b, (a, b)

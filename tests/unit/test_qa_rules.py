@@ -102,6 +102,19 @@ def test_distractor_pool_covers_every_behavior_and_is_seeded() -> None:
     assert Option(option_id="A", label=a[0]).label == a[0]
 
 
+def test_joint_rows_do_not_tell_composite_golds_apart_by_their_text() -> None:
+    from services.qa_generator import prompts
+    from services.qa_generator.video_tasks import composite_label
+
+    lib = load_library()
+    pool = distractor_pool(lib, np.random.default_rng(0))
+    for name in lib.set_names("composite"):
+        # a gold composite reads exactly like a composite distractor, naming none of its steps
+        assert composite_label(lib, name) in pool
+    # the prompt does not say how many options are right (UAV-DualCog's wording does)
+    assert "{how_many}" not in prompts.JOINT_USER and "Select one option" not in prompts.JOINT_USER
+
+
 def planted_env_row(h_deg: float, label: str, task: str = "env_where") -> tuple[qc.Verdict, str]:
     """One environment row whose landmark sits ``h_deg`` left of the optical axis, checked by QC."""
     from skyqa.contracts import ValidInstance

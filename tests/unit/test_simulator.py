@@ -215,6 +215,7 @@ def _surface(sim: BuiltinSimulator, pose: Pose, cam: CameraSpec) -> dict[str, np
 def _reference_shading(sim: BuiltinSimulator, pose: Pose, cam: CameraSpec) -> np.ndarray:
     """The shading model written as plain numpy, one step per line: the oracle for the kernel."""
     from skyqa.sim import _kernels as K
+    from skyqa.sim.daylight import AMBIENT, SUN, SUNLIGHT
 
     s = _surface(sim, pose, cam)
     t, hit, d, n, p, tri = s["t"], s["hit"], s["d"], s["n"], s["p"], s["tri"]
@@ -233,11 +234,11 @@ def _reference_shading(sim: BuiltinSimulator, pose: Pose, cam: CameraSpec) -> np
         h = (c[:, 0] * 73856093) ^ (c[:, 1] * 19349663) ^ (c[:, 2] * 83492791)
         noise = (((h ^ (h >> 13)) * 1274126177) & 0xFFFF) / 65536.0
         albedo[mat == m] *= (1 - amp + 2 * amp * noise[mat == m])[:, None]
-    lam = np.clip(n @ K.SUN, 0, 1)
+    lam = np.clip(n @ SUN, 0, 1)
     lit = lam > 0
     lam[lit] *= _map_light(sim, p[lit], n[lit])
     fog = (1 - np.exp(-t[hit] * dnorm[hit] / K.HAZE_M))[:, None]
-    out[hit] = albedo * (K.AMBIENT + K.SUNLIGHT * lam[:, None]) * (1 - fog) + K.SKY_HORIZON * fog
+    out[hit] = albedo * (AMBIENT + SUNLIGHT * lam[:, None]) * (1 - fog) + K.SKY_HORIZON * fog
     return np.clip(out * 255 + 0.5, 0, 255).astype(np.uint8).reshape(cam.height, cam.width, 3)
 
 
@@ -259,12 +260,12 @@ def test_compiled_shading_matches_the_numpy_model(town: BuiltinSimulator, pose: 
 @pytest.mark.parametrize("pose", VIEWS)
 def test_the_shadow_map_agrees_with_exact_shadow_rays(town: BuiltinSimulator, pose: Pose) -> None:
     """The map against one Embree shadow ray per sunlit pixel (the renderer before the map)."""
-    from skyqa.sim import _kernels as K
+    from skyqa.sim.daylight import SUN
 
     s = _surface(town, pose, CameraSpec(400, 300, 72.0))
     n, p = s["n"], s["p"]
-    lit = n @ K.SUN > 0
-    rays = np.hstack([p[lit] + n[lit] * 0.05, np.broadcast_to(K.SUN, (int(lit.sum()), 3))])
+    lit = n @ SUN > 0
+    rays = np.hstack([p[lit] + n[lit] * 0.05, np.broadcast_to(SUN, (int(lit.sum()), 3))])
     exact = ~town._raycaster.test_occlusions(o3d.core.Tensor(rays.astype(np.float32))).numpy()
     assert 0.02 < np.mean(~exact) < 0.95  # the view has sun and shadow
     by_map = _map_light(town, p[lit], n[lit]) > 0.5

@@ -33,6 +33,9 @@ class Bbox3D(Contract):
     max: list[float]
     size: list[float]
     yaw_deg: float
+    # skyqa's own: length and width along and across yaw, and height above the local ground
+    # (the axis-aligned size of a car parked at 45 degrees is a square)
+    extent: list[float] = Field(default_factory=list)
 
 
 class CameraPose(Contract):

@@ -153,6 +153,7 @@ class Funnel(Contract):
     image_rows: int
     video_rows: int
     blind_dropped: int = 0  # rows every blind solver answered right, removed after the gate
+    count_balance_dropped: int = 0  # visibility rows of a count the kind already has enough of
 
 
 class SolverScore(Contract):

@@ -57,6 +57,17 @@ def pca_yaw_deg(xy: NDArray[np.floating]) -> float:
     return round(yaw, 3)
 
 
+def oriented_extent(points: NDArray[np.floating], yaw_deg: float) -> tuple[float, float, float]:
+    """Length along ``yaw_deg``, width across it, and height of ``points`` (N, 3)."""
+    pts = np.asarray(points, dtype=np.float64)
+    if len(pts) == 0:
+        return (0.0, 0.0, 0.0)
+    yaw = np.radians(yaw_deg)
+    along = pts[:, 0] * np.cos(yaw) + pts[:, 1] * np.sin(yaw)
+    across = -pts[:, 0] * np.sin(yaw) + pts[:, 1] * np.cos(yaw)
+    return (float(np.ptp(along)), float(np.ptp(across)), float(np.ptp(pts[:, 2])))
+
+
 def instance_stats(
     points: NDArray[np.floating], instance: NDArray[np.integer]
 ) -> dict[int, dict[str, object]]:

@@ -1,9 +1,10 @@
 """A labeller model that needs no weights, and says how little it knows.
 
 It reads what a person could read off the prompt package without recognising anything: the
-dominant colour of the pixels inside the red box drawn on each view, the box's shape, and the
-weak class-name hint in the prompt. The category comes from the hint through a keyword table,
-so its confidence is high only when the hint maps to a category and the views agree on colour.
+colour of the object in the red box of each view (``_colour``: figure against ground, under
+shading), the box's shape, the LiDAR-measured size in the prompt (``_size``: nearest typical
+urban object) and, when the deployment passes one, the class-name hint (a keyword table; it
+wins over the size). Its confidence says how clearly the size or hint decided the category.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ import io
 import json
 import re
 import time
-from collections import Counter
 
 import numpy as np
-from numpy.typing import NDArray
 from PIL import Image
 
+from skyqa.models._colour import figure_and_ring, object_colour
+from skyqa.models._size import likely_object, parse_size
 from skyqa.models.base import error_response
-from skyqa.sim.classes import COLOURS
 from skyqa.v1 import model_pb2
 
 HINT = re.compile(r"class-name hint:\s*\"?([A-Za-z0-9 _-]*)\"?", re.IGNORECASE)
@@ -37,8 +37,6 @@ KEYWORDS = {
 _KEYWORDS_BY_LENGTH = sorted(
     ((k.replace("_", " "), c) for c, ks in KEYWORDS.items() for k in ks), key=lambda kc: -len(kc[0])
 )
-_NAMES = list(COLOURS)
-_PALETTE = np.array([COLOURS[n] for n in _NAMES], dtype=np.float32) * 255
 
 
 def category_for(hint: str) -> str | None:
@@ -47,27 +45,6 @@ def category_for(hint: str) -> str | None:
         if keyword in h:
             return category
     return None
-
-
-def red_box_crop(img: NDArray[np.uint8]) -> tuple[NDArray[np.uint8], float]:
-    """Pixels inside the drawn red box, and its height/width ratio; the whole image if none."""
-    red = (img[:, :, 0] > 200) & (img[:, :, 1] < 70) & (img[:, :, 2] < 70)
-    rows, cols = np.flatnonzero(red.any(axis=1)), np.flatnonzero(red.any(axis=0))
-    if len(rows) < 2 or len(cols) < 2:
-        h, w = img.shape[:2]
-        return img, h / max(1, w)
-    y0, y1, x0, x1 = rows[0] + 3, rows[-1] - 2, cols[0] + 3, cols[-1] - 2
-    if y1 <= y0 or x1 <= x0:
-        return img, 1.0
-    return img[y0:y1, x0:x1], (y1 - y0) / max(1, x1 - x0)
-
-
-def dominant_colour(pixels: NDArray[np.uint8]) -> str:
-    flat = pixels.reshape(-1, 3).astype(np.float32)
-    if len(flat) > 20000:
-        flat = flat[:: len(flat) // 20000]
-    nearest = np.argmin(((flat[:, None, :] - _PALETTE[None, :, :]) ** 2).sum(-1), axis=1)
-    return _NAMES[int(np.bincount(nearest, minlength=len(_NAMES)).argmax())]
 
 
 class HeuristicLabeller:
@@ -79,29 +56,31 @@ class HeuristicLabeller:
             return error_response(
                 model_pb2.ERROR_CLASS_INVALID_REQUEST, "the labeller needs at least one image"
             )
-        colours, ratios = [], []
+        views, ratios = [], []
         for image in request.images:
             try:
                 arr = np.asarray(Image.open(io.BytesIO(image.data)).convert("RGB"))
             except OSError as exc:
                 return error_response(model_pb2.ERROR_CLASS_INVALID_REQUEST, f"unreadable image: {exc}")
-            crop, ratio = red_box_crop(arr)
-            colours.append(dominant_colour(crop))
+            inside, ring, ratio = figure_and_ring(arr)
+            views.append((inside, ring))
             ratios.append(ratio)
+        colour, fit = object_colour(views)
+        ratio = float(np.median(ratios))
+        shape = "tall" if ratio > 1.6 else "low wide" if ratio < 0.6 else "compact"
         match = HINT.search(request.prompt)
         hint = (match.group(1).strip() if match else "").replace("_", " ")
         category = category_for(hint) if hint else None
-        colour, votes = Counter(colours).most_common(1)[0]
-        agreement = votes / len(colours)
-        ratio = float(np.median(ratios))
-        shape = "tall" if ratio > 1.6 else "low wide" if ratio < 0.6 else "compact"
+        size = parse_size(request.prompt)
         subcategory = hint or "structure"
-        description = f"{colour} {subcategory} with a {shape} silhouette"
-        if category is None:
-            confidence = 0.2
-            category = "other"
-        else:
-            confidence = 0.7 if agreement >= 0.5 else 0.45
+        confidence = 0.7 if fit >= 0.5 else 0.45
+        if category is None and size is not None:
+            category, subcategory, margin = likely_object(size, colour)
+            confidence = 0.7 if margin >= 0.3 else 0.5
+        elif category is None:
+            category, confidence = "other", 0.2
+        height = f", about {round(size[2])} m tall," if size is not None else ""
+        description = f"{colour} {subcategory}{height} with a {shape} silhouette"
         payload = {
             "category": category,
             "subcategory": subcategory,

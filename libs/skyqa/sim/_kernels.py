@@ -17,12 +17,10 @@ import numpy as np
 from numba import njit, prange
 from numpy.typing import NDArray
 
+from skyqa.sim.daylight import AMBIENT, SUNLIGHT
 from skyqa.sim.mesh import ASPHALT, FACADE, FOLIAGE, GRASS
 from skyqa.sim.shadow import BLOCK_SHIFT
 
-SUN = (np.array([0.45, -0.35, 0.82]) / np.linalg.norm([0.45, -0.35, 0.82])).astype(np.float32)
-AMBIENT = np.array([0.40, 0.42, 0.47], dtype=np.float32)
-SUNLIGHT = np.array([0.68, 0.65, 0.58], dtype=np.float32)
 SKY_HORIZON = np.array([0.80, 0.86, 0.92], dtype=np.float32)
 SKY_ZENITH = np.array([0.42, 0.60, 0.86], dtype=np.float32)
 WINDOW = np.array([0.20, 0.27, 0.35], dtype=np.float32)

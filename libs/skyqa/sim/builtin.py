@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from skyqa.sim import _kernels as K
 from skyqa.sim.camera import Pose, rotation_matrix
 from skyqa.sim.classes import SemanticClass
+from skyqa.sim.daylight import SUN
 from skyqa.sim.protocol import CameraSpec, Frame, LidarScan, LidarSpec
 from skyqa.sim.scene import Scene
 from skyqa.sim.shadow import ShadowMap, build_shadow_map
@@ -84,7 +85,7 @@ class BuiltinSimulator:
         casters = [o.vertices for o in self.scene.objects if o.aabb_max[2] > floor + GROUND_BAND_M]
         if not casters:
             return ShadowMap.empty()
-        return build_shadow_map(self._raycaster, np.vstack(casters), K.SUN, threads=self.threads)
+        return build_shadow_map(self._raycaster, np.vstack(casters), SUN, threads=self.threads)
 
     def classes(self) -> dict[int, SemanticClass]:
         return dict(self.scene.classes)
@@ -143,7 +144,7 @@ class BuiltinSimulator:
                     (sm.depth, sm.basis, sm.params),
                     K.NOISE,
                     K.PALETTE,
-                    K.SUN,
+                    SUN,
                     K.HAZE_M,
                     rgb[start:stop],
                     depth[start:stop],

@@ -206,12 +206,20 @@ class LabelRequest(_message.Message):
     LANDMARK_ID_FIELD_NUMBER: _builtins.int
     CLASS_HINT_FIELD_NUMBER: _builtins.int
     VIEWS_FIELD_NUMBER: _builtins.int
+    SIZE_M_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     landmark_id: _builtins.str
     class_hint: _builtins.str
+    """the segmentation class; the labeller shows it only when configured to"""
     @_builtins.property
     def views(self) -> _containers.RepeatedCompositeFieldContainer[Global___LabelView]: ...
+    @_builtins.property
+    def size_m(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """length, width (along and across the candidate's principal axis) and height in metres,
+        measured from the fused cloud
+        """
+
     def __init__(
         self,
         *,
@@ -220,10 +228,11 @@ class LabelRequest(_message.Message):
         landmark_id: _builtins.str = ...,
         class_hint: _builtins.str = ...,
         views: _abc.Iterable[Global___LabelView] | None = ...,
+        size_m: _abc.Iterable[_builtins.float] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["class_hint", b"class_hint", "landmark_id", b"landmark_id", "run_id", b"run_id", "scene_id", b"scene_id", "views", b"views"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["class_hint", b"class_hint", "landmark_id", b"landmark_id", "run_id", b"run_id", "scene_id", b"scene_id", "size_m", b"size_m", "views", b"views"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
