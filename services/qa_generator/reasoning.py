@@ -15,6 +15,16 @@ def _box(row: ImageRow) -> str:
     return "[" + ", ".join(f"{v:.3f}" for v in row.answer_bbox_xyxy_norm) + "]"
 
 
+def _region(row: ImageRow) -> str:
+    """The thirds of the image that hold the centre of the landmark's box."""
+    x0, y0, x1, y1 = row.answer_bbox_xyxy_norm
+    cols, rows = ("left", "centre", "right"), ("upper", "middle", "lower")
+    col, line = cols[min(2, int((x0 + x1) / 2 * 3))], rows[min(2, int((y0 + y1) / 2 * 3))]
+    return (
+        f"the {line} {col} of the image" if (col, line) != ("centre", "middle") else "the centre of the image"
+    )
+
+
 def steps_for(row: ImageRow) -> list[ReasoningStep]:
     ref = row.reference_object_view
     m = row.metadata
@@ -50,9 +60,11 @@ def steps_for(row: ImageRow) -> list[ReasoningStep]:
     h, v = float(m["horizontal_deg"]), float(m["vertical_deg"])
     side = "left" if h > 0 else "right"
     ground = s(question="Where is the landmark in image 2?", answer=_box(row), operation="GND")
+    # a perception step whose answer varies (the landmark of an environment row is always in
+    # image 2, so "is it the same landmark?" was "yes" on every row)
     match = s(
-        question="Is the landmark in image 2 the one in image 1?",
-        answer="yes, the same landmark",
+        question="Which part of image 2 does the landmark occupy?",
+        answer=_region(row),
         operation="PER",
     )
     horizontal = s(

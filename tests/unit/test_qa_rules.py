@@ -173,3 +173,23 @@ def test_option_similarity_is_the_same_both_ways_round() -> None:
     other_way = difflib.SequenceMatcher(None, a, b).ratio()
     assert one_way <= qc.MAX_SIMILARITY < other_way
     assert L.similarity(a, b) == L.similarity(b, a) == other_way
+
+
+def test_environment_perception_steps_follow_the_box_not_a_constant() -> None:
+    from skyqa.contracts.qa import ImageRow
+
+    from services.qa_generator.reasoning import steps_for
+
+    def per(box: list[float]) -> str:
+        row = ImageRow.model_construct(
+            task_type="env_where",
+            answer_bbox_xyxy_norm=box,
+            answer_label="Left",
+            reference_object_view="front",
+            metadata={"horizontal_deg": 20.0, "vertical_deg": -5.0},
+        )
+        return next(s.answer for s in steps_for(row) if s.operation == "PER")
+
+    assert per([0.05, 0.1, 0.2, 0.3]) == "the upper left of the image"
+    assert per([0.4, 0.4, 0.6, 0.6]) == "the centre of the image"
+    assert per([0.7, 0.7, 0.9, 0.95]) == "the lower right of the image"
