@@ -5,9 +5,8 @@ seen from the landmark stage's orbit poses (front, right, back, left, raised 16 
 box taken from the rendered instance mask, and the prompt package built exactly as the
 labeller service builds it (red box, caption, 640x480 JPEG, the size along the principal axis
 measured from the mesh where a run measures it from the fused cloud). The heuristic labeller
-answers; its
-colour word (the first words of the description) and category are compared with the scene's
-ground truth. Nothing from the ground truth reaches the labeller: the class-name hint is empty,
+answers; its colour word (the first words of the description) and category are compared with
+the scene's ground truth. Nothing from the ground truth reaches the labeller: the class-name hint is empty,
 as it is by default in a run.
 """
 
@@ -21,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
-from skyqa.geometry import oriented_extent, pca_yaw_deg
+from skyqa.geometry import instance_boxes, oriented_extent, pca_yaw_deg
 from skyqa.models.heuristic import HeuristicLabeller
-from skyqa.sim import BuiltinSimulator, CameraSpec, load_scene
+from skyqa.sim import BuiltinSimulator, CameraSpec, SceneObject, load_scene
 from skyqa.sim.classes import COLOURS
 from skyqa.v1 import model_pb2
 
@@ -54,7 +53,7 @@ def colour_word(description: str) -> str:
     return next((c for c in _COLOUR_WORDS if d.startswith(c)), "")
 
 
-def _views(sim: BuiltinSimulator, obj, cfg: CollectConfig) -> list[tuple[bytes, str]]:  # type: ignore[no-untyped-def]
+def _views(sim: BuiltinSimulator, obj: SceneObject, cfg: CollectConfig) -> list[tuple[bytes, str]]:
     lo, hi = obj.aabb_min, obj.aabb_max
     size, center = hi - lo, (hi + lo) / 2
     camera = CameraSpec(SIZE[0], SIZE[1], cfg.camera_fov_deg)
@@ -62,14 +61,16 @@ def _views(sim: BuiltinSimulator, obj, cfg: CollectConfig) -> list[tuple[bytes, 
     for name, offset in DIRECTIONS:
         pose = orbit_pose(center, lo, size, obj.yaw_deg + offset, 16.0, cfg)
         frame = sim.render(pose, camera)
-        mask = frame.instance == obj.instance_id
-        if mask.sum() < MIN_PIXELS:
+        # the box as the landmark stage measures it from the instance mask
+        box = next(
+            (b for b in instance_boxes(frame.instance, frame.semantic) if b.instance_id == obj.instance_id),
+            None,
+        )
+        if box is None or box.pixels < MIN_PIXELS:
             continue
-        ys, xs = np.nonzero(mask)
         buf = io.BytesIO()
         Image.fromarray(frame.rgb).save(buf, format="PNG")
-        box = [int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())]
-        out.append((annotate(buf.getvalue(), box, name), name))
+        out.append((annotate(buf.getvalue(), box.xyxy, name), name))
     return out
 
 

@@ -216,6 +216,7 @@ def _reference_shading(sim: BuiltinSimulator, pose: Pose, cam: CameraSpec) -> np
     """The shading model written as plain numpy, one step per line: the oracle for the kernel."""
     from skyqa.sim import _kernels as K
     from skyqa.sim.daylight import AMBIENT, SUN, SUNLIGHT
+    from skyqa.sim.mesh import WINDOW
 
     s = _surface(sim, pose, cam)
     t, hit, d, n, p, tri = s["t"], s["hit"], s["d"], s["n"], s["p"], s["tri"]
@@ -228,7 +229,7 @@ def _reference_shading(sim: BuiltinSimulator, pose: Pose, cam: CameraSpec) -> np
     facade = (mat == 1) & (np.abs(n[:, 2]) < 0.3)
     along = np.where(np.abs(n[:, 0]) > np.abs(n[:, 1]), p[:, 1], p[:, 0])
     fz, fa = np.mod(p[:, 2], 3.2) / 3.2, np.mod(along, 2.6) / 2.6
-    albedo[facade & (fz > 0.35) & (fz < 0.8) & (fa > 0.2) & (fa < 0.75) & (p[:, 2] > 1)] = K.WINDOW
+    albedo[facade & (fz > 0.35) & (fz < 0.8) & (fa > 0.2) & (fa < 0.75) & (p[:, 2] > 1)] = WINDOW
     for m, cell, amp in K.NOISE:
         c = np.floor(p / cell + 0.5).astype(np.int64)
         h = (c[:, 0] * 73856093) ^ (c[:, 1] * 19349663) ^ (c[:, 2] * 83492791)

@@ -22,14 +22,18 @@ from numpy.typing import NDArray
 
 from skyqa.sim.classes import COLOURS
 from skyqa.sim.daylight import AMBIENT, SUNLIGHT
+from skyqa.sim.mesh import WINDOW
 
 NAMES = list(COLOURS)
 _ALBEDO = np.array([COLOURS[n] for n in NAMES], dtype=np.float32)
-# window glass on facades is part of a building but no colour of it
-_WINDOW = np.array([0.20, 0.27, 0.35], dtype=np.float32)
 RESIDUAL_CAP = 0.12  # a pixel that fits no shading of a colour costs this much, not more
 MAX_PIXELS = 20_000
 _BINS = 8  # per channel, for the figure/ground histograms
+
+
+def _line_px(h: int, w: int) -> int:
+    """Width of the red box's line as the labeller package draws it (1/160 of the short side)."""
+    return max(2, round(min(h, w) / 160))
 
 
 def red_box(img: NDArray[np.uint8]) -> tuple[int, int, int, int] | None:
@@ -39,7 +43,7 @@ def red_box(img: NDArray[np.uint8]) -> tuple[int, int, int, int] | None:
     rows, cols = np.flatnonzero(red.any(axis=1)), np.flatnonzero(red.any(axis=0))
     if len(rows) < 2 or len(cols) < 2:
         return None
-    line = max(2, round(min(img.shape[:2]) / 160)) + 2
+    line = _line_px(*img.shape[:2]) + 2
     x0, y0 = int(cols[0]) + line, int(rows[0]) + line
     x1, y1 = int(cols[-1]) - line + 1, int(rows[-1]) - line + 1
     return (x0, y0, x1, y1) if x1 > x0 and y1 > y0 else None
@@ -55,7 +59,7 @@ def figure_and_ring(img: NDArray[np.uint8]) -> tuple[NDArray[np.float32], NDArra
         return whole, np.zeros((0, 3), np.float32), h / max(1, w)
     x0, y0, x1, y1 = box
     pad = max(4, round(0.15 * max(x1 - x0, y1 - y0)))
-    gap = 2 * max(2, round(min(h, w) / 160)) + 4  # past the line and its fringe on both sides
+    gap = 2 * _line_px(h, w) + 4  # past the line and its fringe on both sides
     outer = np.zeros((h, w), bool)
     outer[max(0, y0 - gap - pad) : y1 + gap + pad, max(0, x0 - gap - pad) : x1 + gap + pad] = True
     outer[max(0, y0 - gap) : y1 + gap, max(0, x0 - gap) : x1 + gap] = False
@@ -86,10 +90,11 @@ def figure_weights(inside: NDArray[np.float32], ring: NDArray[np.float32]) -> ND
     return out
 
 
-def shading_residuals(px: NDArray[np.float32]) -> NDArray[np.float32]:
-    """(pixels, colours) distance of each pixel to the nearest shading of each named colour."""
-    a = _ALBEDO * AMBIENT  # (K, 3): in shadow
-    s = _ALBEDO * SUNLIGHT  # (K, 3): added by full sun
+def shading_residuals(px: NDArray[np.float32], albedo: NDArray[np.float32] = _ALBEDO) -> NDArray[np.float32]:
+    """(pixels, albedos) distance of each pixel to the nearest shading of each albedo (by
+    default every named colour)."""
+    a = albedo * AMBIENT  # (K, 3): in shadow
+    s = albedo * SUNLIGHT  # (K, 3): added by full sun
     diff = px[:, None, :] - a[None, :, :]
     lam = np.clip((diff * s[None]).sum(-1) / (s * s).sum(-1)[None], 0.0, 1.0)
     out: NDArray[np.float32] = np.linalg.norm(diff - lam[..., None] * s[None], axis=-1).astype(np.float32)
@@ -97,10 +102,8 @@ def shading_residuals(px: NDArray[np.float32]) -> NDArray[np.float32]:
 
 
 def _not_window(px: NDArray[np.float32]) -> NDArray[np.bool_]:
-    a, s = _WINDOW * AMBIENT, _WINDOW * SUNLIGHT
-    diff = px - a
-    lam = np.clip((diff @ s) / float(s @ s), 0.0, 1.0)
-    out: NDArray[np.bool_] = np.linalg.norm(diff - lam[:, None] * s, axis=-1) > 0.03
+    """Window glass on facades is part of a building but no colour of it."""
+    out: NDArray[np.bool_] = shading_residuals(px, WINDOW[None])[:, 0] > 0.03
     return out
 
 

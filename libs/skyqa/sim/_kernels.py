@@ -18,12 +18,11 @@ from numba import njit, prange
 from numpy.typing import NDArray
 
 from skyqa.sim.daylight import AMBIENT, SUNLIGHT
-from skyqa.sim.mesh import ASPHALT, FACADE, FOLIAGE, GRASS
+from skyqa.sim.mesh import ASPHALT, FACADE, FOLIAGE, GRASS, WINDOW
 from skyqa.sim.shadow import BLOCK_SHIFT
 
 SKY_HORIZON = np.array([0.80, 0.86, 0.92], dtype=np.float32)
 SKY_ZENITH = np.array([0.42, 0.60, 0.86], dtype=np.float32)
-WINDOW = np.array([0.20, 0.27, 0.35], dtype=np.float32)
 # rows in the order ``shade`` reads them
 PALETTE = np.stack([AMBIENT, SUNLIGHT, SKY_HORIZON, SKY_ZENITH, WINDOW])
 HAZE_M = 1800.0

@@ -12,6 +12,8 @@ I32 = NDArray[np.int32]
 
 # Surface materials that the shader patterns differently.
 PLAIN, FACADE, GRASS, ASPHALT, FOLIAGE = 0, 1, 2, 3, 4
+# the glass of the windows the shader draws on FACADE faces, instead of the wall's colour
+WINDOW = np.array([0.20, 0.27, 0.35], dtype=np.float32)
 
 
 @dataclass
