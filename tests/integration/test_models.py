@@ -211,3 +211,29 @@ def test_hint_keywords(hint: str, category: str) -> None:
     from skyqa.models.heuristic import category_for
 
     assert category_for(hint) == category
+
+
+@pytest.mark.parametrize(
+    "size_m",
+    [
+        [],
+        [1.0, 2.0],
+        [1.0, 2.0, 3.0, 4.0],
+        [float("nan"), 1.0, 1.0],
+        [-1.0, 1.0, 1.0],
+        [1e9, 1.0, 1.0],
+        [float("inf"), 1.0, 1.0],
+    ],
+)
+def test_an_untrusted_size_never_reaches_the_prompt(size_m: list[float]) -> None:
+    from services.labeller.prompt import size_line, user_prompt
+
+    assert size_line(size_m) == "" and "Measured" not in user_prompt("", 4, size_m)
+
+
+def test_a_malformed_size_in_a_prompt_is_ignored() -> None:
+    from skyqa.models._size import parse_size
+
+    assert parse_size("about 1.2.3 m long, 2 m wide and 3 m tall") is None
+    assert parse_size("about 0 m long, 2 m wide and 3 m tall") is None
+    assert parse_size("no size here") is None
