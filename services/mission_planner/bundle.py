@@ -340,19 +340,6 @@ def video_job(
     return job
 
 
-def intervals(flags: list[bool]) -> list[tuple[int, int]]:
-    """Runs of True as inclusive (start, end) frame pairs."""
-    out: list[tuple[int, int]] = []
-    start = None
-    for i, f in enumerate([*flags, False]):
-        if f and start is None:
-            start = i
-        elif not f and start is not None:
-            out.append((start, i - 1))
-            start = None
-    return out
-
-
 def _iv(runs: list[tuple[int, int]], fps: float) -> tuple[list[IntervalFrames], list[IntervalSec]]:
     return (
         [IntervalFrames(start_frame=a, end_frame=b) for a, b in runs],
@@ -398,11 +385,14 @@ def build_final_task(
     )
     landmark = composed.instance_id
     stats = [next(t for t in r.targets if t.instance_id == composed.rendered_instance_id) for r in rows]
-    flags = [s.is_visible for s in stats]
-    runs = intervals(flags)
+    runs = vis.sightings([s.pixels / (w * h) for s in stats], fps)
+    # frames inside a sighting: a bridged gap counts, a glimpse too short to be one does not
+    flags = np.zeros(n, dtype=bool)
+    for a, b in runs:
+        flags[a : b + 1] = True
     iv_f, iv_s = _iv(runs, fps)
     boxes, norms, vis_rows = [], [], []
-    for r, s in zip(rows, stats, strict=True):
+    for i, (r, s) in enumerate(zip(rows, stats, strict=True)):
         vis_rows.append(
             FrameVisibilityRow(
                 frame=r.frame,
@@ -414,7 +404,7 @@ def build_final_task(
                 target_inframe_point_count=s.target_inframe_point_count,
             )
         )
-        if s.is_visible and s.pixels:
+        if flags[i] and s.pixels:
             x0, y0, x1, y1 = s.bbox_xyxy
             norm = [round(x0 / w, 4), round(y0 / h, 4), round(x1 / w, 4), round(y1 / h, 4)]
             boxes.append(
@@ -429,7 +419,7 @@ def build_final_task(
                 )
             )
             norms.append(FrameBoxNorm(frame=r.frame, time_sec=r.time_sec, bbox_xyxy_norm=norm))
-    visible = sum(flags)
+    visible = int(flags.sum())
     params = VisibilityParams(
         grid_n=vis.GRID_N,
         min_visible_points=vis.MIN_VISIBLE_POINTS,
@@ -437,7 +427,9 @@ def build_final_task(
         min_bbox_px=vis.MIN_BBOX_PX,
         depth_margin_m=vis.DEPTH_MARGIN_M,
         occluders="rendered depth buffer",
-        min_pixel_share=vis.MIN_PIXEL_SHARE,
+        decided_by="instance pixels",
+        min_visible_share=vis.MIN_VISIBLE_SHARE,
+        min_sighting_sec=vis.MIN_SIGHTING_SEC,
     )
     presence = TargetPresence(
         intervals_frame=iv_f,
@@ -483,7 +475,7 @@ def build_final_task(
         )
     behavior_intervals = []
     for k, s in enumerate(composed.segments):
-        seg_runs = intervals([x == k for x in frame_seg])
+        seg_runs = vis.runs([x == k for x in frame_seg])
         if not seg_runs:
             continue
         bf, bs = _iv(seg_runs, fps)

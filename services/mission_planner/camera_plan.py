@@ -5,8 +5,10 @@ landmark is in view exactly once per atomic mission, and the visibility-count qu
 itself from the mission kind (the blind gate measured a count prior of 0.83 against 0.33).
 The planner therefore weighs the set's own modes against variants with steps switched between
 landmark_track and look_forward: it estimates each variant's visible count with the renderer's
-thresholds (``skyqa.geometry.visibility``) on a coarser face grid that includes the box edges,
-without occlusion (which needs a render), and takes the variant whose count the run has used
+sighting rule (``skyqa.geometry.visibility``), taking the share of the frame inside the hull of
+the projected box as the landmark's pixel share, without occlusion (which needs a render).
+Variants whose estimated count is robust come first (a count that changes within the rule's
+margin is dropped by QC), then the variant whose count the run has used
 least for that mission kind and then for that landmark (a landmark seen from everywhere
 would otherwise always count high, and its description would predict the count), the set's
 own modes winning ties. The rendered count, with occlusion, stays the answer; this only
@@ -20,7 +22,8 @@ from collections import Counter
 
 import numpy as np
 from numpy.typing import NDArray
-from skyqa.geometry.visibility import MIN_PIXEL_SHARE, MIN_VISIBLE_RATIO
+from scipy.spatial import ConvexHull, QhullError
+from skyqa.geometry import visibility as vis
 from skyqa.sim import Intrinsics, Pose, project
 
 from services.mission_planner.compose import Trajectory, forwards, frame_sources, yaw_pitch
@@ -59,23 +62,31 @@ def face_grid(t: Target) -> NDArray[np.float64]:
     return out
 
 
-def estimated_count(traj: Trajectory, t: Target, k: Intrinsics, fps: int) -> int:
-    """How many separate times the landmark enters the view, by frustum alone."""
+def estimated_shares(traj: Trajectory, t: Target, k: Intrinsics, fps: int) -> list[float]:
+    """Per video frame, the share of the frame inside the hull of the projected box."""
     yaw, pitch = yaw_pitch(forwards(traj, t))
     grid = face_grid(t)
-    flags = []
+    shares = []
     for i in frame_sources(len(traj.waypoints), fps):
         x, y, z = (float(v) for v in traj.waypoints[i])
         px, d = project(grid, Pose(x, y, z, float(yaw[i]), float(pitch[i]), 0.0), k)
-        front = d > 0.05
-        inside = front & (px[:, 0] >= 0) & (px[:, 0] < k.width) & (px[:, 1] >= 0) & (px[:, 1] < k.height)
+        front = px[d > 0.05]
+        inside = (front[:, 0] >= 0) & (front[:, 0] < k.width) & (front[:, 1] >= 0) & (front[:, 1] < k.height)
         share = 0.0
         if inside.any():
-            lo = np.clip(px[front].min(axis=0), 0, [k.width, k.height])
-            hi = np.clip(px[front].max(axis=0), 0, [k.width, k.height])
-            share = float(np.prod(hi - lo)) / (k.width * k.height)
-        flags.append(float(inside.mean()) >= MIN_VISIBLE_RATIO or share >= MIN_PIXEL_SHARE)
-    return sum(1 for i, f in enumerate(flags) if f and (i == 0 or not flags[i - 1]))
+            # clamping to the frame keeps the hull inside it; exact clipping is not worth it here
+            clamped = np.clip(front, 0, [k.width, k.height])
+            try:
+                share = float(ConvexHull(clamped).volume) / (k.width * k.height)
+            except QhullError:  # the box seen edge-on: no area
+                share = 0.0
+        shares.append(share)
+    return shares
+
+
+def estimated_count(traj: Trajectory, t: Target, k: Intrinsics, fps: int) -> int:
+    """How many sightings of the landmark the video will have, by frustum alone."""
+    return len(vis.sightings(estimated_shares(traj, t, k, fps), fps))
 
 
 class CountBalance:
@@ -91,9 +102,10 @@ class CountBalance:
         scored = []
         for order, modes in enumerate(variants(default)):
             self._apply(traj, modes)
-            count = estimated_count(traj, t, k, fps)
+            shares = estimated_shares(traj, t, k, fps)
+            count = len(vis.sightings(shares, fps))
             used = (self._by_kind[(kind, count)], self._by_landmark[(landmark, count)])
-            scored.append((*used, order, count, modes))
+            scored.append((not vis.count_is_robust(shares, fps), *used, order, count, modes))
         *_, count, modes = min(scored)
         self._apply(traj, modes)
         self._by_landmark[(landmark, count)] += 1

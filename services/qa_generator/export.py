@@ -97,8 +97,9 @@ configs:
 Aerial embodied-cognition VQA built the UAV-DualCog way: reviewed landmarks from a fused
 semantic point cloud, image QA on landmark views and rendered environment observations, and
 video QA on behavior-driven flight missions. Image answers were re-checked against scene
-geometry by an independent code path; visible counts were recounted from the renderer's
-per-frame visibility, not yet re-derived from the segmentation frames (see `{rel["qc_report"]}`).
+geometry by an independent code path, visible counts and intervals re-derived from the stored
+segmentation frames, and reasoning steps checked against the paired rows (see
+`{rel["qc_report"]}`).
 
 ## Release funnel
 
@@ -112,6 +113,7 @@ per-frame visibility, not yet re-derived from the segmentation frames (see `{rel
 | video rows (4 per landmark, less dropped below) | {f.video_rows} |
 | rows every blind solver answered (dropped) | {f.blind_dropped} |
 | visibility rows of an over-represented count (dropped) | {f.count_balance_dropped} |
+| visibility rows whose count changes within the sighting rule's margin (dropped) | {f.count_margin_dropped} |
 
 Dropped rows by reason:
 

@@ -249,6 +249,7 @@ def plan_landmark(
                     "turn_degrees": degrees,
                     "turn_direction": turn,
                     "query_label": L.observer_label(target.view_direction),
+                    "target_object_view": gold,
                 },
                 candidates=candidates,
                 behavior=behavior,

@@ -20,8 +20,8 @@ from pydantic import BaseModel
 from skyqa import keys, media
 from skyqa.blob import BlobStore
 from skyqa.contracts import Contract, InstancesFile, ValidInstance, ValidInstancesFile, load_json
-from skyqa.contracts.base import dump_json, load_jsonl
-from skyqa.contracts.missions import ComposedSegments, FrameVisibility, MissionIndex, TaskData
+from skyqa.contracts.base import dump_json
+from skyqa.contracts.missions import ComposedSegments, MissionIndex, TaskData
 from skyqa.contracts.qa import (
     BlindGate,
     EnvRequest,
@@ -291,13 +291,13 @@ def finish(
     landmarks: dict[str, ValidInstance] = {v.instance_id: v for v in valid.valid_instances}
     kept = [r for r in rows if r.sample_id not in drop]
     image_verdict = qc.check_image_rows(kept, landmarks, requests, masks)
-    visibility = {
-        m: load_jsonl(
-            FrameVisibility, store.get(f"{keys.mission_root(p.run_id, m)}/final_task/frame_visibility.jsonl")
-        )
-        for m in p.missions
+    drop.update(qc.check_reasoning(kept).reasons)
+    shares = {
+        r.mission_id: _pixel_shares(store, p.run_id, r.mission_id, r.frame_count, p.mission_instance_ids)
+        for r in p.video_rows
+        if r.form == "env_visibility_reasoning"
     }
-    video_verdict = qc.check_video_rows(p.video_rows, visibility, p.mission_instance_ids)
+    video_verdict, ambiguous = qc.check_video_rows(p.video_rows, shares)
     drop.update(image_verdict.reasons)
     drop.update(video_verdict.reasons)
     # a landmark is released only with its whole lattice: 8 image rows and 2 missions x 2 rows
@@ -315,7 +315,10 @@ def finish(
                 f"{len(img)} image rows and {len(vid)} video rows (needs 8 and 4: missions rejected)"
             )
     final_img = [r for r in rows if r.landmark_id not in incomplete]
-    final_vid = [r for r in p.video_rows if r.landmark_id not in incomplete]
+    # an ambiguous count costs its row, not the landmark's lattice (like an over-represented one)
+    final_vid = [
+        r for r in p.video_rows if r.landmark_id not in incomplete and r.sample_id not in ambiguous.reasons
+    ]
     surplus = set(
         count_surplus(
             [
@@ -331,6 +334,12 @@ def finish(
     final_img = [r for r in final_img if r.sample_id not in solved]
     final_vid = [r for r in final_vid if r.sample_id not in solved]
     reasons = Counter(drop.values())
+    unsure = [
+        ambiguous.reasons[r.sample_id]
+        for r in p.video_rows
+        if r.landmark_id not in incomplete and r.sample_id in ambiguous.reasons
+    ]
+    reasons.update(unsure)
     lost = [r for r in [*rows, *p.video_rows] if r.landmark_id in incomplete and r.sample_id not in drop]
     reasons.update({"landmark incomplete": len(lost)} if lost else {})
     reasons.update({"every blind solver answers it": len(solved)} if solved else {})
@@ -348,6 +357,7 @@ def finish(
             video_rows=len(final_vid),
             blind_dropped=len(solved),
             count_balance_dropped=len(surplus),
+            count_margin_dropped=len(unsure),
         ),
         blind_gate=BlindGate(
             mode=gate_mode,
@@ -389,6 +399,26 @@ def finish(
         "text/markdown",
     )
     return report, out
+
+
+def _pixel_shares(
+    store: BlobStore, run_id: str, mission_id: str, frames: int, instance_ids: dict[str, int]
+) -> list[float] | None:
+    """The landmark's instance-pixel share in each stored segmentation frame of a mission, or
+    None when a frame is missing or unreadable (QC then rejects the row)."""
+    iid = instance_ids.get(mission_id)
+    root = f"{keys.mission_root(run_id, mission_id)}/final_task/seg"
+    out = []
+    for i in range(frames):
+        key = f"{root}/frame_{i:06d}.png"
+        if iid is None or not store.exists(key):
+            return None
+        try:
+            instance = media.decode_segmentation(store.get(key))[1]
+        except (OSError, ValueError):
+            return None
+        out.append(float((instance == iid).mean()))
+    return out
 
 
 def media_of(p: QAPlan) -> export.Media:

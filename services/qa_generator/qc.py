@@ -6,8 +6,8 @@ unique ids and labels, the answer among the options, no two options more similar
 difficulty independence, are reported (chi-square).
 Every answer is then re-derived from scene geometry by a code path the generator does not use:
 world-frame angles instead of camera-frame ones, ring order from camera yaw instead of labels,
-the 3D box projection around the rendered box, and visibility intervals from the renderer's
-per-frame measurements.
+the 3D box projection around the rendered box, and visibility intervals from the stored
+segmentation frames (not the renderer's per-frame flags).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import chi2_contingency, chisquare
 from skyqa.contracts import RgbView, ValidInstance
-from skyqa.contracts.missions import FrameVisibility
 from skyqa.contracts.qa import EnvRequest, ImageRow, VideoRow
+from skyqa.geometry import visibility as vis
 from skyqa.sim import Intrinsics, Pose, project_box
 
 from services.qa_generator import labels as L
@@ -213,10 +213,11 @@ def _recheck_env(
         v.fail(r.sample_id, "landmark box falls outside its projected 3D box")
 
 
-def check_video_rows(
-    rows: list[VideoRow], visibility: dict[str, list[FrameVisibility]], instance_ids: dict[str, int]
-) -> Verdict:
-    v = Verdict()
+def check_video_rows(rows: list[VideoRow], shares: dict[str, list[float]]) -> tuple[Verdict, Verdict]:
+    """Structure, and each visible count re-derived from its mission's segmentation frames
+    (``shares``: the landmark's instance-pixel share per frame). The second verdict holds the
+    counts a viewer could fairly answer either way (not robust under the rule's margin)."""
+    v, ambiguous = Verdict(), Verdict()
     for r in rows:
         if not (r.sample_id and r.video_path and r.prompt_text and r.frame_count > 0):
             v.fail(r.sample_id, "missing required field")
@@ -230,19 +231,74 @@ def check_video_rows(
             if not spans or spans[0][0] != 0 or abs(float(spans[-1][1]) - r.duration_sec) > 1e-6 or gaps:
                 v.fail(r.sample_id, "behavior intervals do not tile the video")
             continue
-        # visibility: recount intervals from the renderer's per-frame rows
-        frames = visibility[r.mission_id]
-        flags = [
-            next(t.is_visible for t in f.targets if t.instance_id == instance_ids[r.mission_id])
-            for f in frames
-        ]
-        runs = sum(1 for i, f in enumerate(flags) if f and (i == 0 or not flags[i - 1]))
+        seen = shares.get(r.mission_id)
+        if seen is None or len(seen) != r.frame_count:
+            v.fail(r.sample_id, "segmentation frames missing or unreadable")
+            continue
+        expected = [[a / r.fps, (b + 1) / r.fps] for a, b in vis.sightings(seen, r.fps)]
         gold = r.gold_environment_answer
         ivs = gold.get("visible_intervals_sec", [])
-        if gold.get("visible_count") != runs or not isinstance(ivs, list) or len(ivs) != runs:
-            v.fail(r.sample_id, "visible count disagrees with the per-frame visibility")
-        elif any(not 0 <= s < e <= r.duration_sec + 1e-6 for s, e in ivs):
-            v.fail(r.sample_id, "visibility interval outside the video")
+        same = (
+            isinstance(ivs, list)
+            and len(ivs) == len(expected)
+            and all(
+                isinstance(iv, list)
+                and len(iv) == 2
+                and all(abs(float(x) - y) <= 0.5 / r.fps for x, y in zip(iv, e, strict=True))
+                for iv, e in zip(ivs, expected, strict=True)
+            )
+        )
+        if gold.get("visible_count") != len(expected) or not same:
+            v.fail(r.sample_id, "visible count disagrees with the segmentation frames")
+        elif not vis.count_is_robust(seen, r.fps):
+            ambiguous.fail(r.sample_id, "visible count within the margin of the sighting rule")
+    return v, ambiguous
+
+
+def _box_of(answer: str) -> list[float] | None:
+    try:
+        box = [float(x) for x in answer.strip("[]").split(",")]
+    except ValueError:
+        return None
+    return box if len(box) == 4 else None
+
+
+def check_reasoning(rows: list[ImageRow]) -> Verdict:
+    """Every reasoning step against its row's answers and the paired row's: a self_what row
+    and the self_where row of the same reference and target must name the same facades, and an
+    environment row's region and horizontal offset must lie on its answer's side."""
+    v = Verdict()
+
+    def pair(r: ImageRow) -> tuple[str, ...]:
+        m = r.metadata
+        return (r.landmark_id, r.difficulty, str(m.get("reference_view_id")), str(m.get("target_view_id")))
+
+    where_of = {pair(r): r for r in rows if r.task_type == "self_where"}
+    for r in rows:
+        steps: dict[str, list[str]] = {}
+        for st in r.reasoning_steps:
+            steps.setdefault(st.operation, []).append(st.answer)
+        grounded = [_box_of(a) for a in steps.get("GND", [])]
+        if not grounded or any(
+            b is None or np.abs(np.subtract(b, r.answer_bbox_xyxy_norm)).max() > 1e-3 for b in grounded
+        ):
+            v.fail(r.sample_id, "reasoning step grounds another box than the answer")
+        if steps.get("INF", [""])[-1] != r.answer_label:
+            v.fail(r.sample_id, "reasoning steps infer another answer")
+        if r.task_type.startswith("self"):
+            where = where_of.get(pair(r))
+            if where is None:
+                v.fail(r.sample_id, "reasoning steps have no paired self_where row")
+                continue
+            facades = steps.get("PER", []) + steps.get("INT", [])
+            if facades != [where.reference_object_view, where.answer_label]:
+                v.fail(r.sample_id, "reasoning steps name other facades than the paired self_where row")
+            continue
+        side = r.answer_label.lower()
+        told = set(" ".join(steps.get("PER", []) + steps.get("QUA", [])).split())
+        for a, b in (("left", "right"), ("right", "left")):
+            if a in side and b in told:
+                v.fail(r.sample_id, f"reasoning steps place a {a} answer on the {b}")
     return v
 
 

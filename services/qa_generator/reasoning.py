@@ -46,12 +46,14 @@ def steps_for(row: ImageRow) -> list[ReasoningStep]:
         ]
     if row.task_type == "self_what":
         turn = f"{m['turn_degrees']} degrees {m['turn_direction']}"
+        # facades in the landmark's own frame, as self_where names them: the paired self_where
+        # row's answer is the facade this row's INT step arrives at
         return [
-            s(question="Which side of the landmark do you observe in image 1?", answer=ref, operation="PER"),
+            s(question="Which facade of the landmark does image 1 show?", answer=ref, operation="PER"),
             s(question="How far and which way do you orbit the landmark?", answer=turn, operation="QUA"),
             s(
-                question="Which side of the landmark will you observe after the turn?",
-                answer=str(m["query_label"]),
+                question="Which facade of the landmark will face you after the turn?",
+                answer=str(m["target_object_view"]),
                 operation="INT",
             ),
             s(question="Which candidate shows that side?", answer=row.answer_label, operation="INF"),

@@ -1,10 +1,10 @@
 """Render one mission video: frames along the trajectory, per-frame target visibility, H.264 MP4.
 
-Visibility follows ``skyqa.geometry.visibility`` (UAV-DualCog's face-grid rule, plus a landmark
-covering 5 % of the frame counting as visible). The occluder is the frame's own depth buffer
-(UAV-DualCog uses the Stage-1 cloud, which misses thin occluders).
-The box is measured on the instance mask. A mission whose MP4 and ``frame_visibility.jsonl``
-exist is complete and is not rendered again.
+A frame shows the landmark when its instance pixels cover ``skyqa.geometry.visibility``'s
+share of the frame; UAV-DualCog's face-grid statistics are measured alongside for its readers,
+with the frame's own depth buffer as the occluder (UAV-DualCog uses the Stage-1 cloud, which
+misses thin occluders). The box is measured on the instance mask. A mission whose MP4 and
+``frame_visibility.jsonl`` exist is complete and is not rendered again.
 """
 
 from __future__ import annotations
@@ -22,11 +22,8 @@ from skyqa.contracts.missions import FrameVisibility, TargetFrameStat
 from skyqa.errors import InvalidInput
 from skyqa.geometry.visibility import (
     DEPTH_MARGIN_M,
-    MIN_BBOX_PX,
-    MIN_PIXEL_SHARE,
-    MIN_VISIBLE_POINTS,
-    MIN_VISIBLE_RATIO,
     box_surface_grid,
+    frame_visible,
 )
 from skyqa.sim import CameraSpec, Frame, Intrinsics, Pose, Simulator, project
 from skyqa.v1 import mission_pb2
@@ -82,10 +79,8 @@ def measure(
     inframe = (d > 0.05) & (px[:, 0] >= 0) & (px[:, 0] < k.width) & (px[:, 1] >= 0) & (px[:, 1] < k.height)
     cols, rows = px[inframe, 0].astype(int), px[inframe, 1].astype(int)
     seen = d[inframe] <= depth[rows, cols] + DEPTH_MARGIN_M
-    vis = px[inframe][seen]
     count = int(seen.sum())
     ratio = count / len(grid)
-    span = float(min(np.ptp(vis[:, 0]), np.ptp(vis[:, 1]))) if count else 0.0
     mask = instance == instance_id
     pixels = int(mask.sum())
     box = [0, 0, 0, 0]
@@ -94,8 +89,7 @@ def measure(
         box = [int(xs[0]), int(ys[0]), int(xs[-1]) + 1, int(ys[-1]) + 1]
     return TargetFrameStat(
         instance_id=instance_id,
-        is_visible=(count >= MIN_VISIBLE_POINTS and ratio >= MIN_VISIBLE_RATIO and span >= MIN_BBOX_PX)
-        or pixels >= MIN_PIXEL_SHARE * k.width * k.height,
+        is_visible=frame_visible(pixels, k.width, k.height),
         visible_ratio=round(ratio, 4),
         visible_point_count=count,
         target_inframe_point_count=int(inframe.sum()),

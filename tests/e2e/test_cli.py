@@ -103,7 +103,8 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     assert n >= 1
     rows = len(out["image_qa"].read_text().splitlines()) + len(out["video_qa"].read_text().splitlines())
     funnel = report["funnel"]
-    assert rows + funnel["blind_dropped"] + funnel["count_balance_dropped"] == 12 * n
+    dropped = funnel["blind_dropped"] + funnel["count_balance_dropped"] + funnel["count_margin_dropped"]
+    assert rows + dropped == 12 * n
     assert "## Blind gate" in out["dataset_card"].read_text()
 
 

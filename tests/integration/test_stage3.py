@@ -28,6 +28,7 @@ from skyqa.contracts.missions import (
     MissionIndex,
     TaskData,
 )
+from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
 from skyqa.sim import Intrinsics, Pose, project
 from skyqa.v1 import common_pb2, mission_pb2
@@ -78,9 +79,9 @@ async def run(
     return {"run_id": req.run_id, **state.outputs}
 
 
-def seg_visible(png: bytes, instance_id: int, min_pixels: int) -> bool:
+def seg_share(png: bytes, instance_id: int) -> float:
     _, instance = media.decode_segmentation(png)
-    return int((instance == instance_id).sum()) >= min_pixels
+    return float((instance == instance_id).mean())
 
 
 async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
@@ -97,7 +98,7 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
     assert len(index.missions) >= len(valid.valid_instances)
     cloud = np.load(io.BytesIO(s3_store.get(keys.fused_cloud_npy(run["run_id"], index.scene_id))))
     xyz = np.column_stack([cloud["x"], cloud["y"], cloud["z"]]).astype(np.float64)
-    agreements = []
+    sightings_seen = 0
     for row in index.missions:
         root = keys.mission_root(run["run_id"], row.traj_id)
         task = load_json(TaskData, s3_store.get(row.task_data))
@@ -150,22 +151,18 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
         for iv in env.intervals_frame:
             flags[iv.start_frame : iv.end_frame + 1] = True
         assert env.visible_count == len(env.intervals_frame) and env.visible_frame_count == flags.sum()
-        seg = np.array(
-            [
-                seg_visible(
-                    s3_store.get(f"{root}/final_task/seg/frame_{i:06d}.png"),
-                    composed.rendered_instance_id,
-                    12,
-                )
-                for i in range(n)
-            ]
-        )
-        agreements.append(float((seg == flags).mean()))
+        shares = [
+            seg_share(s3_store.get(f"{root}/final_task/seg/frame_{i:06d}.png"), composed.rendered_instance_id)
+            for i in range(n)
+        ]
+        seen = vis.sightings(shares, task.video.fps)
+        assert [(iv.start_frame, iv.end_frame) for iv in env.intervals_frame] == seen
+        sightings_seen += len(seen)
         for box in task.target_presence.bboxes:
             x0, y0, x1, y1 = box.bbox_xyxy_norm
             assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
             assert flags[box.frame]
-    assert min(agreements) >= 0.8 and float(np.mean(agreements)) >= 0.9, agreements
+    assert sightings_seen > 0
 
     # a finished mission is skipped: the same job again reuses the stored video
     probe_bus = Probe(bus)
@@ -235,7 +232,9 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     n = report["funnel"]["released_landmarks"]
     # rows every blind solver answers are dropped after the lattice is complete
     blind = report["blind_gate"]
-    assert n >= 1 and len(image) + len(video) + blind["dropped_rows"] == 12 * n
+    f = report["funnel"]
+    dropped = blind["dropped_rows"] + f["count_balance_dropped"] + f["count_margin_dropped"]
+    assert n >= 1 and len(image) + len(video) + dropped == 12 * n
     assert report["funnel"]["image_rows"] == len(image) and report["funnel"]["reviewed"] >= n
     assert blind["passed"] and report["category_mix"] and sum(report["category_mix"].values()) == n
     for lm in {r["landmark_id"] for r in image}:

@@ -193,3 +193,73 @@ def test_environment_perception_steps_follow_the_box_not_a_constant() -> None:
     assert per([0.05, 0.1, 0.2, 0.3]) == "the upper left of the image"
     assert per([0.4, 0.4, 0.6, 0.6]) == "the centre of the image"
     assert per([0.7, 0.7, 0.9, 0.95]) == "the lower right of the image"
+
+
+def test_reasoning_steps_agree_with_the_paired_row_and_a_planted_contradiction_is_caught() -> None:
+    from skyqa.contracts.qa import ImageRow
+
+    from services.qa_generator.reasoning import steps_for
+
+    box = [0.3, 0.3, 0.6, 0.7]
+    common = {
+        "landmark_id": "lm",
+        "reference_object_view": "Front",
+        "answer_bbox_xyxy_norm": box,
+        "difficulty": "4way",
+    }
+    views = {"reference_view_id": "view_00_front", "target_view_id": "view_06_left"}
+    where = ImageRow.model_construct(
+        sample_id="lm_self_shared_4way_000000_where",
+        task_type="self_where",
+        answer_label="Left",
+        metadata=views,
+        **common,
+    )
+    what = ImageRow.model_construct(
+        sample_id="lm_self_shared_4way_000000_what",
+        task_type="self_what",
+        answer_label="Image 3",
+        metadata={
+            **views,
+            "turn_degrees": 90,
+            "turn_direction": "counterclockwise",
+            "query_label": "Right",  # the observer's word for the same view
+            "target_object_view": "Left",
+        },
+        **common,
+    )
+    env = ImageRow.model_construct(
+        sample_id="lm_env_shared_4way_000000_where",
+        task_type="env_where",
+        answer_label="Left",
+        metadata={"horizontal_deg": 20.0, "vertical_deg": -5.0},
+        **{**common, "answer_bbox_xyxy_norm": [0.05, 0.3, 0.25, 0.5]},
+    )
+    rows = [where, what, env]
+    for r in rows:
+        r.reasoning_steps = steps_for(r)
+    assert qc.check_reasoning(rows).reasons == {}
+
+    # the self_what step names the observer's side, which self_where calls the other facade
+    what.reasoning_steps = [
+        s.model_copy(update={"answer": "Right"}) if s.operation == "INT" else s for s in what.reasoning_steps
+    ]
+    # an environment step on the wrong side of its answer
+    env.reasoning_steps = [
+        s.model_copy(update={"answer": "20 degrees to the right"}) if s.operation == "QUA" else s
+        for s in env.reasoning_steps
+    ]
+    # a grounding step with another box
+    where.reasoning_steps = [
+        s.model_copy(update={"answer": "[0.100, 0.300, 0.600, 0.700]"}) if s.operation == "GND" else s
+        for s in where.reasoning_steps
+    ]
+    assert qc.check_reasoning(rows).reasons == {
+        what.sample_id: "reasoning steps name other facades than the paired self_where row",
+        env.sample_id: "reasoning steps place a left answer on the right",
+        where.sample_id: "reasoning step grounds another box than the answer",
+    }
+    # without its pair, a self_what row cannot be checked and is not released
+    assert qc.check_reasoning([what]).reasons == {
+        what.sample_id: "reasoning steps have no paired self_where row"
+    }

@@ -263,7 +263,10 @@ class VisibilityParams(Contract):
     min_bbox_px: int
     depth_margin_m: float
     occluders: str
-    min_pixel_share: float = 0.0  # visible anyway when the instance covers this share of the frame
+    # the grid fields describe UAV-DualCog's statistics; the flag is decided on instance pixels
+    decided_by: str = "instance pixels"
+    min_visible_share: float = 0.0
+    min_sighting_sec: float = 0.0
 
 
 class TargetPresence(Contract):

@@ -154,6 +154,7 @@ class Funnel(Contract):
     video_rows: int
     blind_dropped: int = 0  # rows every blind solver answered right, removed after the gate
     count_balance_dropped: int = 0  # visibility rows of a count the kind already has enough of
+    count_margin_dropped: int = 0  # visibility rows whose count changes within the rule's margin
 
 
 class SolverScore(Contract):
