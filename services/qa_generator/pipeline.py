@@ -32,7 +32,7 @@ from skyqa.contracts.qa import (
     RenderRequests,
     VideoRow,
 )
-from skyqa.errors import InvalidInput
+from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.v1 import common_pb2, mission_pb2, render_pb2, scan_pb2
 
 from services.landmark.config import CollectConfig
@@ -407,15 +407,14 @@ def _pixel_shares(
     """The landmark's instance-pixel share in each stored segmentation frame of a mission, or
     None when a frame is missing or unreadable (QC then rejects the row)."""
     iid = instance_ids.get(mission_id)
+    if iid is None:
+        return None
     root = f"{keys.mission_root(run_id, mission_id)}/final_task/seg"
     out = []
     for i in range(frames):
-        key = f"{root}/frame_{i:06d}.png"
-        if iid is None or not store.exists(key):
-            return None
         try:
-            instance = media.decode_segmentation(store.get(key))[1]
-        except (OSError, ValueError):
+            instance = media.decode_segmentation(store.get(f"{root}/frame_{i:06d}.png"))[1]
+        except (BlobNotFound, OSError, ValueError):
             return None
         out.append(float((instance == iid).mean()))
     return out

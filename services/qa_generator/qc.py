@@ -232,6 +232,9 @@ def check_video_rows(rows: list[VideoRow], shares: dict[str, list[float]]) -> tu
                 v.fail(r.sample_id, "behavior intervals do not tile the video")
             continue
         seen = shares.get(r.mission_id)
+        if not r.fps > 0:
+            v.fail(r.sample_id, "frame rate must be positive")
+            continue
         if seen is None or len(seen) != r.frame_count:
             v.fail(r.sample_id, "segmentation frames missing or unreadable")
             continue

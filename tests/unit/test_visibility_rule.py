@@ -81,6 +81,8 @@ def test_qc_rederives_the_count_from_the_segmentation_frames() -> None:
     assert qc.check_video_rows([moved], {"m": shares})[0].reasons
     verdict, _ = qc.check_video_rows([right], {})
     assert verdict.reasons == {"m_env": "segmentation frames missing or unreadable"}
+    still = right.model_copy(update={"fps": 0.0})
+    assert qc.check_video_rows([still], {"m": shares})[0].reasons == {"m_env": "frame rate must be positive"}
 
 
 def test_qc_sets_aside_a_count_within_the_margin() -> None:
