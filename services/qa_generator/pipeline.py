@@ -316,9 +316,12 @@ def finish(
             )
     final_img = [r for r in rows if r.landmark_id not in incomplete]
     # an ambiguous count costs its row, not the landmark's lattice (like an over-represented one)
-    final_vid = [
-        r for r in p.video_rows if r.landmark_id not in incomplete and r.sample_id not in ambiguous.reasons
-    ]
+    unsure = {
+        r.sample_id
+        for r in p.video_rows
+        if r.landmark_id not in incomplete and r.sample_id in ambiguous.reasons
+    }
+    final_vid = [r for r in p.video_rows if r.landmark_id not in incomplete and r.sample_id not in unsure]
     surplus = set(
         count_surplus(
             [
@@ -334,12 +337,7 @@ def finish(
     final_img = [r for r in final_img if r.sample_id not in solved]
     final_vid = [r for r in final_vid if r.sample_id not in solved]
     reasons = Counter(drop.values())
-    unsure = [
-        ambiguous.reasons[r.sample_id]
-        for r in p.video_rows
-        if r.landmark_id not in incomplete and r.sample_id in ambiguous.reasons
-    ]
-    reasons.update(unsure)
+    reasons.update(ambiguous.reasons[s] for s in unsure)
     lost = [r for r in [*rows, *p.video_rows] if r.landmark_id in incomplete and r.sample_id not in drop]
     reasons.update({"landmark incomplete": len(lost)} if lost else {})
     reasons.update({"every blind solver answers it": len(solved)} if solved else {})

@@ -50,7 +50,8 @@ def runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
 
 
 def frame_visible(pixels: int, width: int, height: int) -> bool:
-    return pixels >= MIN_VISIBLE_SHARE * width * height
+    # the same comparison as sightings() makes on a share, so a frame's flag and its sighting agree
+    return pixels / (width * height) >= MIN_VISIBLE_SHARE
 
 
 def sightings(
