@@ -3,6 +3,9 @@ count safe to ask about."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 from skyqa.contracts.qa import VideoRow
 from skyqa.geometry import visibility as vis
@@ -92,3 +95,23 @@ def test_qc_sets_aside_a_count_within_the_margin() -> None:
     verdict, ambiguous = qc.check_video_rows([row], {"m": shares})
     assert not verdict.reasons
     assert ambiguous.reasons == {"m_env": "visible count within the margin of the sighting rule"}
+
+
+def test_stored_segmentation_frames_that_are_missing_or_corrupt_reject_the_row(tmp_path: Path) -> None:
+    from skyqa import keys, media
+    from skyqa.blob import LocalBlobStore
+
+    from services.qa_generator.pipeline import _pixel_shares
+
+    store = LocalBlobStore(tmp_path)
+    root = f"{keys.mission_root('run', 'm')}/final_task/seg"
+    instance = np.zeros((10, 10), np.uint32)
+    instance[:5, :2] = 7
+    store.put(f"{root}/frame_000000.png", media.encode_segmentation(instance * 0, instance), "image/png")
+    assert _pixel_shares(store, "run", "m", 1, {"m": 7}) == [0.1]
+    assert _pixel_shares(store, "run", "m", 2, {"m": 7}) is None  # frame 1 was never stored
+    assert _pixel_shares(store, "run", "m", 1, {}) is None  # no instance id for the mission
+    store.put(f"{root}/frame_000001.png", b"\x89PNG not really", "image/png")
+    assert _pixel_shares(store, "run", "m", 2, {"m": 7}) is None
+    # what was stored is still there
+    assert media.decode_segmentation(store.get(f"{root}/frame_000000.png"))[1].sum() == 70
