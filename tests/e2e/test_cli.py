@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -243,3 +244,35 @@ def test_release_folder_loads_with_hugging_face_datasets(
     assert len(image) == len(out["image_qa"].read_text().splitlines())
     assert len(video) == len(out["video_qa"].read_text().splitlines())
     assert set(image["task_type"]) == {"self_where", "self_what", "env_where", "env_how"}
+
+
+# The release a fixed scene, config and seed produce, recorded before the architecture refactor
+# (issue 17): restructuring the code must not change one byte of what ships. Files that record
+# wall-clock facts (review log timestamps, model latencies) are left out.
+DIGEST_FILE = Path(__file__).with_name("release_digest.json")
+_VOLATILE = re.compile(
+    r"(^|/)\.|landmarks_review/log/|\.review_log\.jsonl$|\.web_review_state\.json$|^eval/items\.jsonl$"
+)
+
+
+def release_digest(release: Path) -> dict[str, str]:
+    files = sorted(
+        p
+        for p in release.rglob("*")
+        if p.is_file() and not _VOLATILE.search(p.relative_to(release).as_posix())
+    )
+    digests = {p.relative_to(release).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+    whole = hashlib.sha256("".join(f"{k} {v}\n" for k, v in digests.items()).encode()).hexdigest()
+    named = {k: v for k, v in digests.items() if k.endswith((".json", ".jsonl", ".tsv", ".csv", ".md"))}
+    return {"release": whole, "files": str(len(digests)), **named}
+
+
+def test_release_is_byte_identical_to_the_recorded_one(two_demo_runs: list[dict[str, Path]]) -> None:
+    got = release_digest(two_demo_runs[0]["qc_report"].parent)
+    if os.environ.get("SKYQA_RECORD_RELEASE_DIGEST") == "1":
+        # a deliberate change of what ships: record it, review the diff of this file, commit it
+        DIGEST_FILE.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+        pytest.skip(f"recorded {DIGEST_FILE.name}")
+    want = json.loads(DIGEST_FILE.read_text())
+    changed = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
+    assert not changed, f"the release changed: {changed[:20]}"
