@@ -37,6 +37,7 @@ lint: $(STAMP) proto-check
 	$(BIN)/ruff check libs services tests bench scripts
 	$(BIN)/ruff format --check libs services tests bench scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/bandit -q -c pyproject.toml -r libs services
 	SKYQA_AUDIT_OFFLINE_OK=1 $(BIN)/python scripts/audit.py -r requirements.lock --no-deps --disable-pip  # the lock pins every package; opt-in: this machine reaches no advisory source
 

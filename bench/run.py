@@ -27,6 +27,7 @@ from skyqa.v1 import capture_pb2, common_pb2, mission_pb2
 
 from bench.bus import bus_overhead
 from bench.labeller import labeller_accuracy
+from bench.lean import service_start_rss, table as lean_table
 from bench.scaling import renderer_scaling, service_processes
 from services.capture.planner import plan_jobs
 from services.capture.worker import capture_job
@@ -162,7 +163,7 @@ def capture_and_fusion(ceiling: float) -> dict[str, Any]:
             frames * req.lidar.channels * req.lidar.horizontal_samples * len(req.lidar.mount_pitch_deg)
         )
 
-        from services.capture.app import assemble
+        from services.capture.manifest import assemble
 
         ref, _ = assemble(store, "bench", "demo_city", "builtin", sim)
         done = capture_pb2.CaptureCompleted(
@@ -288,6 +289,7 @@ def main() -> None:
         "bus": bus_overhead(),
         "renderer_replicas": renderer_scaling(),
         "service_processes": service_processes(),
+        "lean_processes": service_start_rss(),
         "heuristic_labeller": labeller_accuracy(),
     }
     # upper bound: as if every captured frame were its own message (jobs carry several poses)
@@ -377,6 +379,7 @@ def main() -> None:
     )
     print("  stage wall time (s, stages overlap):", json.dumps(sp["stage_wall_s"]))
     print("  peak RSS per service (MB):", json.dumps(sp["peak_rss_mb"]))
+    print("\n".join(lean_table(results["lean_processes"])))
     print(f"wrote {args.out}")
 
 

@@ -145,8 +145,8 @@ def service_processes(
     """Every service as its own ``skyqa serve`` process on one nats-server and one store, a scan
     run to the end: wall time per stage and each service's peak resident memory."""
     from skyqa.runtime.progress import FINAL_STAGE
+    from skyqa.scan_options import build_request
 
-    from services.cli import build_request
     from services.embedded import publish_scan, wait_for_run
     from services.fleet import Fleet
 

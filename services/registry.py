@@ -1,32 +1,37 @@
-"""Every implemented service, by name. The composition root for the CLI and compose."""
+"""Every implemented service, by name. The composition root for the CLI and compose.
+
+A service's module is imported when its factory is called, not with this registry: a
+``skyqa serve gateway`` container would otherwise load every other service's dependencies
+(the renderer's Open3D and numba kernels, the qa-generator's scipy and scikit-learn).
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from skyqa.blob import BlobStore
 from skyqa.runtime import Service, Settings
 
-from services.capture import app as capture_app
-from services.evaluator import app as evaluator_app
-from services.fusion import app as fusion_app
-from services.gateway import app as gateway_app
-from services.labeller import app as labeller_app
-from services.landmark import app as landmark_app
-from services.mission_planner import app as mission_app
-from services.qa_generator import app as qa_app
-from services.renderer import app as renderer_app
-
 Factory = Callable[[Settings, BlobStore | None], Service]
 
+
+def _factory(module: str) -> Factory:
+    def create(settings: Settings, store: BlobStore | None = None) -> Service:
+        made: Service = importlib.import_module(module).create(settings, store)
+        return made
+
+    return create
+
+
 SERVICES: dict[str, Factory] = {
-    "capture": capture_app.create,
-    "fusion": fusion_app.create,
-    "renderer": renderer_app.create,
-    "landmark": landmark_app.create,
-    "labeller": labeller_app.create,
-    "mission_planner": mission_app.create,
-    "qa_generator": qa_app.create,
-    "evaluator": evaluator_app.create,
-    "gateway": gateway_app.create,
+    "capture": _factory("services.capture.app"),
+    "fusion": _factory("services.fusion.app"),
+    "renderer": _factory("services.renderer.app"),
+    "landmark": _factory("services.landmark.app"),
+    "labeller": _factory("services.labeller.app"),
+    "mission_planner": _factory("services.mission_planner.app"),
+    "qa_generator": _factory("services.qa_generator.app"),
+    "evaluator": _factory("services.evaluator.app"),
+    "gateway": _factory("services.gateway.app"),
 }

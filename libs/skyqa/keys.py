@@ -1,7 +1,8 @@
-"""Object-key validation and the run layout.
+"""Object-key validation and the run layout: every store key a stage writes or reads.
 
 Keys mirror the UAV-DualCog handoff tree under one prefix per run, so a release folder is
-exactly ``runs/<run_id>/`` copied out of the bucket.
+exactly ``runs/<run_id>/`` copied out of the bucket. Stages agree on where a file lives only
+through this module; a key written in two places could drift apart in one.
 """
 
 from __future__ import annotations
@@ -73,9 +74,211 @@ def fused_cloud_npy(run_id: str, scene_id: str) -> str:
     return f"{pcd_map(run_id, scene_id)}/{scene_id}.semantic_lidar_compact.npy"
 
 
+def scene_file(run_id: str, scene_id: str, suffix: str) -> str:
+    """``pcd_map/<scene>.<suffix>``: the per-scene Stage 1 files named after the scene."""
+    return f"{pcd_map(run_id, scene_id)}/{scene_id}.{suffix}"
+
+
+# -- Stage 1: capture and fusion -----------------------------------------------------------
+
+CHUNK_FILES = ("rgb.jpg", "seg.png", "depth.png", "lidarseg.npy")
+
+
+def frames_manifest(run_id: str, scene_id: str) -> str:
+    return f"{pcd_map(run_id, scene_id)}/frames_manifest.jsonl"
+
+
+def capture_manifests(run_id: str, scene_id: str) -> str:
+    """The prefix of the per-job manifests that capture merges into the frames manifest."""
+    return f"{pcd_map(run_id, scene_id)}/manifests/"
+
+
+def capture_job_manifest(run_id: str, scene_id: str, job_index: int) -> str:
+    return f"{capture_manifests(run_id, scene_id)}manifest_job_{job_index:05d}.jsonl"
+
+
+def chunk_files(run_id: str, scene_id: str, backend: str, frame_idx: int) -> dict[str, str]:
+    prefix = chunk_prefix(run_id, scene_id, backend)
+    return {name: f"{prefix}/chunk_{frame_idx:06d}.{name}" for name in CHUNK_FILES}
+
+
+def classes(run_id: str, scene_id: str) -> str:
+    return scene_file(run_id, scene_id, "classes.json")
+
+
+def fusion_outputs(run_id: str, scene_id: str) -> dict[str, str]:
+    return {
+        "cloud_pcd": scene_file(run_id, scene_id, "semantic_lidar.pcd"),
+        "cloud_npy": fused_cloud_npy(run_id, scene_id),
+        "instances": scene_file(run_id, scene_id, "instances.json"),
+        "meta": scene_file(run_id, scene_id, "meta.json"),
+        "preview_topdown": scene_file(run_id, scene_id, "preview_topdown.png"),
+        "preview_oblique": scene_file(run_id, scene_id, "preview_oblique.png"),
+    }
+
+
+# -- Stage 2: landmarks and their review ---------------------------------------------------
+
+
+def landmarks_raw(run_id: str, scene_id: str) -> str:
+    return f"{scene_root(run_id, scene_id)}/landmarks_raw"
+
+
+def landmark_plan(run_id: str, scene_id: str) -> str:
+    return f"{landmarks_raw(run_id, scene_id)}/parts/plan.json"
+
+
+def landmark_part(run_id: str, scene_id: str, candidate: str) -> str:
+    return f"{landmarks_raw(run_id, scene_id)}/parts/{candidate}.json"
+
+
+def landmark_views(run_id: str, scene_id: str, candidate: str) -> str:
+    return f"{landmarks_raw(run_id, scene_id)}/rgb_views/{candidate}"
+
+
+def landmark_instances(run_id: str, scene_id: str) -> str:
+    return f"{landmarks_raw(run_id, scene_id)}/{scene_id}.instances.json"
+
+
+def review_root(run_id: str, scene_id: str) -> str:
+    return f"{scene_root(run_id, scene_id)}/landmarks_review"
+
+
+def review_state(run_id: str, scene_id: str) -> str:
+    return f"{review_root(run_id, scene_id)}/{scene_id}.web_review_state.json"
+
+
+def valid_instances(run_id: str, scene_id: str) -> str:
+    return f"{review_root(run_id, scene_id)}/{scene_id}.valid_instances.json"
+
+
+def review_log(run_id: str, scene_id: str) -> str:
+    return f"{review_root(run_id, scene_id)}/{scene_id}.review_log.jsonl"
+
+
+def review_log_rows(run_id: str, scene_id: str) -> str:
+    """The prefix of the review log's rows, one object per row so no append races another."""
+    return f"{review_root(run_id, scene_id)}/log/"
+
+
+def review_log_row(run_id: str, scene_id: str, seq: int) -> str:
+    return f"{review_log_rows(run_id, scene_id)}{seq:06d}.json"
+
+
+# -- still views, rendered for any stage under the prefix its render job names -----------------
+
+STILL_FILES = {"rgb": "rgb.jpg", "segmentation": "seg.png", "depth": "depth.png"}
+
+
+def still_view(prefix: str, view_id: str, modality: str) -> str:
+    return f"{prefix}/{view_id}.{STILL_FILES[modality]}"
+
+
+# -- Stage 3: missions -----------------------------------------------------------------------
+
+
 def video_tasks(run_id: str) -> str:
     return f"{run_prefix(run_id)}/video_tasks"
 
 
+def mission_plan(run_id: str) -> str:
+    return f"{video_tasks(run_id)}/mission_plan.json"
+
+
+def missions_index(run_id: str) -> str:
+    return f"{video_tasks(run_id)}/missions_index.json"
+
+
 def mission_root(run_id: str, traj_id: str) -> str:
     return f"{video_tasks(run_id)}/missions/{validate_id(traj_id, 'mission id')}"
+
+
+# the files of one mission folder, next to its final task
+WAYPOINTS = "waypoints.npy"
+FORWARDS = "forwards.npy"
+RAW_PATH = "composed_path_raw.npy"
+POSES = "poses.csv"
+COMPOSED_SEGMENTS = "composed_segments.json"
+CONSTRAINT_REPORT = "constraint_report.json"
+RENDER_REQUEST = "render_request.json"
+FINAL_TASK = "final_task"
+
+
+def mission_file(run_id: str, traj_id: str, name: str) -> str:
+    return f"{mission_root(run_id, traj_id)}/{name}"
+
+
+def final_task(run_id: str, traj_id: str) -> str:
+    """The renderer's output prefix for a mission and the folder of its final bundle."""
+    return mission_file(run_id, traj_id, FINAL_TASK)
+
+
+# the final task bundle; the renderer writes the video, the visibility rows and the frames
+TASK_DATA = "task_data.json"
+FINAL_FRAMES_MANIFEST = "frames_manifest.json"
+FRAME_INDEX_MAP = "frame_index_map.json"
+VIDEO = "task_rgb.mp4"
+FRAME_VISIBILITY = "frame_visibility.jsonl"
+
+
+def video_frame(kind: str, index: int) -> str:
+    """A frame the video renderer writes, relative to its job's output prefix: ``frames/``
+    (JPEG), ``seg/`` (segmentation PNG) or ``archive/`` (full-size JPEG)."""
+    ext = "png" if kind == "seg" else "jpg"
+    return f"{kind}/frame_{index:06d}.{ext}"
+
+
+# -- Stage 3-4: QA rows, their assets and the release ---------------------------------------
+
+
+def image_tasks(run_id: str) -> str:
+    return f"{run_prefix(run_id)}/image_tasks"
+
+
+def qa_plan(run_id: str) -> str:
+    return f"{image_tasks(run_id)}/qa_plan.json"
+
+
+def blind_filter_report(run_id: str) -> str:
+    return f"{image_tasks(run_id)}/blind_filter.json"
+
+
+def blind_filtered_manifest(run_id: str, scene_id: str) -> str:
+    """The image manifest less the rows ``skyqa blind-filter --apply`` flagged."""
+    return f"{image_tasks(run_id)}/manifests/{scene_id}.image_qa.blind_filtered.jsonl"
+
+
+# relative to the release folder: rows name their images this way
+def reference_overlay(landmark_id: str, view_id: str) -> str:
+    return f"image_tasks/assets/reference_bbox/{landmark_id}/{view_id}_ref.jpg"
+
+
+def env_observations(landmark_id: str) -> str:
+    return f"image_tasks/assets/env_observations/{landmark_id}"
+
+
+def manifests(run_id: str, scene_id: str) -> dict[str, str]:
+    """What the QA stage releases, by output name."""
+    root = run_prefix(run_id)
+    return {
+        "image_qa": f"{root}/image_tasks/manifests/{scene_id}.image_qa.jsonl",
+        "video_qa": f"{root}/video_tasks/manifests/{scene_id}.video_qa.jsonl",
+        "render_requests": f"{root}/image_tasks/render_requests/{scene_id}.render_requests.json",
+        "qc_report": f"{root}/qc_report.json",
+        "image_mcq_tsv": f"{root}/image_tasks/{scene_id}.image_mcq.tsv",
+        "dataset_card": f"{root}/README.md",
+    }
+
+
+# -- evaluation ------------------------------------------------------------------------------
+
+
+def eval_outputs(run_id: str, scene_id: str) -> dict[str, str]:
+    base = f"{run_prefix(run_id)}/eval"
+    return {
+        "eval_items": f"{base}/items.jsonl",
+        "eval_image_metrics": f"{base}/stage4_metrics_{scene_id}_difficulty.csv",
+        "eval_video_metrics": f"{base}/stage3_metrics_{scene_id}_difficulty.csv",
+        "leaderboard": f"{base}/leaderboard.json",
+        "eval_report": f"{base}/report.html",
+    }

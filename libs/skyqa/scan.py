@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -37,6 +38,20 @@ EVAL_CONDITIONS: tuple[EvalCondition, ...] = (
     "circular",
     "schema_cot",
 )
+
+
+@dataclass(frozen=True)
+class Stills:
+    """The size and quality of the still views a profile ships (landmark views, env observations)."""
+
+    width: int
+    height: int
+    jpeg_quality: int = 80
+
+
+def stills(scan: scan_pb2.ScanRequest) -> Stills:
+    # UAV-DualCog releases DCI-4K-class stills at JPEG 80; a preview works at 640x480
+    return Stills(4096, 3072) if scan.profile == "release" else Stills(640, 480)
 
 
 def lidar_range_auto(spacing_x: float, spacing_y: float) -> float:

@@ -15,17 +15,6 @@ from skyqa.contracts.base import dump_jsonl, load_jsonl
 from skyqa.sim import CameraSpec, Pose, Simulator
 from skyqa.v1 import capture_pb2
 
-FRAME_FILES = ("rgb.jpg", "seg.png", "depth.png", "lidarseg.npy")
-
-
-def job_manifest_key(run_id: str, scene_id: str, job_index: int) -> str:
-    return f"{keys.pcd_map(run_id, scene_id)}/manifests/manifest_job_{job_index:05d}.jsonl"
-
-
-def frame_keys(run_id: str, scene_id: str, backend: str, frame_idx: int) -> dict[str, str]:
-    prefix = keys.chunk_prefix(run_id, scene_id, backend)
-    return {name: f"{prefix}/chunk_{frame_idx:06d}.{name}" for name in FRAME_FILES}
-
 
 def capture_job(
     job: capture_pb2.CaptureJob,
@@ -34,7 +23,7 @@ def capture_job(
     on_frame: Callable[[], None] | None = None,
 ) -> list[FrameRow]:
     req = job.scan
-    manifest_key = job_manifest_key(job.run_id, req.scene_id, job.job_index)
+    manifest_key = keys.capture_job_manifest(job.run_id, req.scene_id, job.job_index)
     if store.exists(manifest_key):
         return load_jsonl(FrameRow, store.get(manifest_key), "job manifest")
     camera = CameraSpec(req.camera.width, req.camera.height, req.camera.fov_deg)
@@ -43,7 +32,7 @@ def capture_job(
     for sample in job.poses:
         p = sample.pose
         pose = Pose(p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg)
-        fk = frame_keys(job.run_id, req.scene_id, req.backend, sample.frame_idx)
+        fk = keys.chunk_files(job.run_id, req.scene_id, req.backend, sample.frame_idx)
         if all(store.exists(k) for k in fk.values()):
             points = len(media.decode_lidar(store.get(fk["lidarseg.npy"])))
         else:

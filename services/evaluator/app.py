@@ -16,7 +16,6 @@ from skyqa.v1 import common_pb2, eval_pb2, qa_pb2
 
 from services.evaluator.conditions import CONDITIONS
 from services.evaluator.evaluate import evaluate
-from services.qa_generator.pipeline import manifest_keys
 
 NAME = "evaluator"
 STAGE = "eval"
@@ -45,7 +44,7 @@ async def setup(svc: Service) -> None:
     async def run(run_id: str, scene_id: str, spec: eval_pb2.EvaluationSpec) -> None:
         keys.validate_id(run_id, "run id")
         models, conds = endpoints(spec, cfg), conditions(spec, cfg)
-        if not await asyncio.to_thread(svc.store.exists, manifest_keys(run_id, scene_id)["image_qa"]):
+        if not await asyncio.to_thread(svc.store.exists, keys.manifests(run_id, scene_id)["image_qa"]):
             raise InvalidInput(f"run {run_id!r} of scene {scene_id!r} has no QA manifests to evaluate")
         await progress.report(
             run_id, STAGE, 0, 1, message=f"evaluating 3 baselines and {len(models)} models in {conds}"

@@ -23,7 +23,6 @@ from skyqa.settings import ModelEndpoint
 
 from services.evaluator.baselines import Responder, TextPrior
 from services.evaluator.runner import Cache, ModelResponder, run_items
-from services.qa_generator.pipeline import manifest_keys
 
 SAMPLE_TEMPERATURE = 0.7
 
@@ -67,7 +66,7 @@ async def blind_filter(
     apply: bool = False,
 ) -> BlindResult:
     root = keys.run_prefix(run_id)
-    out = manifest_keys(run_id, scene_id)
+    out = keys.manifests(run_id, scene_id)
     raw = [line for line in store.get(out["image_qa"]).splitlines() if line.strip()]
     rows = [json.loads(line) for line in raw]
     responders: list[tuple[str, list[Responder]]] = [("text_prior", [TextPrior(rows)])]
@@ -120,11 +119,11 @@ async def blind_filter(
         "by_task": by_task,
         "items": report_rows,
     }
-    report_key = f"{root}/image_tasks/blind_filter.json"
+    report_key = keys.blind_filter_report(run_id)
     store.put(report_key, json.dumps(report, indent=1, sort_keys=True).encode(), "application/json")
     filtered_key = None
     if apply:
-        filtered_key = out["image_qa"].replace(".image_qa.jsonl", ".image_qa.blind_filtered.jsonl")
+        filtered_key = keys.blind_filtered_manifest(run_id, scene_id)
         keep = set(flagged)
         kept = [line + b"\n" for line, r in zip(raw, rows, strict=True) if r["sample_id"] not in keep]
         store.put(filtered_key, b"".join(kept), "application/x-ndjson")

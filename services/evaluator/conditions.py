@@ -25,8 +25,7 @@ import copy
 from typing import Any
 
 from skyqa import scan
-
-from services.qa_generator.prompts import options_text
+from skyqa.vocab.prompts import options_text
 
 Condition = scan.EvalCondition
 CONDITIONS = scan.EVAL_CONDITIONS

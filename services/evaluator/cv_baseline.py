@@ -27,10 +27,11 @@ from typing import Any
 
 import cv2
 import numpy as np
+from skyqa import keys
 from skyqa.blob import BlobStore
+from skyqa.vocab import directions as L
 
 from services.evaluator.baselines import TextPrior
-from services.qa_generator import labels as L
 
 RATIO = 0.75
 MIN_HOMOGRAPHY = 8
@@ -106,7 +107,7 @@ def match_features(
     scale = max(1.0, MIN_CROP_SIDE / max(1, min(crop.shape)))
     if scale > 1:
         crop = cv2.resize(crop, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
-    sift = cv2.SIFT_create()
+    sift = cv2.SIFT.create()
     kp1, d1 = sift.detectAndCompute(crop, None)
     kp2, d2 = sift.detectAndCompute(target, None)
     if d1 is None or d2 is None or len(kp1) < 2 or len(kp2) < 2:
@@ -116,8 +117,10 @@ def match_features(
     stats["cv_matches"] = len(good)
     if len(good) < MIN_HOMOGRAPHY:
         return None, stats
-    src = np.float32([kp1[m.queryIdx].pt for m in good]) / scale + np.float32([cx0, cy0])
-    dst = np.float32([kp2[m.trainIdx].pt for m in good])
+    src = np.array([kp1[m.queryIdx].pt for m in good], dtype=np.float32) / scale + np.array(
+        [cx0, cy0], dtype=np.float32
+    )
+    dst = np.array([kp2[m.trainIdx].pt for m in good], dtype=np.float32)
     th, tw = target.shape
     # RANSAC samples from OpenCV's per-thread RNG, whose state depends on every earlier call in
     # the thread: without a reseed a resumed run (other items cached) answers differently
@@ -127,7 +130,7 @@ def match_features(
     stats["cv_inliers"] = inliers
     if hom is None or inliers < MIN_INLIERS:
         return None, stats
-    corners = np.float32([[x0, y0], [x1, y0], [x1, y1], [x0, y1]]).reshape(-1, 1, 2)
+    corners = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], dtype=np.float32).reshape(-1, 1, 2)
     pts = cv2.perspectiveTransform(corners, hom).reshape(-1, 2) / (tw, th)
     (bx0, by0), (bx1, by1) = pts.min(axis=0), pts.max(axis=0)
     ratio = (bx1 - bx0) * (by1 - by0) / max(1e-9, (box[2] - box[0]) * (box[3] - box[1]))
@@ -141,17 +144,15 @@ def match_features(
 class CVBaseline:
     """Classical grounding with the text prior for the decisions matching cannot make."""
 
-    def __init__(self, rows: list[dict[str, Any]], store: BlobStore, run_root: str, scene_id: str) -> None:
+    def __init__(self, rows: list[dict[str, Any]], store: BlobStore, run_id: str, scene_id: str) -> None:
         self.name = "cv_grounding"
         # part of the cache key: bump ``implementation`` whenever this code's answers change
         self.params = {"implementation": 2, "ratio": RATIO, "min_inliers": MIN_INLIERS}
         self.conditions = frozenset({"full", "circular"})
         self.store = store
-        self.root = run_root
+        self.root = keys.run_prefix(run_id)
         self.prior = TextPrior(rows)
-        sidecar = json.loads(
-            store.get(f"{run_root}/image_tasks/render_requests/{scene_id}.render_requests.json")
-        )
+        sidecar = json.loads(store.get(keys.manifests(run_id, scene_id)["render_requests"]))
         self.fov = {r["request_id"]: float(r["fov_deg"]) for r in sidecar["env_requests"]}
         # CircularEval asks the same images once per rotation: match them once
         self._found: dict[tuple[str, str, str], tuple[list[float] | None, dict[str, Any]]] = {}

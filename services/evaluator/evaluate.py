@@ -13,12 +13,13 @@ from skyqa.blob import BlobStore
 from skyqa.models import open_model
 from skyqa.settings import ModelEndpoint
 
-from services.evaluator import report
 from services.evaluator.baselines import RandomBaseline, Responder, TextPrior
 from services.evaluator.conditions import rows_for
 from services.evaluator.cv_baseline import CVBaseline
+from services.evaluator.html_report import html_page
+from services.evaluator.leaderboard import leaderboard
+from services.evaluator.metrics_csv import image_csv, video_csv
 from services.evaluator.runner import Cache, ModelResponder, RunStats, run_items
-from services.qa_generator.pipeline import manifest_keys
 
 
 @dataclass
@@ -29,7 +30,7 @@ class EvalResult:
 
 
 def load_rows(store: BlobStore, run_id: str, scene_id: str) -> list[dict[str, Any]]:
-    out = manifest_keys(run_id, scene_id)
+    out = keys.manifests(run_id, scene_id)
     rows = []
     for key in (out["image_qa"], out["video_qa"]):
         rows += [json.loads(line) for line in store.get(key).splitlines() if line.strip()]
@@ -44,11 +45,10 @@ def responders_for(
     scene_id: str,
     seed: int = 0,
 ) -> list[Responder]:
-    root = keys.run_prefix(run_id)
     out: list[Responder] = [
         RandomBaseline(rows, seed),
         TextPrior(rows),
-        CVBaseline(rows, store, root, scene_id),
+        CVBaseline(rows, store, run_id, scene_id),
     ]
     for ep in endpoints:
         name = ep.model or ep.url
@@ -87,21 +87,14 @@ async def evaluate(
             items += got
             total = total + st
         stats[responder.name] = total
-    board = report.leaderboard(items)
-    base = f"{root}/eval"
-    outputs = {
-        "eval_items": f"{base}/items.jsonl",
-        "eval_image_metrics": f"{base}/stage4_metrics_{scene_id}_difficulty.csv",
-        "eval_video_metrics": f"{base}/stage3_metrics_{scene_id}_difficulty.csv",
-        "leaderboard": f"{base}/leaderboard.json",
-        "eval_report": f"{base}/report.html",
-    }
+    board = leaderboard(items)
+    outputs = keys.eval_outputs(run_id, scene_id)
     lines = b"".join(json.dumps(i, sort_keys=True).encode() + b"\n" for i in items)
     store.put(outputs["eval_items"], lines, "application/x-ndjson")
-    store.put(outputs["eval_image_metrics"], report.image_csv(items), "text/csv")
-    store.put(outputs["eval_video_metrics"], report.video_csv(items), "text/csv")
+    store.put(outputs["eval_image_metrics"], image_csv(items), "text/csv")
+    store.put(outputs["eval_video_metrics"], video_csv(items), "text/csv")
     store.put(
         outputs["leaderboard"], json.dumps(board, indent=1, sort_keys=True).encode(), "application/json"
     )
-    store.put(outputs["eval_report"], report.html_page(board, f"skyqa evaluation: {scene_id}"), "text/html")
+    store.put(outputs["eval_report"], html_page(board, f"skyqa evaluation: {scene_id}"), "text/html")
     return EvalResult(outputs, stats, board)

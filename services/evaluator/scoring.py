@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from skyqa.scoring import iou, set_f1
+from skyqa.vocab.behaviors import is_composite_label
 
 from services.evaluator import metrics as M
 from services.evaluator.parsing import Parsed, parse_choice, parse_joint, parse_visibility
 from services.evaluator.steps import score_steps
-from services.qa_generator.video_tasks import is_composite_label
 
 
 def parse_for(row: dict[str, Any], text: str) -> Parsed:

@@ -28,24 +28,12 @@ from skyqa.geometry import (
 from skyqa.v1 import capture_pb2, fusion_pb2
 
 
-def output_keys(run_id: str, scene_id: str) -> dict[str, str]:
-    base = f"{keys.pcd_map(run_id, scene_id)}/{scene_id}"
-    return {
-        "cloud_pcd": f"{base}.semantic_lidar.pcd",
-        "cloud_npy": keys.fused_cloud_npy(run_id, scene_id),
-        "instances": f"{base}.instances.json",
-        "meta": f"{base}.meta.json",
-        "preview_topdown": f"{base}.preview_topdown.png",
-        "preview_oblique": f"{base}.preview_oblique.png",
-    }
-
-
 def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.FusionCompleted:
     run_id, scene_id, req = done.run_id, done.scene_id, done.scan
     rows = load_jsonl(FrameRow, store.get(done.frames_manifest.key), "frames manifest")
     table = load_json(
         SemanticClassTable,
-        store.get(f"{keys.pcd_map(run_id, scene_id)}/{scene_id}.classes.json"),
+        store.get(keys.classes(run_id, scene_id)),
         "class table",
     )
     classes = {c.id: c for c in table.classes}
@@ -96,12 +84,12 @@ def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.Fus
                 class_id=compact_of[inst_class[iid]],
                 class_name=sem.name if sem else f"class_{inst_class[iid]}",
                 category=sem.category if sem else "other",
-                center=s["center"],  # type: ignore[arg-type]
-                aabb_min=s["aabb_min"],  # type: ignore[arg-type]
-                aabb_max=s["aabb_max"],  # type: ignore[arg-type]
-                size=s["size"],  # type: ignore[arg-type]
-                yaw_deg=s["yaw_deg"],  # type: ignore[arg-type]
-                point_count=s["point_count"],  # type: ignore[arg-type]
+                center=s["center"],
+                aabb_min=s["aabb_min"],
+                aabb_max=s["aabb_max"],
+                size=s["size"],
+                yaw_deg=s["yaw_deg"],
+                point_count=s["point_count"],
             )
         )
     counts = np.bincount(fused.semantic, minlength=lut.size) if len(fused.semantic) else np.zeros(1, np.int64)
@@ -119,7 +107,7 @@ def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.Fus
         scene_id=scene_id, instance_source=source, classes=class_entries, instances=entries
     )
 
-    out = output_keys(run_id, scene_id)
+    out = keys.fusion_outputs(run_id, scene_id)
     infos = {
         "cloud_pcd": store.put(out["cloud_pcd"], write_pcd(cloud)),
         "cloud_npy": store.put(out["cloud_npy"], _npy(cloud)),

@@ -24,22 +24,6 @@ from skyqa.errors import InvalidInput
 Row = dict[str, Any]
 
 
-def review_root(run_id: str, scene_id: str) -> str:
-    return f"{keys.scene_root(run_id, scene_id)}/landmarks_review"
-
-
-def state_key(run_id: str, scene_id: str) -> str:
-    return f"{review_root(run_id, scene_id)}/{scene_id}.web_review_state.json"
-
-
-def valid_key(run_id: str, scene_id: str) -> str:
-    return f"{review_root(run_id, scene_id)}/{scene_id}.valid_instances.json"
-
-
-def log_key(run_id: str, scene_id: str) -> str:
-    return f"{review_root(run_id, scene_id)}/{scene_id}.review_log.jsonl"
-
-
 class ReviewBook:
     def __init__(self, kv: JsonKV, store: BlobStore) -> None:
         self.kv = kv
@@ -91,17 +75,18 @@ class ReviewBook:
         return state
 
     def _persist(self, state: ReviewState, rows: list[Row]) -> None:
-        root = review_root(state.run_id, state.scene_id)
         for row in rows:
             self.store.put(
-                f"{root}/log/{row['seq']:06d}.json",
+                keys.review_log_row(state.run_id, state.scene_id, row["seq"]),
                 json.dumps(row, sort_keys=True).encode(),
                 "application/json",
             )
-        self.store.put(state_key(state.run_id, state.scene_id), dump_json(state), "application/json")
-        lines = [self.store.get(k) for k in self.store.list(f"{root}/log/")]
+        self.store.put(keys.review_state(state.run_id, state.scene_id), dump_json(state), "application/json")
+        lines = [
+            self.store.get(k) for k in self.store.list(keys.review_log_rows(state.run_id, state.scene_id))
+        ]
         self.store.put(
-            log_key(state.run_id, state.scene_id),
+            keys.review_log(state.run_id, state.scene_id),
             b"".join(line.strip() + b"\n" for line in lines),
             "application/x-ndjson",
         )

@@ -7,6 +7,7 @@ candidates were chosen. Deviations from UAV-DualCog's defaults are commented.
 from __future__ import annotations
 
 from pydantic import BaseModel
+from skyqa.scan import stills
 from skyqa.v1 import scan_pb2
 
 
@@ -53,6 +54,11 @@ class CollectConfig(BaseModel):
 
     @classmethod
     def for_scan(cls, scan: scan_pb2.ScanRequest) -> CollectConfig:
-        if scan.profile == "release":
-            return cls(max_instances=scan.landmark_count, seed=scan.seed)
-        return cls(image_width=640, image_height=480, max_instances=scan.landmark_count, seed=scan.seed)
+        size = stills(scan)
+        return cls(
+            image_width=size.width,
+            image_height=size.height,
+            jpeg_quality=size.jpeg_quality,
+            max_instances=scan.landmark_count,
+            seed=scan.seed,
+        )

@@ -19,7 +19,7 @@ def camera_distance(size: NDArray[np.float64], cfg: CollectConfig) -> float:
     half = math.radians(cfg.camera_fov_deg) / 2.0
     diag_xy = float(np.hypot(size[0], size[1]))
     diag_3d = float(np.linalg.norm(size))
-    fit = max(
+    fit: float = max(
         1.0,
         0.5 * diag_xy / math.tan(half),
         0.5 * size[2] / math.tan(half),

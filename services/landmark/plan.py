@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel
 from skyqa.contracts import Bbox3D, CameraPose
 from skyqa.contracts.landmarks import CARDINALS, DIAGONALS, RING, RING_OFFSETS
+from skyqa.sim import Pose
 
 from services.landmark.candidates import Candidate, Collected
 from services.landmark.config import CollectConfig
@@ -60,14 +62,14 @@ class LandmarkPlan(BaseModel):
     scan: dict[str, Any]  # the scan request, as protobuf JSON, carried to later events
 
 
-def _pose(p: object) -> CameraPose:
+def _pose(p: Pose) -> CameraPose:
     return CameraPose(
         x=round(p.x, 4),
         y=round(p.y, 4),
         z=round(p.z, 4),
         yaw_deg=round(p.yaw_deg, 4),
         pitch_deg=round(p.pitch_deg, 4),
-    )  # type: ignore[attr-defined]
+    )
 
 
 def plan_candidate(
@@ -136,7 +138,7 @@ def plan_candidate(
         )
     for i, v in enumerate(views):
         v.view_id = f"view_{i:02d}_{v.direction}"
-    r = lambda a: [round(float(x), 4) for x in a]  # noqa: E731
+    r: Callable[[Iterable[float]], list[float]] = lambda a: [round(float(x), 4) for x in a]  # noqa: E731
     return PlannedCandidate(
         key=c.key,
         class_id=c.class_id,

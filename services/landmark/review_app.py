@@ -13,16 +13,18 @@ import logging
 import time
 
 from google.protobuf import json_format
+from google.protobuf.message import Message
 from skyqa import keys
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import InstancesFile, ReviewState, load_json
 from skyqa.contracts.base import dump_json
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Service
-from skyqa.v1 import common_pb2, fusion_pb2, scan_pb2
+from skyqa.runtime.stage import Completion, Stage
+from skyqa.v1 import fusion_pb2, scan_pb2
 
 from services.landmark import review
-from services.landmark.book import ReviewBook, state_key, valid_key
+from services.landmark.book import ReviewBook
 
 log = logging.getLogger("skyqa.review")
 
@@ -39,6 +41,7 @@ class Reviewer:
     def __init__(self, svc: Service, book: ReviewBook) -> None:
         self.svc = svc
         self.book = book
+        self.stage = Stage(svc, STAGE)
         # instances.json files never change once written: caching them loses nothing on a restart
         self._docs: dict[str, InstancesFile] = {}
 
@@ -58,7 +61,7 @@ class Reviewer:
         state = await self.book.create(
             initial, [{"event": "review_session_start", "mode": mode, "instances": len(doc.instances)}]
         )
-        progress, fanin = self.svc.require()
+        progress, _ = self.svc.require()
         if state.mode == "human":
             await progress.report(
                 event.run_id,
@@ -70,26 +73,20 @@ class Reviewer:
             )
             return
         kept = sorted(i for i, r in state.instances.items() if r.action == "keep")
-        await progress.report(
-            event.run_id, STAGE, 0, len(kept), message=f"auto-labelling {len(kept)} landmarks"
-        )
-        if not kept:
-            await fanin.mark_done(f"{event.run_id}.{STAGE}", "none", 1)
+        jobs = await self._label_jobs(state, kept)
+        message = f"auto-labelling {len(kept)} landmarks"
+        if not await self.stage.scatter(event.run_id, topology.LABEL_REQUESTED, jobs, trace_id, message):
             with contextlib.suppress(review.AlreadyFinalized):  # a redelivered event
                 await self.finalize(event.run_id, "auto_review", trace_id)
-            return
-        await self.request_labels(state, kept, trace_id)
+
+    async def _label_jobs(self, state: ReviewState, instance_ids: list[str]) -> list[tuple[str, Message]]:
+        # the log sequence is part of the key: asking again after a review change is a new job
+        doc = await self.instances(state)
+        return [(f"{iid}:{state.log_seq}", review.label_request(state, doc, iid)) for iid in instance_ids]
 
     async def request_labels(self, state: ReviewState, instance_ids: list[str], trace_id: str = "") -> None:
-        doc = await self.instances(state)
-        for iid in instance_ids:
-            await self.svc.bus.publish(
-                topology.LABEL_REQUESTED,
-                review.label_request(state, doc, iid),
-                msg_id=f"label-req:{state.run_id}:{iid}:{state.log_seq}",
-                run_id=state.run_id,
-                trace_id=trace_id,
-            )
+        jobs = await self._label_jobs(state, instance_ids)
+        await self.stage.publish(state.run_id, topology.LABEL_REQUESTED, jobs, trace_id)
 
     async def on_label(self, result: fusion_pb2.LabelResult, trace_id: str) -> None:
         def apply(state: ReviewState) -> list[dict[str, object]]:
@@ -110,13 +107,10 @@ class Reviewer:
         state = await self.book.change(result.run_id, apply)
         if state.mode != "auto":
             return
-        progress, fanin = self.svc.require()
         kept = [i for i, r in state.instances.items() if r.action == "keep"]
-        fan = await fanin.mark_done(f"{result.run_id}.{STAGE}", result.landmark_id, len(kept))
-        await progress.report(
-            result.run_id, STAGE, fan.done, fan.total, message=f"labelled {result.landmark_id}"
-        )
-        if fan.complete and not fan.announced:
+        if await self.stage.gathered(
+            result.run_id, result.landmark_id, len(kept), f"labelled {result.landmark_id}"
+        ):
             with contextlib.suppress(review.AlreadyFinalized):  # two last labels raced
                 await self.finalize(result.run_id, "auto_review", trace_id)
 
@@ -141,16 +135,15 @@ class Reviewer:
             return [{"event": "review_session_end", "trigger": trigger}]
 
         state = await self.book.change(run_id, mark)
-        progress, fanin = self.svc.require()
         if not claimed and (
-            await fanin.is_announced(f"{run_id}.{STAGE}")
+            await self.stage.is_announced(run_id)
             or (trigger == "web_finalize" and now - state.finalized_at < TAKEOVER_S)
         ):
             raise review.AlreadyFinalized(f"the review of run {run_id!r} is already finalized")
         scan = await self._scan(state)
         doc = await self.instances(state)
-        valid = review.valid_instances(state, doc, state_key(run_id, state.scene_id), trigger)
-        key = valid_key(run_id, state.scene_id)
+        valid = review.valid_instances(state, doc, keys.review_state(run_id, state.scene_id), trigger)
+        key = keys.valid_instances(run_id, state.scene_id)
         info = await asyncio.to_thread(self.svc.store.put, key, dump_json(valid), "application/json")
         event = fusion_pb2.LandmarksReviewed(
             run_id=run_id,
@@ -160,23 +153,12 @@ class Reviewer:
             valid_instances=info.to_ref(),
             scan=scan,
         )
-        await self.svc.bus.publish(
-            topology.LANDMARKS_REVIEWED,
-            event,
-            msg_id=f"landmarks-reviewed:{run_id}",
-            run_id=run_id,
-            trace_id=trace_id,
+        message = f"{event.valid} landmarks kept and labelled of {event.total}"
+        outputs = {"valid_instances": key}
+        completion = Completion(
+            topology.LANDMARKS_REVIEWED, event, event.valid, event.total, message, outputs
         )
-        await fanin.mark_announced(f"{run_id}.{STAGE}")
-        await progress.report(
-            run_id,
-            STAGE,
-            event.valid,
-            event.total,
-            common_pb2.RUN_STATUS_COMPLETED,
-            f"{event.valid} landmarks kept and labelled of {event.total}",
-            outputs={"valid_instances": key},
-        )
+        await self.stage.announce(run_id, trace_id, completion)
         return event
 
     async def _scan(self, state: ReviewState) -> scan_pb2.ScanRequest:
@@ -192,11 +174,10 @@ class Reviewer:
     async def resume(self) -> None:
         """Publish the reviews a crash left finalized but unannounced; one bad review is logged
         and skipped, never keeps the service from starting."""
-        _, fanin = self.svc.require()
         for run_id in await self.book.runs():
             try:
                 state = await self.book.get(run_id)
-                if state is None or not state.finalized or await fanin.is_announced(f"{run_id}.{STAGE}"):
+                if state is None or not state.finalized or await self.stage.is_announced(run_id):
                     continue
                 log.warning("review of run %s was finalized but not announced; publishing it now", run_id)
                 with contextlib.suppress(review.AlreadyFinalized):  # another replica was quicker

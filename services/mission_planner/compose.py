@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
+from skyqa.vocab.behaviors import Library, StepSpec, Value
 
-from services.mission_planner.library import Library, StepSpec, Value
 from services.mission_planner.shapes import BUILDERS, CONTINUOUS, Context, Shape, Target, polyline
 
 F64 = NDArray[np.float64]
@@ -63,7 +63,7 @@ class Trajectory:
 def start_position(t: Target, phase: float) -> F64:
     """UAV-DualCog's start: 2.8 box diagonals out and 0.8 up; the direction is seeded here."""
     d = float(np.linalg.norm(t.size))
-    return t.c + np.array([2.8 * d * math.cos(phase), 2.8 * d * math.sin(phase), 0.8 * d])
+    return t.c + np.array([2.8 * d * math.cos(phase), 2.8 * d * math.sin(phase), 0.8 * d], dtype=np.float64)
 
 
 def build_shapes(lib: Library, elements: list[Element], t: Target, start: F64) -> None:

@@ -13,9 +13,9 @@ from itertools import product
 
 import numpy as np
 from skyqa.contracts.missions import ObstacleAdaptation
+from skyqa.vocab.behaviors import Library, Value
 
 from services.mission_planner.compose import Element, Trajectory, build_shapes, compose, start_position
-from services.mission_planner.library import Library, Value
 from services.mission_planner.safety import CheckResult, ObstacleMap, RepairResult
 from services.mission_planner.shapes import Target
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 
 from google.protobuf import json_format
+from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import dump_json, load_json
 from skyqa.runtime import Service, Settings
-from skyqa.v1 import common_pb2, eval_pb2, mission_pb2, qa_pb2, render_pb2
+from skyqa.runtime.stage import Completion, Stage
+from skyqa.v1 import eval_pb2, mission_pb2, qa_pb2, render_pb2
 
-from services.qa_generator.pipeline import REQUESTER, QAPlan, finish, plan, plan_key, render_jobs
+from services.qa_generator.pipeline import REQUESTER, QAPlan, finish, plan, render_jobs
 
 NAME = "qa_generator"
 STAGE = "qa"
@@ -22,7 +24,7 @@ RENDERED = topology.ConsumerSpec(
 
 
 async def setup(svc: Service) -> None:
-    progress, fanin = svc.require()
+    stage = Stage(svc, STAGE)
 
     async def complete(p: QAPlan, trace_id: str) -> None:
         report, out = await asyncio.to_thread(finish, p, svc.store, svc.settings.qa.blind_gate)
@@ -38,42 +40,26 @@ async def setup(svc: Service) -> None:
             qc_report=out["qc_report"],
             evaluation=json_format.ParseDict(p.scan.get("evaluation", {}), eval_pb2.EvaluationSpec()),
         )
-        await svc.bus.publish(
-            topology.QA_COMPLETED,
-            event,
-            msg_id=f"qa-completed:{p.run_id}",
-            run_id=p.run_id,
-            trace_id=trace_id,
-        )
-        await fanin.mark_announced(f"{p.run_id}.{STAGE}")
         total = len(p.requests.env_requests)
-        await progress.report(
-            p.run_id,
-            STAGE,
-            total,
-            total,
-            common_pb2.RUN_STATUS_COMPLETED,
-            f"{f.image_rows} image, {f.video_rows} video rows, {f.released_landmarks} landmarks released",
-            outputs=dict(out),
+        message = (
+            f"{f.image_rows} image, {f.video_rows} video rows, {f.released_landmarks} landmarks released"
+        )
+        await stage.announce(
+            p.run_id, trace_id, Completion(topology.QA_COMPLETED, event, total, total, message, out)
         )
 
     async def on_missions(event: mission_pb2.MissionsCompleted, d: Delivery) -> None:
         p = await asyncio.to_thread(plan, event, svc.store)
-        await asyncio.to_thread(svc.store.put, plan_key(event.run_id), dump_json(p), "application/json")
-        jobs = render_jobs(p)
-        await progress.report(
-            event.run_id, STAGE, 0, len(jobs), message=f"rendering {len(jobs)} env observation sets"
-        )
-        keyed = [(f"{REQUESTER}:{job.job_id}", job) for job in jobs]
-        if not await svc.fan_out(event.run_id, STAGE, topology.RENDER_JOB, keyed, d.trace_id):
+        await asyncio.to_thread(svc.store.put, keys.qa_plan(event.run_id), dump_json(p), "application/json")
+        jobs = [(f"{REQUESTER}:{job.job_id}", job) for job in render_jobs(p)]
+        message = f"rendering {len(jobs)} env observation sets"
+        if not await stage.scatter(event.run_id, topology.RENDER_JOB, jobs, d.trace_id, message):
             await complete(p, d.trace_id)
 
     async def on_rendered(done: render_pb2.RenderDone, d: Delivery) -> None:
-        p = load_json(QAPlan, await asyncio.to_thread(svc.store.get, plan_key(done.run_id)), "qa plan")
+        p = load_json(QAPlan, await asyncio.to_thread(svc.store.get, keys.qa_plan(done.run_id)), "qa plan")
         total = len({r.landmark_id for r in p.requests.env_requests})
-        fan = await fanin.mark_done(f"{done.run_id}.{STAGE}", done.correlation, total)
-        await progress.report(done.run_id, STAGE, fan.done, fan.total, message=f"rendered {done.correlation}")
-        if fan.complete and not fan.announced:
+        if await stage.gathered(done.run_id, done.correlation, total, f"rendered {done.correlation}"):
             await complete(p, d.trace_id)
 
     svc.bus.handle(MISSIONS, mission_pb2.MissionsCompleted, on_missions, stage=STAGE)

@@ -34,11 +34,12 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
-from scipy.stats import binomtest, chisquare
-from sklearn.feature_extraction import DictVectorizer
-from sklearn.linear_model import LogisticRegression
 from skyqa.contracts.qa import ImageRow, SolverScore, TaskGate, VideoRow
 from skyqa.scoring import iou, set_f1
+
+# scipy.stats and scikit-learn are imported where the gate uses them: together they hold about
+# 150 MB resident, which the qa-generator would otherwise carry from start while it waits for
+# missions, and the gate runs once per release.
 
 MARGIN = 0.03
 ALPHA = 0.05
@@ -195,6 +196,9 @@ def text_model(train: list[Item], items: list[Item]) -> list[Prediction | None]:
         ys += [int(oid in t.gold) for oid, _ in t.options]
     if len(set(ys)) < 2:
         return [None] * len(items)
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
     vec = DictVectorizer()
     model = LogisticRegression(C=1.0, max_iter=2000)
     model.fit(vec.fit_transform(xs), ys)
@@ -215,6 +219,9 @@ def _count_model(train: list[Item], items: list[Item]) -> list[Prediction | None
     labels = [next(iter(t.gold)) for t in train]
     if len(set(labels)) < 2:
         return [frozenset(labels[:1]) if labels else None for _ in items]
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
     vec = DictVectorizer()
     model = LogisticRegression(C=1.0, max_iter=2000)
     model.fit(vec.fit_transform([{f"p={w}": 1.0 for w in _words(t.prompt)} for t in train]), labels)
@@ -246,6 +253,8 @@ def _seed(task: str) -> int:
 
 
 def _binomial(hits: int, n: int, chance: float) -> tuple[float, tuple[float, float]]:
+    from scipy.stats import binomtest
+
     test = binomtest(hits, n, min(chance + MARGIN, 0.999), alternative="greater")
     ci = binomtest(hits, n).proportion_ci(0.95, method="wilson")  # two-sided, for the report
     return float(test.pvalue), (round(float(ci.low), 4), round(float(ci.high), 4))
@@ -329,7 +338,7 @@ def _task_gate(task: str, items: list[Item]) -> tuple[TaskGate, set[str]]:
     for name, p in _holm(raw_p).items():
         scores[name].p_value = round(p, 6)
     best = max(scores, key=lambda k: (scores[k].score - scores[k].chance, k))
-    gate = TaskGate(kind=kind, rows=len(items), best_solver=best, solvers=scores)  # type: ignore[arg-type]
+    gate = TaskGate(kind=kind, rows=len(items), best_solver=best, solvers=scores)
     if kind == "choice":
         _label_balance(task, items, gate)
     for name, s in sorted(scores.items()):
@@ -347,6 +356,8 @@ def _task_gate(task: str, items: list[Item]) -> tuple[TaskGate, set[str]]:
                 prior = np.mean(train, axis=0).tolist()
                 hits += sum(iou(prior, it.box) >= 0.5 for it in boxed if it.landmark in fold)
         gate.box_prior_acc50 = round(hits / len(boxed), 4)
+        from scipy.stats import binomtest
+
         p = float(binomtest(hits, len(boxed), BOX_PRIOR_MAX, alternative="greater").pvalue)
         gate.box_prior_p = round(p, 6)
         if p < ALPHA:
@@ -362,6 +373,8 @@ def _label_balance(task: str, items: list[Item], gate: TaskGate) -> None:
     """Gold-label counts per difficulty over every label the task's options use, and a
     chi-square test of uniformity: a label that is an option but never (or always) the answer
     can be ruled out (or in) without looking."""
+    from scipy.stats import chisquare
+
     for difficulty in sorted({it.difficulty for it in items}):
         of_d = [it for it in items if it.difficulty == difficulty]
         space = sorted({lab for it in of_d for _, lab in it.options})
@@ -432,7 +445,8 @@ def run_gate(
         tasks[task] = gate
         solved |= everyone
         failures += gate.failures
-    descriptions = {r.landmark_id: r.landmark_description for r in [*image_rows, *video_rows]}
+    rows: list[ImageRow | VideoRow] = [*image_rows, *video_rows]
+    descriptions = {r.landmark_id: r.landmark_description for r in rows}
     failures += shared_descriptions(descriptions)
     failures += letter_failures(letters)
     return GateResult(tasks, failures, sorted(solved))

@@ -18,12 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from skyqa import keys
 from skyqa.contracts import RgbView, ValidInstance
 from skyqa.contracts.landmarks import DIAGONALS, RING
 from skyqa.contracts.qa import Candidate, EnvRequest, ImageRow, Option, OverlayRequest
 from skyqa.sim import Intrinsics, Pose, look_at, project_box
+from skyqa.vocab import directions as L, prompts
 
-from services.qa_generator import labels as L, prompts
 from services.qa_generator.placement import LETTERS, LabelBalance, Placement
 from services.qa_generator.reasoning import steps_for
 
@@ -160,7 +161,7 @@ def plan_landmark(
         return key.removeprefix(run_root + "/")
 
     def overlay(v: RgbView) -> str:
-        out = f"image_tasks/assets/reference_bbox/{lm}/{v.view_id}_ref.jpg"
+        out = keys.reference_overlay(lm, v.view_id)
         overlays[out] = OverlayRequest(output_image=out, source_image=rel(v.path), bbox_xyxy_norm=norm_box(v))
         return out
 
@@ -184,7 +185,7 @@ def plan_landmark(
         ref = refs[int(rng.integers(len(refs)))]
         ref_label = L.object_label(ref.view_direction)
         ref_img = overlay(ref)
-        common = {
+        common: dict[str, str | list[float]] = {
             "scene_id": scene_id,
             "engine": engine,
             "landmark_id": lm,
@@ -287,14 +288,14 @@ def plan_landmark(
 def _env_request(
     request_id: str, vi: ValidInstance, source: RgbView, pose: Pose, still: StillSpec
 ) -> EnvRequest:
-    out = f"image_tasks/assets/env_observations/{vi.instance_id}"  # relative to the release
+    out = keys.env_observations(vi.instance_id)  # relative to the release
     c = source.camera
     return EnvRequest(
         request_id=request_id,
         landmark_id=vi.instance_id,
         rendered_instance_id=source.rendered_instance_id,
-        output_image=f"{out}/{request_id}.rgb.jpg",
-        output_segmentation=f"{out}/{request_id}.seg.png",
+        output_image=keys.still_view(out, request_id, "rgb"),
+        output_segmentation=keys.still_view(out, request_id, "segmentation"),
         width=still.width,
         height=still.height,
         fov_deg=still.fov_deg,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from google.protobuf import json_format
@@ -33,10 +33,10 @@ from skyqa.contracts.qa import (
     VideoRow,
 )
 from skyqa.errors import BlobNotFound, InvalidInput
+from skyqa.scan import stills
 from skyqa.v1 import common_pb2, mission_pb2, render_pb2, scan_pb2
+from skyqa.vocab.behaviors import element_label, load_library
 
-from services.landmark.config import CollectConfig
-from services.mission_planner.library import load_library
 from services.qa_generator import export, gate, qc
 from services.qa_generator.assets import draw_overlay
 from services.qa_generator.image_tasks import (
@@ -49,7 +49,7 @@ from services.qa_generator.image_tasks import (
     usable_views,
 )
 from services.qa_generator.placement import LabelBalance, Placement, count_surplus
-from services.qa_generator.video_tasks import element_label, joint_row, visibility_row
+from services.qa_generator.video_tasks import joint_row, visibility_row
 
 STILL_FOV_DEG = 72.0
 REQUESTER = "qa"
@@ -69,23 +69,7 @@ class QAPlan(Contract):
     candidates: int
     collected: int
     valid_instances: str
-    scan: dict[str, object]
-
-
-def plan_key(run_id: str) -> str:
-    return f"{keys.run_prefix(run_id)}/image_tasks/qa_plan.json"
-
-
-def manifest_keys(run_id: str, scene_id: str) -> dict[str, str]:
-    root = keys.run_prefix(run_id)
-    return {
-        "image_qa": f"{root}/image_tasks/manifests/{scene_id}.image_qa.jsonl",
-        "video_qa": f"{root}/video_tasks/manifests/{scene_id}.video_qa.jsonl",
-        "render_requests": f"{root}/image_tasks/render_requests/{scene_id}.render_requests.json",
-        "qc_report": f"{root}/qc_report.json",
-        "image_mcq_tsv": f"{root}/image_tasks/{scene_id}.image_mcq.tsv",
-        "dataset_card": f"{root}/README.md",
-    }
+    scan: dict[str, Any]  # the scan request, as protobuf JSON
 
 
 def plan(event: mission_pb2.MissionsCompleted, store: BlobStore) -> QAPlan:
@@ -97,8 +81,8 @@ def plan(event: mission_pb2.MissionsCompleted, store: BlobStore) -> QAPlan:
         InstancesFile, store.get(f"{root}/{_rel_source(valid.source_instances_json, root)}")
     )
     index = load_json(MissionIndex, store.get(event.index.key), "missions index")
-    cfg = CollectConfig.for_scan(scan)
-    still = StillSpec(cfg.image_width, cfg.image_height, STILL_FOV_DEG)
+    size = stills(scan)
+    still = StillSpec(size.width, size.height, STILL_FOV_DEG)
     engine = scan.backend or "builtin"
     landmarks = sorted(valid.valid_instances, key=lambda v: v.instance_id)
     image_rows: list[ImageRow] = []
@@ -135,8 +119,8 @@ def plan(event: mission_pb2.MissionsCompleted, store: BlobStore) -> QAPlan:
     instance_ids: dict[str, int] = {}
     composed_all = {}
     for row in index.missions:
-        mroot = keys.mission_root(run_id, row.traj_id)
-        composed_all[row.traj_id] = load_json(ComposedSegments, store.get(f"{mroot}/composed_segments.json"))
+        key = keys.mission_file(run_id, row.traj_id, keys.COMPOSED_SEGMENTS)
+        composed_all[row.traj_id] = load_json(ComposedSegments, store.get(key))
     universe = sorted(
         {
             element_label(s.element_class, s.mode_key, s.params)
@@ -145,15 +129,15 @@ def plan(event: mission_pb2.MissionsCompleted, store: BlobStore) -> QAPlan:
         }
     )
     for n, row in enumerate(index.missions):
-        vi = by_id.get(row.instance_id)
-        if vi is None:
+        if row.instance_id not in by_id:
             continue
+        vi = by_id[row.instance_id]
         composed = composed_all[row.traj_id]
         task = load_json(TaskData, store.get(row.task_data), "task data")
         main = next((v for v in vi.rgb_views if v.view_id == vi.main_view), vi.rgb_views[0])
         w, h = main.bbox_2d_image_size
         ref_box = [round(a / b, 4) for a, b in zip(main.bbox_2d_xyxy, (w, h, w, h), strict=True)]
-        ref_out = f"image_tasks/assets/reference_bbox/{vi.instance_id}/{main.view_id}_ref.jpg"
+        ref_out = keys.reference_overlay(vi.instance_id, main.view_id)
         overlays.setdefault(
             ref_out,
             OverlayRequest(
@@ -236,7 +220,7 @@ def render_jobs(p: QAPlan) -> list[render_pb2.RenderJob]:
                 fov_deg=req.fov_deg,
                 jpeg_quality=80,
                 modalities=["rgb", "segmentation"],
-                output_prefix=f"{root}/image_tasks/assets/env_observations/{req.landmark_id}",
+                output_prefix=f"{root}/{keys.env_observations(req.landmark_id)}",
                 requester=REQUESTER,
                 correlation=req.landmark_id,
             )
@@ -307,7 +291,8 @@ def finish(
             continue
         img = [r for r in rows if r.landmark_id == lm]
         vid = [r for r in p.video_rows if r.landmark_id == lm]
-        bad = [drop[r.sample_id] for r in [*img, *vid] if r.sample_id in drop]
+        both: list[ImageRow | VideoRow] = [*img, *vid]
+        bad = [drop[r.sample_id] for r in both if r.sample_id in drop]
         if bad:
             incomplete[lm] = bad[0]
         elif len(img) != 8 or len(vid) != 4:
@@ -325,7 +310,7 @@ def finish(
     surplus = set(
         count_surplus(
             [
-                (r.sample_id, r.mission_kind, int(r.gold_environment_answer.get("visible_count", 0)))
+                (r.sample_id, r.mission_kind, _visible_count(r))
                 for r in final_vid
                 if r.form == "env_visibility_reasoning"
             ]
@@ -338,11 +323,13 @@ def finish(
     final_vid = [r for r in final_vid if r.sample_id not in solved]
     reasons = Counter(drop.values())
     reasons.update(ambiguous.reasons[s] for s in unsure)
-    lost = [r for r in [*rows, *p.video_rows] if r.landmark_id in incomplete and r.sample_id not in drop]
+    every: list[ImageRow | VideoRow] = [*rows, *p.video_rows]
+    lost = [r for r in every if r.landmark_id in incomplete and r.sample_id not in drop]
     reasons.update({"landmark incomplete": len(lost)} if lost else {})
     reasons.update({"every blind solver answers it": len(solved)} if solved else {})
     reasons.update({"visible count over-represented": len(surplus)} if surplus else {})
-    released = {r.landmark_id: r.landmark_category for r in [*final_img, *final_vid]}
+    final: list[ImageRow | VideoRow] = [*final_img, *final_vid]
+    released = {r.landmark_id: r.landmark_category for r in final}
     report = QCReport(
         scene_id=p.scene_id,
         run_id=p.run_id,
@@ -379,7 +366,7 @@ def finish(
         ),
         duplicate_questions=sum(1 for x in drop.values() if x == "duplicate question"),
     )
-    out = manifest_keys(p.run_id, p.scene_id)
+    out = keys.manifests(p.run_id, p.scene_id)
     if not blind.passed and gate_mode == "enforce":
         # the report says what leaks and nothing new is released
         store.put(out["qc_report"], dump_json(report), "application/json")
@@ -399,6 +386,13 @@ def finish(
     return report, out
 
 
+def _visible_count(row: VideoRow) -> int:
+    """A visibility row's gold count (the answer's other entry is its intervals)."""
+    count = row.gold_environment_answer.get("visible_count", 0)
+    assert isinstance(count, int), row.sample_id
+    return count
+
+
 def _pixel_shares(
     store: BlobStore, run_id: str, mission_id: str, frames: int, instance_ids: dict[str, int]
 ) -> list[float] | None:
@@ -407,11 +401,11 @@ def _pixel_shares(
     iid = instance_ids.get(mission_id)
     if iid is None:
         return None
-    root = f"{keys.mission_root(run_id, mission_id)}/final_task/seg"
+    root = keys.final_task(run_id, mission_id)
     out = []
     for i in range(frames):
         try:
-            instance = media.decode_segmentation(store.get(f"{root}/frame_{i:06d}.png"))[1]
+            instance = media.decode_segmentation(store.get(f"{root}/{keys.video_frame('seg', i)}"))[1]
         except (BlobNotFound, OSError, ValueError):
             return None
         out.append(float((instance == iid).mean()))
@@ -420,13 +414,13 @@ def _pixel_shares(
 
 def media_of(p: QAPlan) -> export.Media:
     scan = scan_of(p)
-    cfg = CollectConfig.for_scan(scan)
+    size = stills(scan)
     rates = sorted({r.fps for r in p.video_rows})
     return export.Media(
         profile=scan.profile,
-        still_width=cfg.image_width,
-        still_height=cfg.image_height,
-        jpeg_quality=cfg.jpeg_quality,
+        still_width=size.width,
+        still_height=size.height,
+        jpeg_quality=size.jpeg_quality,
         video_width=scan.video.width,
         video_height=scan.video.height,
         video_bitrate=scan.video.bitrate,

@@ -49,7 +49,7 @@ class Placement:
                 sizes[difficulty] += 1
         self._slots = slots
         self._ordinal = ordinal
-        self._positions = {
+        self._positions: dict[tuple[str, str], list[int]] = {
             (task, d): balanced(n, choices(task, d), _rng(seed, task, d))
             for task in IMAGE_TASKS
             for d, n in sizes.items()
@@ -69,7 +69,10 @@ class LabelBalance:
 
     def order(self, task: str, difficulty: str, labels: list[str], salt: str) -> list[str]:
         """``labels`` least used first; ties in a seeded order that ``salt`` (the row) varies."""
-        key = lambda lab: hashlib.sha256(f"{self._seed}:{salt}:{lab}".encode()).digest()  # noqa: E731
+
+        def key(lab: str) -> bytes:
+            return hashlib.sha256(f"{self._seed}:{salt}:{lab}".encode()).digest()
+
         return sorted(labels, key=lambda lab: (self._counts[(task, difficulty, lab)], key(lab)))
 
     def take(self, task: str, difficulty: str, label: str) -> None:

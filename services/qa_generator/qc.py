@@ -15,16 +15,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import chi2_contingency, chisquare
 from skyqa.contracts import RgbView, ValidInstance
 from skyqa.contracts.qa import EnvRequest, ImageRow, VideoRow
 from skyqa.geometry import visibility as vis
 from skyqa.sim import Intrinsics, Pose, project_box
+from skyqa.vocab import directions as L
 
-from services.qa_generator import labels as L
 from services.qa_generator.placement import LETTERS
 
 MAX_SIMILARITY = 0.85
@@ -213,10 +213,13 @@ def _recheck_env(
         v.fail(r.sample_id, "landmark box falls outside its projected 3D box")
 
 
-def check_video_rows(rows: list[VideoRow], shares: dict[str, list[float]]) -> tuple[Verdict, Verdict]:
+def check_video_rows(
+    rows: list[VideoRow], shares: Mapping[str, list[float] | None]
+) -> tuple[Verdict, Verdict]:
     """Structure, and each visible count re-derived from its mission's segmentation frames
-    (``shares``: the landmark's instance-pixel share per frame). The second verdict holds the
-    counts a viewer could fairly answer either way (not robust under the rule's margin)."""
+    (``shares``: the landmark's instance-pixel share per frame, None when unreadable). The second
+    verdict holds the counts a viewer could fairly answer either way (not robust under the rule's
+    margin)."""
     v, ambiguous = Verdict(), Verdict()
     for r in rows:
         if not (r.sample_id and r.video_path and r.prompt_text and r.frame_count > 0):
@@ -315,6 +318,10 @@ def letter_balance(rows: list[ImageRow]) -> dict[str, dict[str, float]]:
     pooled test expects each difficulty's rows spread over its own letters, and independence
     is tested only when every difficulty offers the same letters.
     """
+    # imported here, as in the blind gate: scipy.stats is about 70 MB resident for tests run
+    # once per release
+    from scipy.stats import chisquare
+
     out: dict[str, dict[str, float]] = {}
     for task in sorted({r.task_type for r in rows}):
         of_task = [r for r in rows if r.task_type == task]
@@ -343,6 +350,8 @@ def letter_balance(rows: list[ImageRow]) -> dict[str, dict[str, float]]:
 
 
 def _uniform_p(observed: list[int]) -> float:
+    from scipy.stats import chisquare
+
     return round(float(chisquare(observed).pvalue), 4) if sum(observed) >= len(observed) else 1.0
 
 
@@ -351,4 +360,6 @@ def _independence_p(table: list[list[int]]) -> float:
     used = [j for j in range(len(table[0])) if any(row[j] for row in table)]
     if len(table) < 2 or len(used) < 2:
         return 1.0
+    from scipy.stats import chi2_contingency
+
     return round(float(chi2_contingency([[row[j] for j in used] for row in table]).pvalue), 6)

@@ -7,8 +7,7 @@ quantifies an angle or a turn, INT integrates two observations, INF infers the a
 from __future__ import annotations
 
 from skyqa.contracts.qa import ImageRow, ReasoningStep
-
-from services.qa_generator import labels as L
+from skyqa.vocab import directions as L
 
 
 def _box(row: ImageRow) -> str:

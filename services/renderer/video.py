@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,8 +30,6 @@ from skyqa.v1 import mission_pb2
 from skyqa.video import Mp4Writer, discard
 
 MAX_FRAMES = 6000  # 10 minutes at 10 FPS
-VIDEO_NAME = "task_rgb.mp4"
-VISIBILITY_NAME = "frame_visibility.jsonl"
 MIN_COMPLETE_BYTES = 1024
 
 
@@ -98,10 +96,14 @@ def measure(
     )
 
 
-def _nearest(img: NDArray[np.generic], width: int, height: int) -> NDArray[np.generic]:
+G = TypeVar("G", bound=np.generic)
+
+
+def _nearest(img: NDArray[G], width: int, height: int) -> NDArray[G]:
     rows = ((np.arange(height) + 0.5) * img.shape[0] / height).astype(int)
     cols = ((np.arange(width) + 0.5) * img.shape[1] / width).astype(int)
-    return img[rows][:, cols]
+    picked: NDArray[G] = img[rows][:, cols]
+    return picked
 
 
 class _Sink:
@@ -140,8 +142,8 @@ def render_video(
     job: mission_pb2.VideoJob, sim: Simulator, store: BlobStore, on_frame: Callable[[], None] | None = None
 ) -> mission_pb2.VideoDone:
     validate_video_job(job)
-    video_key = f"{job.output_prefix}/{VIDEO_NAME}"
-    vis_key = f"{job.output_prefix}/{VISIBILITY_NAME}"
+    video_key = f"{job.output_prefix}/{keys.VIDEO}"
+    vis_key = f"{job.output_prefix}/{keys.FRAME_VISIBILITY}"
     done = mission_pb2.VideoDone(
         run_id=job.run_id,
         job_id=job.job_id,
@@ -171,25 +173,24 @@ def render_video(
         def emit(i: int, pose: Pose, frame: Frame) -> bytes:
             """Everything after the ray cast, for one frame, in frame order."""
             rgb, depth, instance, semantic = frame.rgb, frame.depth, frame.instance, frame.semantic
-            name = f"frame_{i:06d}"
             if archive:
                 store.put(
-                    f"{job.output_prefix}/archive/{name}.jpg",
+                    f"{job.output_prefix}/{keys.video_frame('archive', i)}",
                     media.encode_jpeg(rgb, job.jpeg_quality),
                     "image/jpeg",
                 )
                 rgb = np.asarray(Image.fromarray(rgb).resize((job.width, job.height), Image.Resampling.BOX))
-                depth, instance, semantic = (
-                    _nearest(a, job.width, job.height) for a in (depth, instance, semantic)
-                )
+                depth = _nearest(depth, job.width, job.height)
+                instance = _nearest(instance, job.width, job.height)
+                semantic = _nearest(semantic, job.width, job.height)
             writer.write(rgb)
             store.put(
-                f"{job.output_prefix}/frames/{name}.jpg",
+                f"{job.output_prefix}/{keys.video_frame('frames', i)}",
                 media.encode_jpeg(rgb, job.jpeg_quality),
                 "image/jpeg",
             )
             store.put(
-                f"{job.output_prefix}/seg/{name}.png",
+                f"{job.output_prefix}/{keys.video_frame('seg', i)}",
                 media.encode_segmentation(semantic, instance),
                 "image/png",
             )

@@ -16,11 +16,7 @@ from skyqa.geometry import instance_boxes
 from skyqa.sim import CameraSpec, Pose, Simulator
 from skyqa.v1 import render_pb2
 
-MODALITIES = {
-    "rgb": ("rgb.jpg", "image/jpeg"),
-    "segmentation": ("seg.png", "image/png"),
-    "depth": ("depth.png", "image/png"),
-}
+CONTENT_TYPES = {"rgb": "image/jpeg", "segmentation": "image/png", "depth": "image/png"}
 MAX_VIEWS = 64
 MAX_PIXELS = 4096 * 3072
 
@@ -37,14 +33,14 @@ def validate_job(job: render_pb2.RenderJob) -> None:
         raise InvalidInput(f"render fov must be 10..170 degrees, got {job.fov_deg}")
     if not 1 <= job.jpeg_quality <= 100:
         raise InvalidInput(f"jpeg quality must be 1..100, got {job.jpeg_quality}")
-    unknown = set(job.modalities) - set(MODALITIES)
+    unknown = set(job.modalities) - set(keys.STILL_FILES)
     if unknown:
-        raise InvalidInput(f"unknown modalities {sorted(unknown)}; use {sorted(MODALITIES)}")
+        raise InvalidInput(f"unknown modalities {sorted(unknown)}; use {sorted(keys.STILL_FILES)}")
     ids = [v.view_id for v in job.views]
     if len(set(ids)) != len(ids):
         raise InvalidInput("view ids in a render job must be unique")
-    for v in ids:
-        keys.validate_id(v, "view id")
+    for view_id in ids:
+        keys.validate_id(view_id, "view id")
     for v in job.views:
         p = v.pose
         if not np.all(np.isfinite([p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg])):
@@ -67,7 +63,7 @@ def render_job(
         height=job.height,
     )
     for view in job.views:
-        out = {m: f"{job.output_prefix}/{view.view_id}.{MODALITIES[m][0]}" for m in wanted}
+        out = {m: keys.still_view(job.output_prefix, view.view_id, m) for m in wanted}
         infos: dict[str, BlobInfo | None] = {m: store.head(k) for m, k in out.items()}
         if all(infos.values()):
             semantic, instance = media.decode_segmentation(store.get(out["segmentation"]))
@@ -81,7 +77,7 @@ def render_job(
                     if m == "rgb"
                     else media.encode_depth(frame.depth)
                 )
-                infos[m] = store.put(out[m], data, MODALITIES[m][1])
+                infos[m] = store.put(out[m], data, CONTENT_TYPES[m])
             # written last: its presence marks the view complete
             infos["segmentation"] = store.put(
                 out["segmentation"], media.encode_segmentation(semantic, instance), "image/png"

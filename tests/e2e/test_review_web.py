@@ -10,10 +10,10 @@ import httpx
 from playwright.async_api import Page, async_playwright, expect
 from pydantic import SecretStr
 from skyqa.contracts import ValidInstancesFile, load_json
+from skyqa.scan_options import build_request
 from skyqa.settings import Settings
 from skyqa.v1 import scan_pb2
 
-from services.cli import build_request
 from services.embedded import Embedded, publish_scan, read_run, wait_for_run
 
 ROOT = Path(__file__).resolve().parents[2]

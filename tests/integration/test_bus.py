@@ -6,19 +6,29 @@ import asyncio
 import functools
 import itertools
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
+from nats.aio.msg import Msg
 from nats.js import api
 from skyqa.bus import Bus, ConsumerConfigMismatch, Delivery, FanInTracker, topology
 from skyqa.settings import BusSettings
 from skyqa.v1 import common_pb2
 
 
-def spec(unique: str, **kw: object) -> topology.ConsumerSpec:
-    return topology.ConsumerSpec(f"t-{unique}", topology.EVENTS_STREAM, f"skyqa.v1.eval.t{unique}", **kw)  # type: ignore[arg-type]
+def spec(
+    unique: str, ack_wait_s: float | None = None, max_deliver: int | None = None
+) -> topology.ConsumerSpec:
+    return topology.ConsumerSpec(
+        f"t-{unique}",
+        topology.EVENTS_STREAM,
+        f"skyqa.v1.eval.t{unique}",
+        ack_wait_s=ack_wait_s,
+        max_deliver=max_deliver,
+    )
 
 
-async def eventually(predicate, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+async def eventually(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -90,7 +100,7 @@ async def test_retry_uses_computed_delay_then_succeeds(bus: Bus, unique: str) ->
 async def test_dead_letter_after_max_deliver(bus: Bus, unique: str) -> None:
     calls = 0
     errors: list[common_pb2.ErrorEvent] = []
-    dlq: list[object] = []
+    dlq: list[Msg] = []
 
     async def always_fails(msg: common_pb2.Progress, d: Delivery) -> None:
         nonlocal calls
@@ -114,7 +124,8 @@ async def test_dead_letter_after_max_deliver(bus: Bus, unique: str) -> None:
     assert "disk on fire" in errors[0].message
     assert errors[0].run_id == "r-dl"
     assert errors[0].deliveries == 3
-    headers = dlq[0].headers  # type: ignore[attr-defined]
+    headers = dlq[0].headers
+    assert headers is not None
     assert headers["Skyqa-Reason"] == "max_deliver_exceeded"
     assert headers["Skyqa-Original-Subject"] == s.filter_subject
 
@@ -144,7 +155,7 @@ async def test_poison_payload_is_dead_lettered_at_once(bus: Bus, unique: str) ->
 async def test_replicas_share_one_durable(bus_settings: BusSettings, unique: str) -> None:
     handled: dict[str, list[int]] = {"a": [], "b": []}
 
-    def make(name: str):  # type: ignore[no-untyped-def]
+    def make(name: str) -> Callable[[common_pb2.Progress, Delivery], Awaitable[None]]:
         async def handler(msg: common_pb2.Progress, d: Delivery) -> None:
             await asyncio.sleep(0.05)
             handled[name].append(msg.done)
@@ -229,9 +240,9 @@ async def test_stop_does_not_hang_after_fetch_timeouts(bus_settings: BusSettings
     assert time.monotonic() - started < 3.0
 
 
-async def _append(errors: list[common_pb2.ErrorEvent], msg) -> None:  # type: ignore[no-untyped-def]
+async def _append(errors: list[common_pb2.ErrorEvent], msg: Msg) -> None:
     errors.append(common_pb2.ErrorEvent.FromString(msg.data))
 
 
-async def _append_raw(out: list[object], msg) -> None:  # type: ignore[no-untyped-def]
+async def _append_raw(out: list[Msg], msg: Msg) -> None:
     out.append(msg)

@@ -9,10 +9,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import yaml
+from pydantic import BaseModel
 from skyqa.blob import LocalBlobStore, S3BlobStore
 from skyqa.servers import NatsServer, SeaweedS3, free_port
 from skyqa.settings import Settings
@@ -23,10 +25,20 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
 
 
-def skyqa_services() -> dict[str, dict]:  # type: ignore[type-arg]
+def skyqa_services() -> dict[str, dict[str, Any]]:
     return {
         name: svc for name, svc in COMPOSE["services"].items() if svc.get("image", "").startswith("skyqa")
     }
+
+
+def is_setting(key: str) -> bool:
+    """Whether the variable ``SKYQA_A__B`` names a field of :class:`Settings` (``a.b``)."""
+    model: object = Settings
+    for part in key.removeprefix("SKYQA_").lower().split("__"):
+        if not (isinstance(model, type) and issubclass(model, BaseModel) and part in model.model_fields):
+            return False
+        model = model.model_fields[part].annotation
+    return True
 
 
 def interpolate(value: object) -> str:
@@ -52,11 +64,7 @@ def test_every_env_var_is_a_setting() -> None:
     for svc in skyqa_services().values():
         for key in svc["environment"]:
             assert key.startswith("SKYQA_")
-            path = key.removeprefix("SKYQA_").lower().split("__")
-            model: type = Settings
-            for part in path:
-                assert part in model.model_fields, f"{key} is not read by skyqa"  # type: ignore[attr-defined]
-                model = model.model_fields[part].annotation  # type: ignore[attr-defined]
+            assert is_setting(key), f"{key} is not read by skyqa"
 
 
 def test_no_secret_is_committed() -> None:
@@ -172,10 +180,7 @@ def test_kubernetes_manifests_deploy_every_service_with_probes() -> None:
     renderer = deployments["renderer"]["spec"]["template"]["spec"]["containers"][0]
     assert env[("renderer", "SKYQA_RENDER_THREADS")] == renderer["resources"]["limits"]["cpu"]
     for key in [*config["data"], *(k for _, k in env)]:  # every configured variable is a setting
-        model: type = Settings
-        for part in key.removeprefix("SKYQA_").lower().split("__"):
-            assert part in model.model_fields, key  # type: ignore[attr-defined]
-            model = model.model_fields[part].annotation  # type: ignore[attr-defined]
+        assert is_setting(key), key
     assert not [d for d in docs if d["kind"] == "Secret"], "secrets are created from a secret store"
     scaled = next(d for d in docs if d["kind"] == "ScaledObject")
     assert scaled["spec"]["scaleTargetRef"]["name"] in deployments

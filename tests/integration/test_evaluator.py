@@ -19,22 +19,22 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import Probe
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from PIL import Image
+from skyqa import keys as skyqa_keys
 from skyqa.blob import LocalBlobStore
 from skyqa.bus import Bus, topology
 from skyqa.models import serve_grpc
 from skyqa.servers import ServedApp
 from skyqa.settings import ModelEndpoint, Settings
 from skyqa.v1 import common_pb2, eval_pb2, model_pb2
+from stage_helpers import Probe
 
 from services.embedded import wait_for_run
 from services.evaluator import app as evaluator_app
 from services.evaluator.blind import blind_filter
 from services.evaluator.evaluate import evaluate
-from services.qa_generator.pipeline import manifest_keys
 
 pytestmark = pytest.mark.integration
 
@@ -99,7 +99,7 @@ def write_manifest(store: LocalBlobStore, n: int = 6, run: str = RUN) -> list[di
             }
         )
         env.append({"request_id": f"env{i}", "fov_deg": 90.0})
-    keys = manifest_keys(run, SCENE)
+    keys = skyqa_keys.manifests(run, SCENE)
     store.put(keys["image_qa"], b"".join(json.dumps(r).encode() + b"\n" for r in rows))
     store.put(keys["video_qa"], b"")
     store.put(
@@ -109,25 +109,32 @@ def write_manifest(store: LocalBlobStore, n: int = 6, run: str = RUN) -> list[di
     return rows
 
 
+def _first_group(pattern: str, text: str, flags: int = 0) -> str:
+    found = re.search(pattern, text, flags)
+    assert found is not None, (pattern, text)
+    return found.group(1)
+
+
 def _gold_letter(prompt: str) -> str:
     """The letter the options block gives the label named in the question (any rotation)."""
-    label = re.search(r"\(target (\w+)\)", prompt).group(1)  # type: ignore[union-attr]
-    return re.search(rf"^([A-D])\. {label}$", prompt, re.M).group(1)  # type: ignore[union-attr]
+    label = _first_group(r"\(target (\w+)\)", prompt)
+    return _first_group(rf"^([A-D])\. {label}$", prompt, re.M)
 
 
 def _answer(prompt: str) -> str:
-    label = re.search(r"\(target (\w+)\)", prompt).group(1)  # type: ignore[union-attr]
+    label = _first_group(r"\(target (\w+)\)", prompt)
     return json.dumps({"answer_option_id": _gold_letter(prompt), "bbox_xyxy_norm": PLACES[label]})
 
 
 def _text(body: dict[str, Any]) -> str:
-    return next(
+    text: str = next(
         p["text"]
         for m in body["messages"]
         if m["role"] == "user"
         for p in m["content"]
         if p["type"] == "text"
     )
+    return text
 
 
 def _completion(content: str) -> JSONResponse:
@@ -297,7 +304,7 @@ async def test_conditions_circular_eval_and_process_steps_over_grpc(tmp_path: Pa
     finally:
         for server, _ in servers:
             await server.stop(None)
-    sent = {}
+    sent: dict[int, list[tuple[str, tuple[int, int]]]] = {}
     for _, sizes in oracle.seen:
         sent.setdefault(len(sizes), sizes)
     # text_only: nothing; full / thumbnail: 2 images; crop: 2 x 4 quadrants; full_crop: 2 + 8
@@ -349,7 +356,7 @@ def leaky_server() -> FastAPI:
 async def test_blind_filter_flags_rows_text_only_models_solve(tmp_path: Path) -> None:
     store = LocalBlobStore(tmp_path / "store")
     rows = write_manifest(store, 6)
-    original = store.get(manifest_keys(RUN, SCENE)["image_qa"])
+    original = store.get(skyqa_keys.manifests(RUN, SCENE)["image_qa"])
     with ServedApp(leaky_server()) as a, ServedApp(leaky_server()) as b:
         eps = [
             ModelEndpoint(kind="openai", url=s.url + "/v1", model=name)
@@ -364,7 +371,7 @@ async def test_blind_filter_flags_rows_text_only_models_solve(tmp_path: Path) ->
     assert set(result.flagged) == {"s0", "s1", "s2"} | lucky
     report = json.loads(store.get(result.report_key))
     assert report["responders"] == ["text_prior", "leaky1", "leaky2"] and report["samples_per_model"] == 2
-    assert store.get(manifest_keys(RUN, SCENE)["image_qa"]) == original  # nothing stored is changed
+    assert store.get(skyqa_keys.manifests(RUN, SCENE)["image_qa"]) == original  # nothing stored is changed
     kept = [json.loads(x)["sample_id"] for x in store.get(result.filtered_key or "").splitlines()]
     assert kept == [r["sample_id"] for r in rows if r["sample_id"] not in set(result.flagged)]
 

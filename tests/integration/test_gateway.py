@@ -11,7 +11,6 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from conftest import Probe
 from fuzz_strategies import requests
 from hypothesis import given, settings as hsettings, strategies as st
 from pydantic import SecretStr
@@ -22,6 +21,7 @@ from skyqa.runtime import ProgressReporter, Service, Settings
 from skyqa.servers import NatsServer
 from skyqa.settings import ModelEndpoint
 from skyqa.v1 import common_pb2, scan_pb2
+from stage_helpers import Probe
 
 from services.gateway import app as gateway_app
 

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from conftest import Probe
 from fastapi import FastAPI
 from skyqa import media
 from skyqa.blob import S3BlobStore
@@ -19,6 +18,7 @@ from skyqa.servers import ServedApp
 from skyqa.settings import ModelEndpoint, Settings
 from skyqa.sim import BuiltinSimulator, CameraSpec, Pose, load_scene, look_at
 from skyqa.v1 import fusion_pb2
+from stage_helpers import Probe
 
 from services.labeller import app as labeller_app
 
@@ -39,7 +39,8 @@ def tank_request(s3_store: S3BlobStore, unique: str) -> fusion_pb2.LabelRequest:
     for i, (direction, yaw) in enumerate([("front", 0.0), ("right", -90.0), ("back", 180.0), ("left", 90.0)]):
         a = np.radians(yaw)
         eye = tank.center + np.array([-np.cos(a) * 35, -np.sin(a) * 35, 20.0])
-        frame = sim.render(Pose(*eye, *look_at(eye, tank.center)), CameraSpec(320, 240, 72.0))
+        x, y, z = eye
+        frame = sim.render(Pose(x, y, z, *look_at(eye, tank.center)), CameraSpec(320, 240, 72.0))
         box = next(
             b for b in instance_boxes(frame.instance, frame.semantic) if b.instance_id == tank.instance_id
         )

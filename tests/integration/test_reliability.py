@@ -18,16 +18,17 @@ import av
 import httpx
 import nats
 import pytest
+from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from skyqa.blob import BlobStore, LocalBlobStore, S3BlobStore
 from skyqa.bus import topology
 from skyqa.contracts import RunState
 from skyqa.contracts.missions import MissionIndex
+from skyqa.scan_options import build_request
 from skyqa.servers import NatsServer, SeaweedS3, free_port
 from skyqa.settings import Settings
 from skyqa.v1 import fusion_pb2
 
-from services.cli import build_request
 from services.embedded import Embedded, publish_scan, read_run, wait_for_run
 from services.fleet import Fleet
 from services.registry import SERVICES
@@ -233,7 +234,7 @@ async def test_review_host_killed_during_human_review_keeps_the_scan_settings(tm
     async def on_reviewed(msg: Msg) -> None:
         reviewed.append(fusion_pb2.LandmarksReviewed.FromString(msg.data))
 
-    watcher: nats.NATS | None = None
+    watcher: NATS | None = None
     try:
         watcher = await nats.connect(server.url)
         await watcher.subscribe(topology.LANDMARKS_REVIEWED, cb=on_reviewed)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import Probe
 from google.protobuf import json_format
 from pydantic import SecretStr
 from review_fixtures import landmarks
@@ -21,6 +20,7 @@ from skyqa.bus import Bus, topology
 from skyqa.contracts import InstanceReview, ReviewState, dump_json
 from skyqa.runtime import Service, Settings
 from skyqa.v1 import common_pb2, fusion_pb2, scan_pb2
+from stage_helpers import Probe
 
 from services.landmark.book import ReviewBook
 from services.landmark.review_app import TAKEOVER_S, setup_review

@@ -10,13 +10,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
-from conftest import Probe, small_scan
 from skyqa.blob import BlobStore, S3BlobStore, sha256_hex
 from skyqa.bus import Bus, topology
 from skyqa.contracts import FrameRow, InstanceTable, load_json
@@ -25,7 +24,8 @@ from skyqa.runtime import Service
 from skyqa.servers import NatsServer, SeaweedS3
 from skyqa.settings import Settings
 from skyqa.sim import load_scene
-from skyqa.v1 import common_pb2
+from skyqa.v1 import common_pb2, scan_pb2
+from stage_helpers import Probe, small_scan
 
 from services.capture import app as capture_app
 from services.embedded import publish_scan, read_run, wait_for_run
@@ -100,23 +100,22 @@ async def test_health_ready_and_metrics(stage1: list[Service]) -> None:
             assert "skyqa_messages_handled_total" in metrics
 
 
+def x_bounds(xmin: float, xmax: float) -> Callable[[scan_pb2.ScanRequest], None]:
+    def mutate(r: scan_pb2.ScanRequest) -> None:
+        r.bound.xmin, r.bound.xmax = xmin, xmax
+
+    return mutate
+
+
 @pytest.mark.parametrize(
     ("mutate", "reason", "fragment"),
     [
         (lambda r: setattr(r, "scene_id", "atlantis"), "unknown_scene", "unknown scene"),
-        (
-            lambda r: (setattr(r.bound, "xmin", 90.0), setattr(r.bound, "xmax", -90.0)),
-            "invalid_scan_request",
-            "MapBound",
-        ),
+        (x_bounds(90.0, -90.0), "invalid_scan_request", "MapBound"),
         (lambda r: setattr(r.fusion, "voxel_size_m", -1.0), "invalid_scan_request", "voxel"),
         (lambda r: setattr(r, "spacing_x_m", -10.0), "invalid_scan_request", "spacing"),
         (lambda r: setattr(r.camera, "jpeg_quality", 500), "invalid_scan_request", "jpeg"),
-        (
-            lambda r: (setattr(r.bound, "xmin", 5000.0), setattr(r.bound, "xmax", 5100.0)),
-            "invalid_scan_request",
-            "overlap",
-        ),
+        (x_bounds(5000.0, 5100.0), "invalid_scan_request", "overlap"),
         (None, "invalid_input", "not a valid skyqa.v1.ScanRequest"),
     ],
 )
@@ -126,7 +125,7 @@ async def test_malformed_scan_requests_get_error_events_and_store_nothing(
     s3_store: S3BlobStore,
     unique: str,
     probe: Probe,
-    mutate,
+    mutate: Callable[[scan_pb2.ScanRequest], None] | None,
     reason: str,
     fragment: str,
 ) -> None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import numpy as np
 import pytest
-from conftest import Probe, small_scan
 from PIL import Image
 from skyqa.blob import S3BlobStore
 from skyqa.bus import topology
@@ -18,6 +17,7 @@ from skyqa.servers import ServedApp
 from skyqa.settings import ModelEndpoint, Settings
 from skyqa.sim import CameraSpec, Pose, load_scene, project
 from skyqa.v1 import common_pb2, render_pb2
+from stage_helpers import Probe, small_scan
 
 from services.capture import app as capture_app
 from services.embedded import publish_scan, wait_for_run
@@ -53,12 +53,13 @@ def gt_box(vertices: np.ndarray, pose: Pose, cam: CameraSpec) -> np.ndarray:
     assert np.all(depth > 0)
     lo = np.clip(px.min(axis=0), 0, [cam.width, cam.height])
     hi = np.clip(px.max(axis=0), 0, [cam.width, cam.height])
-    return np.r_[lo, hi]
+    box: np.ndarray = np.r_[lo, hi]
+    return box
 
 
 def iou(a: np.ndarray, b: np.ndarray) -> float:
     inter = np.clip(np.minimum(a[2:], b[2:]) - np.maximum(a[:2], b[:2]), 0, None).prod()
-    area = lambda r: float(np.prod(r[2:] - r[:2]))  # noqa: E731
+    area: Callable[[np.ndarray], float] = lambda r: float(np.prod(r[2:] - r[:2]))  # noqa: E731
     return float(inter / (area(a) + area(b) - inter))
 
 
@@ -105,12 +106,12 @@ async def test_kept_landmarks_have_four_valid_views_with_true_boxes(
     # for a person, and every one it approved has the true category
     valid = load_json(ValidInstancesFile, s3_store.get(state.outputs["valid_instances"]))
     assert valid.summary.valid_instances == len(valid.valid_instances) >= len(doc.instances) // 3
-    for v in valid.valid_instances:
-        assert v.review_action == "keep" and v.annotation_status == "labeled"
-        assert v.auto_label_model == "heuristic-labeller"
-        assert v.landmark_category == truth[v.instance_numeric_id].semantic.category
-        assert len(v.landmark_description.split()) <= 20
-        assert v.main_view in v.valid_view_ids and len(v.valid_view_ids) >= 5
+    for vi in valid.valid_instances:
+        assert vi.review_action == "keep" and vi.annotation_status == "labeled"
+        assert vi.auto_label_model == "heuristic-labeller"
+        assert vi.landmark_category == truth[vi.instance_numeric_id].semantic.category
+        assert len(vi.landmark_description.split()) <= 20
+        assert vi.main_view in vi.valid_view_ids and len(vi.valid_view_ids) >= 5
 
 
 async def test_render_job_with_bad_input_is_rejected(

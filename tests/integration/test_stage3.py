@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import Probe, small_scan
 from PIL import Image
 from skyqa import keys, media
 from skyqa.blob import S3BlobStore
@@ -26,23 +25,27 @@ from skyqa.contracts.missions import (
     FrameIndexMap,
     FramesManifest,
     MissionIndex,
+    MissionIndexRow,
+    RejectedMission,
     TaskData,
 )
+from skyqa.contracts.qa import ImageRow, VideoRow
 from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
 from skyqa.sim import Intrinsics, Pose, project
 from skyqa.v1 import common_pb2, mission_pb2
 from skyqa.video import probe
+from stage_helpers import Probe, small_scan
 
 from services.capture import app as capture_app
+from services.cli.rerender import rerender as refresh
 from services.embedded import publish_scan, wait_for_run
 from services.fusion import app as fusion_app
 from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.mission_planner import app as mission_app
 from services.qa_generator import app as qa_app
-from services.qa_generator.pipeline import QAPlan, ReleaseLeaks, finish, plan_key
-from services.qa_generator.refresh import refresh
+from services.qa_generator.pipeline import QAPlan, ReleaseLeaks, finish
 from services.renderer import app as renderer_app
 
 pytestmark = pytest.mark.timeout(900)
@@ -91,7 +94,8 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
     valid = load_json(ValidInstancesFile, s3_store.get(run["valid_instances"]))
     assert len(valid.valid_instances) >= 2
     per_landmark: dict[str, set[str]] = {}
-    for row in [*index.missions, *index.rejected]:
+    every: list[MissionIndexRow | RejectedMission] = [*index.missions, *index.rejected]
+    for row in every:
         kind = "atomic" if "_atomic_" in row.traj_id else "composite"
         per_landmark.setdefault(row.instance_id, set()).add(kind)
     assert per_landmark == {v.instance_id: {"atomic", "composite"} for v in valid.valid_instances}
@@ -306,15 +310,15 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     for a in assets:
         s3_store.delete(a)
     refresh(s3_store, run_id)
-    for k, data in manifests.items():
-        assert s3_store.get(run[k]) == data, k
+    for name, data in manifests.items():
+        assert s3_store.get(run[name]) == data, name
     for a, pixels in before.items():
         assert np.array_equal(decode(s3_store.get(a)), pixels), a
 
     # an enforced blind gate: a second landmark planted with the first one's description (a
     # copy of it under another id) fails the release, the report says why, and the manifests
     # already released stay as they were
-    plan = load_json(QAPlan, s3_store.get(plan_key(run_id)))
+    plan = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
     lm = image[0]["landmark_id"]
     valid = load_json(ValidInstancesFile, s3_store.get(plan.valid_instances))
     twin = next(v for v in valid.valid_instances if v.instance_id == lm).model_copy(
@@ -323,16 +327,19 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     valid.valid_instances.append(twin)
     plan.valid_instances = f"{root}/planted_valid_instances.json"
     s3_store.put(plan.valid_instances, valid.model_dump_json().encode(), "application/json")
-    twin_rows = {"landmark_id": "twin"}
-    for rows in (plan.image_rows, plan.video_rows):
-        for r in [r for r in rows if r.landmark_id == lm]:
-            # another question (prompt) about a landmark with the same description
-            update = {
-                **twin_rows,
-                "sample_id": f"{r.sample_id}_twin",
-                "prompt_text": "again: " + r.prompt_text,
-            }
-            rows.append(r.model_copy(deep=True, update=update))  # type: ignore[arg-type]
+
+    def twin_of(row: ImageRow | VideoRow) -> dict[str, str]:
+        # another question (prompt) about a landmark with the same description
+        return {
+            "landmark_id": "twin",
+            "sample_id": f"{row.sample_id}_twin",
+            "prompt_text": "again: " + row.prompt_text,
+        }
+
+    for row in [row for row in plan.image_rows if row.landmark_id == lm]:
+        plan.image_rows.append(row.model_copy(deep=True, update=twin_of(row)))
+    for vrow in [vrow for vrow in plan.video_rows if vrow.landmark_id == lm]:
+        plan.video_rows.append(vrow.model_copy(deep=True, update=twin_of(vrow)))
     plan.landmarks.append("twin")
     with pytest.raises(ReleaseLeaks, match=r"landmarks .*twin share the description"):
         finish(plan, s3_store, "enforce")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from partial_models import partial_model
 from scipy.stats import chi2_contingency
 from skyqa.contracts.qa import IMAGE_TASKS, ImageRow, Option
 
@@ -70,7 +71,7 @@ def test_the_seed_decides_and_replays() -> None:
 def rows(letters_4way: str, letters_8way: str, task: str = "env_how") -> list[ImageRow]:
     options = [Option(option_id=x, label=x) for x in LETTERS]
     return [
-        ImageRow.model_construct(task_type=task, answer_option_id=x, difficulty=d, label_options=options)
+        partial_model(ImageRow, task_type=task, answer_option_id=x, difficulty=d, label_options=options)
         for d, letters in (("4way", letters_4way), ("8way", letters_8way))
         for x in letters
     ]
@@ -94,7 +95,7 @@ def test_qc_reports_a_constant_letter() -> None:
 def test_three_option_rows_are_uniform_over_their_own_letters() -> None:
     three = [Option(option_id=x, label=x) for x in "ABC"]
     rows_3 = [
-        ImageRow.model_construct(task_type="env_where", answer_option_id=x, difficulty=d, label_options=three)
+        partial_model(ImageRow, task_type="env_where", answer_option_id=x, difficulty=d, label_options=three)
         for d in ("4way", "8way")
         for x in "ABC" * 6
     ]

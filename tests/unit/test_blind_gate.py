@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from partial_models import partial_model
 from skyqa.contracts.qa import ImageRow, Option, VideoRow
 
 from services.qa_generator import gate, qc
@@ -44,7 +45,8 @@ def release(
         x0, y0 = rng.uniform(0.0, 0.6, 2)
         w, h = rng.uniform(0.1, 0.4, 2)
         rows.append(
-            ImageRow.model_construct(
+            partial_model(
+                ImageRow,
                 sample_id=f"row{i}",
                 task_type="env_how",
                 landmark_id=f"lm{lm}",
@@ -135,7 +137,8 @@ def joint_rows(named: bool) -> list[VideoRow]:
         ]
         gold_ids = sorted(o.option_id for o in options if o.label in (composite, *gold))
         rows.append(
-            VideoRow.model_construct(
+            partial_model(
+                VideoRow,
                 sample_id=f"v{i}",
                 form="self_instance_recognition_joint",
                 landmark_id=f"lm{i // 2}",

@@ -12,7 +12,7 @@ from skyqa.models import openai_http
 from skyqa.v1 import model_pb2
 
 from services.evaluator.conditions import rotations, rows_for, with_step_schema
-from services.evaluator.report import access_gaps, circular_summary, task_correlation
+from services.evaluator.leaderboard import access_gaps, circular_summary, task_correlation
 from services.evaluator.steps import score_steps, step_correct, summarize_steps
 
 pytestmark = pytest.mark.unit
@@ -191,8 +191,9 @@ def test_token_limiter_waits_for_the_bucket_and_settles(monkeypatch: pytest.Monk
         slept.append(s)
         now[0] += s
 
-    monkeypatch.setattr(openai_http.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(openai_http.asyncio, "sleep", fake_sleep)
+    # by dotted name: the module's `time` and `asyncio` are its imports, not its exports
+    monkeypatch.setattr("skyqa.models.openai_http.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("skyqa.models.openai_http.asyncio.sleep", fake_sleep)
     lim = openai_http.TokenLimiter(600)  # 10 tokens per second
 
     async def run() -> None:
@@ -221,8 +222,8 @@ def test_token_estimate_counts_text_images_and_output() -> None:
 
 
 def test_joint_rows_score_composite_and_atomic_levels_like_uav_dualcog() -> None:
+    from services.evaluator.metrics_csv import element_instance_f1
     from services.evaluator.parsing import parse_joint
-    from services.evaluator.report import element_instance_f1
     from services.evaluator.scoring import score
 
     row = {

@@ -62,7 +62,7 @@ def test_voxel_fuse_edge_cases() -> None:
 
 def test_voxel_fuse_rejects_bad_voxel() -> None:
     with pytest.raises(ValueError, match="positive"):
-        voxel_fuse(np.zeros((1, 3)), np.zeros(1), np.zeros(1), 0.0)
+        voxel_fuse(np.zeros((1, 3)), np.zeros(1, int), np.zeros(1, int), 0.0)
 
 
 def test_coverage_ratio() -> None:

@@ -1,4 +1,5 @@
 import threading
+from pathlib import Path
 
 import pytest
 from skyqa.blob import LocalBlobStore, sha256_hex
@@ -27,7 +28,7 @@ def test_validate_id_rejects(value: str) -> None:
         validate_id(value, "run id")
 
 
-def test_local_store_roundtrip_and_metadata(tmp_path) -> None:
+def test_local_store_roundtrip_and_metadata(tmp_path: Path) -> None:
     store = LocalBlobStore(tmp_path)
     info = store.put("a/b/c.bin", b"payload", "application/x-test")
     assert info.sha256 == sha256_hex(b"payload")
@@ -44,7 +45,7 @@ def test_local_store_roundtrip_and_metadata(tmp_path) -> None:
         store.get("a/b/c.bin")
 
 
-def test_local_store_refuses_traversal_and_keeps_data(tmp_path) -> None:
+def test_local_store_refuses_traversal_and_keeps_data(tmp_path: Path) -> None:
     store = LocalBlobStore(tmp_path / "root")
     store.put("keep.txt", b"safe")
     outside = tmp_path / "outside.txt"
@@ -54,7 +55,7 @@ def test_local_store_refuses_traversal_and_keeps_data(tmp_path) -> None:
     assert store.get("keep.txt") == b"safe"
 
 
-def test_local_store_overwrite_is_atomic_under_concurrent_readers(tmp_path) -> None:
+def test_local_store_overwrite_is_atomic_under_concurrent_readers(tmp_path: Path) -> None:
     store = LocalBlobStore(tmp_path)
     a, b = b"a" * 200_000, b"b" * 300_000
     store.put("obj", a)

@@ -60,9 +60,8 @@ def test_validate_rules_and_repairs() -> None:
     assert len(label.description.split()) == 20 and label.confidence == 1.0
     assert label.repairs == ["description_truncated", "confidence_clipped"]
     assert validate(dict(GOOD, category="spaceship"))[0] is None
-    assert (
-        validate(dict(GOOD, category="Industrial Infrastructure"))[0].category == "industrial_infrastructure"
-    )  # type: ignore[union-attr]
+    industrial, _ = validate(dict(GOOD, category="Industrial Infrastructure"))
+    assert industrial is not None and industrial.category == "industrial_infrastructure"
     assert validate(dict(GOOD, subcategory=" "))[1] == "subcategory is empty"
     assert "confidence" in validate({k: v for k, v in GOOD.items() if k != "confidence"})[1]
 
@@ -87,7 +86,7 @@ def test_annotation_status_rule(auto: AutoLabel | None, manual: bool, status: st
 
 def view(i: int, direction: str, yaw: float, valid: bool = True, mode: str = "orbit") -> RgbView:
     return RgbView(
-        view_id=f"view_{i:02d}_{direction}", path=f"p/{i}.jpg", segmentation_path=f"p/{i}.png", mode=mode,  # type: ignore[arg-type]
+        view_id=f"view_{i:02d}_{direction}", path=f"p/{i}.jpg", segmentation_path=f"p/{i}.png", mode=mode,
         label=direction, view_direction=direction, yaw_deg=yaw, pitch_deg=-20, pitch_offset_deg=0,
         camera=CameraPose(x=0, y=0, z=10, yaw_deg=yaw, pitch_deg=-20), bbox_2d_xyxy=[1, 1, 5, 5],
         bbox_2d_xywh=[1, 1, 4, 4], bbox_2d_image_size=[10, 10], bbox_2d_valid=valid, visible_pixels=10,

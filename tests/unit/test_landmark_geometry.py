@@ -32,7 +32,7 @@ def test_camera_distance_follows_the_uav_dualcog_formula() -> None:
     fit = max(
         0.5 * math.hypot(20, 10) / math.tan(half),
         0.5 * 40 / math.tan(half),
-        0.5 * np.linalg.norm(size) / math.sin(half),
+        0.5 * float(np.linalg.norm(size)) / math.sin(half),
     )
     assert camera_distance(size, CFG) == pytest.approx(2.5 * fit)
 

@@ -6,11 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from skyqa.vocab.behaviors import Library, load_library
 
 from services.mission_planner import shapes
 from services.mission_planner.compose import (
     POSE_HZ,
     Element,
+    Trajectory,
     build_shapes,
     compose,
     forwards,
@@ -18,7 +20,6 @@ from services.mission_planner.compose import (
     path_length,
     yaw_pitch,
 )
-from services.mission_planner.library import load_library
 from services.mission_planner.planner import Acceptance, plan_mission
 from services.mission_planner.safety import ObstacleMap, _widen
 from services.mission_planner.shapes import Context, Target
@@ -45,7 +46,7 @@ def corners(p: np.ndarray) -> int:
 
 
 def test_circular_orbit_keeps_radius_altitude_and_sweeps_the_arc_in_its_direction() -> None:
-    p = {"extension_m": 12, "arc_deg": 270, "direction": "cw", "altitude_offset_m": 8}
+    p: dict[str, float | str] = {"extension_m": 12, "arc_deg": 270, "direction": "cw", "altitude_offset_m": 8}
     pts = shapes.circular(p, T, Context(current=START)).points
     assert np.allclose(radii(pts), T.anchor_m + 12, atol=1e-6)
     assert np.allclose(pts[:, 2], T.base_z + 8)
@@ -57,7 +58,13 @@ def test_circular_orbit_keeps_radius_altitude_and_sweeps_the_arc_in_its_directio
 
 
 def test_spiral_widens_and_rises_over_its_arc() -> None:
-    p = {"start_extension_m": 6, "end_extension_m": 30, "arc_deg": 540, "rise_m": 24, "direction": "ccw"}
+    p: dict[str, float | str] = {
+        "start_extension_m": 6,
+        "end_extension_m": 30,
+        "arc_deg": 540,
+        "rise_m": 24,
+        "direction": "ccw",
+    }
     pts = shapes.spiral(p, T, Context(current=START)).points
     r = radii(pts)
     assert r[0] == pytest.approx(T.anchor_m + 6) and r[-1] == pytest.approx(T.anchor_m + 30)
@@ -132,7 +139,13 @@ def test_approach_and_depart_travel_their_distance_with_descent_and_rise() -> No
 
 
 def test_comet_loops_behind_the_landmark_and_returns_to_its_entry() -> None:
-    p = {"extension_m": 10, "semi_major_m": 60, "eccentricity": 0.5, "arc_deg": 180, "direction": "cw"}
+    p: dict[str, float | str] = {
+        "extension_m": 10,
+        "semi_major_m": 60,
+        "eccentricity": 0.5,
+        "arc_deg": 180,
+        "direction": "cw",
+    }
     shape = shapes.comet(p, T, Context(current=START))
     pts = shape.points
     entry = T.anchor_m + 10
@@ -142,7 +155,7 @@ def test_comet_loops_behind_the_landmark_and_returns_to_its_entry() -> None:
     assert np.allclose(pts[0], pts[-1], atol=1e-6)
 
 
-def composed(set_name: str, seed: int = 3):  # type: ignore[no-untyped-def]
+def composed(set_name: str, seed: int = 3) -> tuple[Library, list[Element], Trajectory]:
     lib = load_library()
     rng = np.random.default_rng(seed)
     els = [Element(s, lib.sample_step(s, rng)) for s in lib.sets[set_name].steps]

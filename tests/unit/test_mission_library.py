@@ -5,8 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from pydantic import ValidationError
-
-from services.mission_planner.library import LIBRARY_PATH, Library, load_library
+from skyqa.vocab.behaviors import LIBRARY_PATH, Library, load_library
 
 ELEMENTS = {
     "gradual_approach",
@@ -55,6 +54,7 @@ def test_sampling_is_uniform_on_the_step_grid_within_range_and_seeded() -> None:
     draws = [lib.sample_step(step, np.random.default_rng(s)) for s in range(300)]
     for name in ("extension_m", "semi_major_m", "eccentricity", "arc_deg", "speed_mps"):
         p = spec[name]
+        assert p.min is not None and p.max is not None and p.step is not None  # a numeric parameter
         values = np.array([float(d[name]) for d in draws])
         assert values.min() >= p.min and values.max() <= p.max
         k = (values - p.min) / p.step

@@ -7,12 +7,14 @@ import itertools
 
 import numpy as np
 import pytest
+from partial_models import partial_model
 from skyqa.contracts.qa import Option
 from skyqa.sim import Pose
+from skyqa.vocab import directions as L
+from skyqa.vocab.behaviors import element_label, load_library
 
-from services.mission_planner.library import load_library
-from services.qa_generator import labels as L, qc
-from services.qa_generator.video_tasks import distractor_pool, element_label
+from services.qa_generator import qc
+from services.qa_generator.video_tasks import distractor_pool
 
 
 def test_observer_label_mirrors_left_and_right_only() -> None:
@@ -103,8 +105,8 @@ def test_distractor_pool_covers_every_behavior_and_is_seeded() -> None:
 
 
 def test_joint_rows_do_not_tell_composite_golds_apart_by_their_text() -> None:
-    from services.qa_generator import prompts
-    from services.qa_generator.video_tasks import composite_label
+    from skyqa.vocab import prompts
+    from skyqa.vocab.behaviors import composite_label
 
     lib = load_library()
     pool = distractor_pool(lib, np.random.default_rng(0))
@@ -130,7 +132,8 @@ def planted_env_row(h_deg: float, label: str, task: str = "env_where") -> tuple[
     mask = np.zeros((480, 640), dtype=np.uint32)
     x0, y0, x1, y1 = (round(float(v)) for v in box)
     mask[y0:y1, x0:x1] = 7
-    req = EnvRequest.model_construct(
+    req = partial_model(
+        EnvRequest,
         request_id="req",
         source_view_id="view_00_front",
         target_center_3d=center.tolist(),
@@ -138,14 +141,15 @@ def planted_env_row(h_deg: float, label: str, task: str = "env_where") -> tuple[
         pose=[0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
         fov_deg=72.0,
     )
-    row = ImageRow.model_construct(
+    row = partial_model(
+        ImageRow,
         sample_id="row",
         task_type=task,
         difficulty="4way",
         answer_label=label,
         answer_bbox_xyxy_norm=[x0 / 640, y0 / 480, x1 / 640, y1 / 480],
     )
-    lm = ValidInstance.model_construct(valid_view_ids=["view_00_front"])
+    lm = partial_model(ValidInstance, valid_view_ids=["view_00_front"])
     v = qc.Verdict()
     qc._recheck_env(row, lm, req, {"req": mask}, v)
     return v, v.reasons.get("row", "")
@@ -181,7 +185,8 @@ def test_environment_perception_steps_follow_the_box_not_a_constant() -> None:
     from services.qa_generator.reasoning import steps_for
 
     def per(box: list[float]) -> str:
-        row = ImageRow.model_construct(
+        row = partial_model(
+            ImageRow,
             task_type="env_where",
             answer_bbox_xyxy_norm=box,
             answer_label="Left",
@@ -208,14 +213,16 @@ def test_reasoning_steps_agree_with_the_paired_row_and_a_planted_contradiction_i
         "difficulty": "4way",
     }
     views = {"reference_view_id": "view_00_front", "target_view_id": "view_06_left"}
-    where = ImageRow.model_construct(
+    where = partial_model(
+        ImageRow,
         sample_id="lm_self_shared_4way_000000_where",
         task_type="self_where",
         answer_label="Left",
         metadata=views,
         **common,
     )
-    what = ImageRow.model_construct(
+    what = partial_model(
+        ImageRow,
         sample_id="lm_self_shared_4way_000000_what",
         task_type="self_what",
         answer_label="Image 3",
@@ -228,7 +235,8 @@ def test_reasoning_steps_agree_with_the_paired_row_and_a_planted_contradiction_i
         },
         **common,
     )
-    env = ImageRow.model_construct(
+    env = partial_model(
+        ImageRow,
         sample_id="lm_env_shared_4way_000000_where",
         task_type="env_where",
         answer_label="Left",

@@ -24,8 +24,8 @@ OPERATOR = EvaluationSettings(
 )
 
 
-def spec(kind: str, url: str, **extra: int | str) -> eval_pb2.ModelSpec:
-    return eval_pb2.ModelSpec(kind=kind, url=url, **extra)  # type: ignore[arg-type]
+def spec(kind: str, url: str, model: str = "", rpm: int = 0, tpm: int = 0) -> eval_pb2.ModelSpec:
+    return eval_pb2.ModelSpec(kind=kind, url=url, model=model, rpm=rpm, tpm=tpm)
 
 
 def test_an_allowed_endpoint_takes_the_operators_key_and_the_stricter_limits() -> None:

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 from skyqa import media
@@ -8,7 +10,7 @@ from skyqa.runtime.progress import FINAL_STAGE
 from skyqa.v1 import common_pb2
 
 
-def test_settings_env_over_yaml(tmp_path, monkeypatch) -> None:
+def test_settings_env_over_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tmp_path / "skyqa.yaml"
     cfg.write_text("bus:\n  nats_url: nats://yaml:4222\n  max_deliver: 7\nstore:\n  backend: s3\n")
     monkeypatch.setenv("SKYQA_CONFIG", str(cfg))
@@ -27,13 +29,15 @@ def test_settings_env_over_yaml(tmp_path, monkeypatch) -> None:
         ("SKYQA_HTTP__PORT", "http", "http.port"),
     ],
 )
-def test_invalid_settings_give_one_line(monkeypatch, env: str, value: str, message: str) -> None:
+def test_invalid_settings_give_one_line(
+    monkeypatch: pytest.MonkeyPatch, env: str, value: str, message: str
+) -> None:
     monkeypatch.setenv(env, value)
     with pytest.raises(ConfigError, match=message):
         load_settings()
 
 
-def test_missing_or_bad_config_file(tmp_path, monkeypatch) -> None:
+def test_missing_or_bad_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKYQA_CONFIG", str(tmp_path / "nope.yaml"))
     with pytest.raises(ConfigError, match="not a file"):
         load_settings()
@@ -75,7 +79,7 @@ def test_lidar_file_is_deterministic_and_checked() -> None:
 def test_progress_never_moves_a_stage_backwards() -> None:
     state = RunState(run_id="r")
 
-    def ev(done, status):
+    def ev(done: int, status: common_pb2.RunStatus.ValueType) -> common_pb2.Progress:
         return common_pb2.Progress(run_id="r", stage="capture", done=done, total=4, status=status)
 
     apply_progress(state, ev(3, common_pb2.RUN_STATUS_RUNNING), 1.0)
@@ -83,12 +87,24 @@ def test_progress_never_moves_a_stage_backwards() -> None:
     assert state.stages["capture"].done == 3
     apply_progress(state, ev(4, common_pb2.RUN_STATUS_COMPLETED), 3.0)
     apply_progress(state, ev(2, common_pb2.RUN_STATUS_RUNNING), 4.0)
-    assert state.stages["capture"].status == "completed"
-    assert state.status == "running"
+    # state.status is compared in tuples: mypy keeps an `x.status == "..."` narrowing across the
+    # apply_progress calls that change it, and would call the next comparison impossible
+    assert (state.stages["capture"].status, state.status) == ("completed", "running")
     # wall time: first event to the completing one; a late event does not move either end
     assert (state.stages["capture"].started_at, state.stages["capture"].finished_at) == (1.0, 3.0)
-    apply_progress(state, common_pb2.Progress(run_id="r", stage=FINAL_STAGE, done=1, total=1, status=3), 5.0)
+    apply_progress(
+        state,
+        common_pb2.Progress(
+            run_id="r", stage=FINAL_STAGE, done=1, total=1, status=common_pb2.RUN_STATUS_COMPLETED
+        ),
+        5.0,
+    )
     assert state.status == "completed"
-    apply_progress(state, common_pb2.Progress(run_id="r", stage=FINAL_STAGE, status=4, message="boom"), 6.0)
-    assert state.status == "failed"
-    assert state.errors == ["boom"]
+    apply_progress(
+        state,
+        common_pb2.Progress(
+            run_id="r", stage=FINAL_STAGE, status=common_pb2.RUN_STATUS_FAILED, message="boom"
+        ),
+        6.0,
+    )
+    assert (state.status, state.errors) == ("failed", ["boom"])

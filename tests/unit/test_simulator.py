@@ -1,4 +1,5 @@
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import open3d as o3d
@@ -97,7 +98,8 @@ def test_projected_object_centre_is_labelled_with_that_object(town: BuiltinSimul
     eye = c + np.array([-30.0, -30.0, 25.0])
     from skyqa.sim import look_at
 
-    pose = Pose(*eye, *look_at(eye, c))
+    x, y, z = eye
+    pose = Pose(x, y, z, *look_at(eye, c))
     frame = town.render(pose, cam)
     px, _ = project(c[None, :], pose, cam.intrinsics)
     u, v = int(px[0, 0]), int(px[0, 1])
@@ -127,7 +129,7 @@ def test_lidar_spec_validation() -> None:
         LidarSpec(vfov_lower_deg=10, vfov_upper_deg=5).validate()
 
 
-def test_mesh_scene_from_ply_and_label_map(tmp_path) -> None:
+def test_mesh_scene_from_ply_and_label_map(tmp_path: Path) -> None:
     import open3d as o3d
 
     box = o3d.geometry.TriangleMesh.create_box(4, 4, 10)
@@ -160,7 +162,7 @@ def test_mesh_scene_from_ply_and_label_map(tmp_path) -> None:
     assert frame.instance[0, 0] == 0
 
 
-def test_mesh_scene_errors_are_clear(tmp_path) -> None:
+def test_mesh_scene_errors_are_clear(tmp_path: Path) -> None:
     (tmp_path / "scene.yaml").write_text("objects: [{mesh: missing.ply, class: tree}]")
     with pytest.raises(InvalidInput, match="missing"):
         load_mesh_scene(tmp_path / "scene.yaml")

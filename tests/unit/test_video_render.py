@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from skyqa import media
+from skyqa import keys, media
 from skyqa.blob import BlobInfo, LocalBlobStore
 from skyqa.sim import BuiltinSimulator, CameraSpec, Pose, load_scene, look_at
 from skyqa.v1 import common_pb2, mission_pb2
 from skyqa.video import probe
 
-from services.renderer.video import VIDEO_NAME, VISIBILITY_NAME, render_video
+from services.renderer.video import render_video
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +47,11 @@ def test_frames_are_stored_in_order_and_match_a_fresh_render(town: BuiltinSimula
     store = LocalBlobStore(tmp_path / "blobs")
     job = _job()
     done = render_video(job, town, store)
-    rows = [json.loads(line) for line in store.get(f"{job.output_prefix}/{VISIBILITY_NAME}").splitlines()]
+    rows = [
+        json.loads(line) for line in store.get(f"{job.output_prefix}/{keys.FRAME_VISIBILITY}").splitlines()
+    ]
     assert [r["frame"] for r in rows] == list(range(len(job.poses)))
-    (tmp_path / "v.mp4").write_bytes(store.get(f"{job.output_prefix}/{VIDEO_NAME}"))
+    (tmp_path / "v.mp4").write_bytes(store.get(f"{job.output_prefix}/{keys.VIDEO}"))
     assert probe(str(tmp_path / "v.mp4")).frames == len(job.poses) == done.frame_count
     # the sink wrote each frame's labels from that frame, not a neighbour's
     for i in (0, len(job.poses) - 1):
@@ -75,6 +77,6 @@ def test_an_error_while_storing_a_frame_fails_the_video_and_marks_nothing_done(
     job = _job()
     with pytest.raises(OSError, match="disk full"):
         render_video(job, town, store)
-    assert store.head(f"{job.output_prefix}/{VIDEO_NAME}") is None
-    assert store.head(f"{job.output_prefix}/{VISIBILITY_NAME}") is None
+    assert store.head(f"{job.output_prefix}/{keys.VIDEO}") is None
+    assert store.head(f"{job.output_prefix}/{keys.FRAME_VISIBILITY}") is None
     assert store.head(f"{job.output_prefix}/seg/frame_000001.png") is not None  # earlier frames kept

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from partial_models import partial_model
 from skyqa.contracts.qa import VideoRow
 from skyqa.geometry import visibility as vis
 
@@ -58,7 +59,8 @@ def test_a_count_that_changes_within_the_margin_is_not_robust(shares: list[float
 
 
 def count_row(shares: list[float], count: int, intervals: list[list[float]]) -> VideoRow:
-    return VideoRow.model_construct(
+    return partial_model(
+        VideoRow,
         sample_id="m_env",
         form="env_visibility_reasoning",
         mission_id="m",

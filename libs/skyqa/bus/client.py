@@ -1,6 +1,6 @@
 """A thin typed wrapper over nats-py JetStream.
 
-Rules it enforces (see shared/reference/infra-notes.md for why each exists):
+Rules it enforces, each for a behaviour of nats-py or JetStream that bit a naive client:
 
 - streams and durable consumers are declared with ``add_*`` and read back: nats-py's
   ``pull_subscribe(config=...)`` silently ignores changes to an existing durable;
@@ -235,6 +235,7 @@ class Bus:
         headers: dict[str, str] | None = None,
     ) -> api.PubAck:
         """Publish a protobuf message; ``msg_id`` must be derived from the business key."""
+        topology.check_message_type(subject, type(message))
         all_headers = {
             MSG_ID: msg_id,
             MSG_TYPE: message.DESCRIPTOR.full_name,
@@ -258,6 +259,7 @@ class Bus:
         stage: str,
         concurrency: int = 1,
     ) -> None:
+        topology.check_message_type(spec.filter_subject, message_type)
         spec = self._resolve(spec)
         self._registrations.append(_Registration(spec, message_type, handler, stage, max(1, concurrency)))
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from google.protobuf.message import Message
+
 from skyqa.keys import validate_id
+from skyqa.v1 import capture_pb2, common_pb2, eval_pb2, fusion_pb2, mission_pb2, qa_pb2, render_pb2, scan_pb2
 
 EVENT_DOMAINS = (
     "scan",
@@ -38,6 +41,45 @@ QA_COMPLETED = "skyqa.v1.qa.completed"
 EVAL_REQUESTED = "skyqa.v1.eval.requested"
 
 DAY = 24 * 3600.0
+
+# The one message type each subject carries. The bus refuses to publish another type on a bound
+# subject and to register a handler that would decode another, so a producer and its consumers
+# cannot drift apart silently (a wrong type decodes as garbage more often than it fails).
+MESSAGE_TYPES: dict[str, type[Message]] = {
+    SCAN_REQUESTED: scan_pb2.ScanRequest,
+    CAPTURE_JOB: capture_pb2.CaptureJob,
+    CAPTURE_COMPLETED: capture_pb2.CaptureCompleted,
+    FUSION_COMPLETED: fusion_pb2.FusionCompleted,
+    RENDER_JOB: render_pb2.RenderJob,
+    VIDEO_JOB: mission_pb2.VideoJob,
+    LANDMARKS_COLLECTED: fusion_pb2.LandmarksCollected,
+    LANDMARKS_REVIEWED: fusion_pb2.LandmarksReviewed,
+    LABEL_REQUESTED: fusion_pb2.LabelRequest,
+    LABEL_DONE: fusion_pb2.LabelResult,
+    MISSIONS_COMPLETED: mission_pb2.MissionsCompleted,
+    QA_COMPLETED: qa_pb2.QACompleted,
+    EVAL_REQUESTED: eval_pb2.EvaluationRequest,
+}
+# subjects with a per-requester, per-run or per-stage last token
+_MESSAGE_TYPE_PREFIXES: dict[str, type[Message]] = {
+    "skyqa.v1.render.done.": render_pb2.RenderDone,
+    "skyqa.v1.render.video_done.": mission_pb2.VideoDone,
+    "skyqa.v1.progress.": common_pb2.Progress,
+    "skyqa.v1.error.": common_pb2.ErrorEvent,
+}
+
+
+def message_type(subject: str) -> type[Message] | None:
+    """The type bound to ``subject``, or None for a subject outside the topology."""
+    if subject in MESSAGE_TYPES:
+        return MESSAGE_TYPES[subject]
+    return next((t for p, t in _MESSAGE_TYPE_PREFIXES.items() if subject.startswith(p)), None)
+
+
+def check_message_type(subject: str, found: type[Message]) -> None:
+    bound = message_type(subject)
+    if bound is not None and found is not bound:
+        raise TypeError(f"{subject} carries {bound.DESCRIPTOR.full_name}, not {found.DESCRIPTOR.full_name}")
 
 
 def render_done_subject(requester: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 from numpy.typing import NDArray
 from scipy import ndimage
@@ -68,11 +70,18 @@ def oriented_extent(points: NDArray[np.floating], yaw_deg: float) -> tuple[float
     return (float(np.ptp(along)), float(np.ptp(across)), float(np.ptp(pts[:, 2])))
 
 
-def instance_stats(
-    points: NDArray[np.floating], instance: NDArray[np.integer]
-) -> dict[int, dict[str, object]]:
+class InstanceStats(TypedDict):
+    center: list[float]
+    aabb_min: list[float]
+    aabb_max: list[float]
+    size: list[float]
+    yaw_deg: float
+    point_count: int
+
+
+def instance_stats(points: NDArray[np.floating], instance: NDArray[np.integer]) -> dict[int, InstanceStats]:
     """Centre (mean), AABB, size, PCA yaw and point count of every instance id > 0."""
-    out: dict[int, dict[str, object]] = {}
+    out: dict[int, InstanceStats] = {}
     ids = np.asarray(instance)
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]

@@ -6,6 +6,8 @@ accepts ASCII too.
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -22,6 +24,21 @@ CLOUD_DTYPE = np.dtype(
         ("observed", "<u4"),
     ]
 )
+
+
+def decode_cloud(data: bytes) -> NDArray[np.void]:
+    """Stage 1's compact cloud (``*.semantic_lidar_compact.npy``) as later stages read it: a stored
+    file of another layout is refused with a message instead of misread field by field."""
+    try:
+        arr = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise InvalidInput(f"fused cloud is not a valid .npy file: {exc}") from None
+    if arr.dtype != CLOUD_DTYPE or arr.ndim != 1:
+        raise InvalidInput(
+            f"fused cloud has dtype {arr.dtype} and {arr.ndim} dimensions, expected {CLOUD_DTYPE}"
+        )
+    out: NDArray[np.void] = arr
+    return out
 
 
 def write_pcd(cloud: NDArray[np.void]) -> bytes:

@@ -6,13 +6,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
-from google.protobuf.message import Message
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from skyqa.blob import BlobStore, open_store
@@ -179,21 +178,3 @@ class Service:
         if self.progress is None or self.fanin is None:
             raise RuntimeError(f"{self.name} is not started")
         return self.progress, self.fanin
-
-    async def fan_out(
-        self, run_id: str, stage: str, subject: str, jobs: Sequence[tuple[str, Message]], trace_id: str
-    ) -> bool:
-        """Publish one job per ``(key, message)``, deduplicated by ``<subject>:<run>:<key>``.
-
-        With no jobs the stage's fan-in is marked complete and False is returned, so the caller
-        announces the stage at once instead of waiting for results that will never come.
-        """
-        _, fanin = self.require()
-        if not jobs:
-            await fanin.mark_done(f"{run_id}.{stage}", "none", 1)
-            return False
-        for key, job in jobs:
-            await self.bus.publish(
-                subject, job, msg_id=f"{subject}:{run_id}:{key}", run_id=run_id, trace_id=trace_id
-            )
-        return True

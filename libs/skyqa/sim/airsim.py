@@ -146,7 +146,7 @@ class AirSimSimulator:
         extent: tuple[float, float, float, float] = (-500.0, 500.0, -500.0, 500.0),
     ) -> None:
         try:
-            import cosysairsim as airsim  # type: ignore[import-not-found]
+            import cosysairsim as airsim
         except ImportError as exc:
             raise RuntimeError(
                 "the airsim backend needs the cosysairsim package: pip install 'skyqa[airsim]'"

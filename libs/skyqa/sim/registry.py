@@ -9,7 +9,6 @@ from pathlib import Path
 from skyqa.errors import SimulatorUnavailable, UnknownScene
 from skyqa.settings import AirSimSettings
 from skyqa.sim.airsim import AirSimSimulator, LabelMap
-from skyqa.sim.builtin import BuiltinSimulator
 from skyqa.sim.city import generate_city
 from skyqa.sim.protocol import Simulator
 from skyqa.sim.scene import Scene, load_mesh_scene
@@ -105,6 +104,10 @@ def open_simulator(
     """Open ``scene_id`` on a backend. For ``airsim`` the scene is whatever the configured
     simulator has loaded; ``scene_id`` only names it. ``threads`` bounds the built-in one."""
     if backend == "builtin":
+        # Open3D and the numba kernels load with the first simulator, as the AirSim client does:
+        # the gateway validates scene ids through this module and never renders
+        from skyqa.sim.builtin import BuiltinSimulator
+
         return BuiltinSimulator(load_scene(scene_id, scenes_dir), threads=threads)
     if backend == "airsim":
         cfg = airsim or AirSimSettings()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+
 from skyqa.contracts.landmarks import RING, RING_OFFSETS
 from skyqa.sim import Pose
 

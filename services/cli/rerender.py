@@ -1,4 +1,4 @@
-"""``skyqa refresh``: re-render a run's assets from their recorded camera poses.
+"""What ``skyqa refresh`` does: re-render a run's assets from their recorded camera poses.
 
 Image assets come from the ``render_requests`` sidecar (environment observations are rendered
 again by the simulator, reference overlays redrawn); with ``videos`` every mission video is
@@ -21,10 +21,10 @@ from skyqa.settings import AirSimSettings, QASettings
 from skyqa.sim import SimulatorCache
 from skyqa.v1 import mission_pb2
 
-from services.mission_planner.app import RENDER_REQUEST, bundle_mission
+from services.mission_planner.missions import bundle_mission
 from services.qa_generator.assets import draw_overlay, render_env
-from services.qa_generator.pipeline import QAPlan, finish, plan_key, scan_of
-from services.renderer.video import VISIBILITY_NAME, render_video
+from services.qa_generator.pipeline import QAPlan, finish, scan_of
+from services.renderer.video import render_video
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Refreshed:
     manifests: dict[str, str]
 
 
-def refresh(
+def rerender(
     store: BlobStore,
     run_id: str,
     videos: bool = False,
@@ -45,7 +45,7 @@ def refresh(
 ) -> Refreshed:
     """Re-render every asset of the run's plan and rebuild its manifests; ``gate_mode`` defaults
     to the operator setting's default, as the service that built the release used."""
-    p = load_json(QAPlan, store.get(plan_key(run_id)), "qa plan")
+    p = load_json(QAPlan, store.get(keys.qa_plan(run_id)), "qa plan")
     root = keys.run_prefix(run_id)
     sim = SimulatorCache(scenes_dir, airsim or AirSimSettings()).get(p.engine, p.scene_id)
     for req in p.requests.env_requests:
@@ -56,9 +56,9 @@ def refresh(
     if videos:
         scan = scan_of(p)
         for traj_id in sorted(p.missions):
-            key = f"{keys.mission_root(run_id, traj_id)}/{RENDER_REQUEST}"
+            key = keys.mission_file(run_id, traj_id, keys.RENDER_REQUEST)
             job = json_format.Parse(store.get(key), mission_pb2.VideoJob())
-            store.delete(f"{job.output_prefix}/{VISIBILITY_NAME}")  # so the renderer does not reuse it
+            store.delete(f"{job.output_prefix}/{keys.FRAME_VISIBILITY}")  # so the renderer does not reuse it
             done = render_video(job, sim, store)
             bundle_mission(done, store, scan)
             done_videos += 1

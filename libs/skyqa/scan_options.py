@@ -1,0 +1,96 @@
+"""A scan request from the options a person types: CLI flags, a test's or a benchmark's options.
+
+Every message names the flag to fix, so the CLI prints it as its one line and exits 2.
+"""
+
+from __future__ import annotations
+
+from skyqa import scan
+from skyqa.errors import InvalidInput
+from skyqa.settings import ModelEndpoint
+from skyqa.v1 import scan_pb2
+
+
+def model_specs(urls: list[str] | None, flag: str = "--model") -> list[ModelEndpoint]:
+    """``URL[#MODEL]``: an http(s) URL is OpenAI-compatible (…/v1), anything else host:port gRPC."""
+    out = []
+    for text in urls or []:
+        url, _, model = text.partition("#")
+        kind = "openai" if url.startswith(("http://", "https://")) else "grpc"
+        if not url or (kind == "grpc" and ":" not in url):
+            raise InvalidInput(f"{flag} needs URL[#MODEL] (http://host:port/v1 or host:port), got {text!r}")
+        out.append(ModelEndpoint(kind=kind, url=url, model=model))
+    return out
+
+
+def condition_list(text: str | None) -> list[str] | None:
+    """A comma list of evaluation conditions, or None for the configured default."""
+    if not text:
+        return None
+    wanted = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = sorted(set(wanted) - set(scan.EVAL_CONDITIONS))
+    if unknown:
+        raise InvalidInput(f"unknown conditions {unknown}; choose from {', '.join(scan.EVAL_CONDITIONS)}")
+    return wanted
+
+
+def build_request(
+    scene: str,
+    profile: str,
+    run_id: str | None,
+    bound: str | None,
+    spacing: float | None,
+    altitude: list[float] | None,
+    seed: int,
+    review: str = "auto",
+    landmarks: int | None = None,
+    video: str | None = None,
+    eval_models: list[str] | None = None,
+    eval_conditions: str | None = None,
+) -> scan_pb2.ScanRequest:
+    """The full request (profile defaults applied, validated) the options describe; the run id
+    is derived from the request unless given."""
+    req = scan_pb2.ScanRequest(scene_id=scene, profile=profile, seed=seed, review_mode=review)
+    for ep in model_specs(eval_models, "--eval-model"):
+        req.evaluation.models.add(kind=ep.kind, url=ep.url, model=ep.model)
+    req.evaluation.conditions.extend(condition_list(eval_conditions) or [])
+    if landmarks is not None:
+        if landmarks < 1:
+            raise InvalidInput("--landmarks must be a positive count")
+        req.landmark_count = landmarks
+    if video:
+        try:
+            req.video.width, req.video.height = (int(v) for v in video.lower().split("x"))
+        except ValueError:
+            raise InvalidInput(f"--video needs WIDTHxHEIGHT, e.g. 480x360, got {video!r}") from None
+    if bound:
+        try:
+            values = [float(v) for v in bound.split(",")]
+        except ValueError:
+            raise InvalidInput(
+                f"--bound needs six numbers xmin,xmax,ymin,ymax,zmin,zmax, got {bound!r}"
+            ) from None
+        if len(values) != 6:
+            raise InvalidInput(f"--bound needs six numbers xmin,xmax,ymin,ymax,zmin,zmax, got {len(values)}")
+        (
+            req.bound.xmin,
+            req.bound.xmax,
+            req.bound.ymin,
+            req.bound.ymax,
+            req.bound.zmin,
+            req.bound.zmax,
+        ) = values
+    if spacing is not None:
+        req.spacing_x_m = req.spacing_y_m = spacing
+        if spacing <= 0:
+            raise InvalidInput("--spacing must be positive metres")
+    if altitude:
+        req.altitudes_m.extend(altitude)
+    if review not in ("auto", "human"):
+        raise InvalidInput("--review must be auto or human")
+    if profile not in scan.PROFILES:
+        raise InvalidInput(f"--profile must be one of {', '.join(scan.PROFILES)}")
+    full = scan.apply_defaults(req)
+    full.run_id = run_id or scan.run_id_for(full)
+    scan.validate(full)
+    return full

@@ -1,0 +1,5 @@
+"""``python -m services.cli``."""
+
+from services.cli import main
+
+main()

@@ -1,0 +1,96 @@
+"""What every command shares: the typer app, the consoles, the one-line failure, settings,
+the store a command reads, and the scan options several commands take."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from skyqa.blob import BlobStore, LocalBlobStore, open_store
+from skyqa.errors import InvalidInput
+from skyqa.runtime import Settings, load_settings
+from skyqa.scan import EVAL_CONDITIONS
+
+HELP = """``skyqa`` command line: run the services, submit scans, follow runs.
+
+Exit codes: 0 done, 1 the run failed, 2 bad input or configuration (one line says what to fix).
+"""
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=HELP)
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    return typer.Exit(code)
+
+
+def store_for(data_dir: Path | None, settings: Settings) -> BlobStore:
+    """The embedded store under ``--data-dir``, else the configured one."""
+    return LocalBlobStore(data_dir / "store") if data_dir else open_store(settings.store)
+
+
+def settings_or_exit(**overrides: object) -> Settings:
+    try:
+        return load_settings(**overrides)
+    except InvalidInput as exc:
+        raise fail(str(exc)) from None
+
+
+SceneOpt = Annotated[
+    str, typer.Option("--scene", help="scene id: demo_city, tiny_town, procedural_<seed>_<blocks>")
+]
+ProfileOpt = Annotated[str, typer.Option("--profile", help="preview (fast) or release (4096x3072 stills)")]
+BoundOpt = Annotated[str | None, typer.Option("--bound", help="MapBound xmin,xmax,ymin,ymax,zmin,zmax (m)")]
+SpacingOpt = Annotated[float | None, typer.Option("--spacing", help="pose spacing in x and y (m)")]
+AltOpt = Annotated[list[float] | None, typer.Option("--altitude", help="capture altitude (m), repeatable")]
+ReviewOpt = Annotated[
+    str, typer.Option("--review", help="auto (rules + auto-label) or human (the review web)")
+]
+LandmarksOpt = Annotated[
+    int | None,
+    typer.Option("--landmarks", help="landmarks carried into the dataset (preview 10, release 50)"),
+]
+VideoOpt = Annotated[
+    str | None, typer.Option("--video", help="mission video size WxH (preview 480x360, release 1440x1080)")
+]
+EvalModelsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--eval-model", help="URL[#MODEL] the evaluator runs after the QA stage, repeatable"),
+]
+EvalConditionsOpt = Annotated[
+    str | None, typer.Option("--eval-conditions", help=f"comma list of: {', '.join(EVAL_CONDITIONS)}")
+]
+DataDirOpt = Annotated[
+    Path | None, typer.Option("--data-dir", help="embedded data dir (default: the configured store)")
+]
+ModelsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model", help="URL[#MODEL] to evaluate: http(s)://…/v1 (OpenAI-compatible) or host:port (gRPC)"
+    ),
+]
+ConditionsOpt = Annotated[
+    str | None, typer.Option("--conditions", help=f"comma list of: {', '.join(EVAL_CONDITIONS)}")
+]
+
+
+def print_board(board: dict[str, Any]) -> None:
+    out.print(
+        "leaderboard (image option accuracy with 95% CI, joint option+box, visibility count exact, "
+        "CircularEval):"
+    )
+    for e in board["models"]:
+        img = e["image"]
+        lo, hi = img.get("option_correct_ci95", [0.0, 0.0])
+        circular = e["circular"].get("circular", 0) if "circular" in e else float("nan")
+        out.print(
+            f"  {e['model']:<14} {img.get('option_correct', 0):.3f} [{lo:.3f}, {hi:.3f}]"
+            f"  joint {img.get('joint_correct', 0):.3f}"
+            f"  count {e['video_visibility'].get('count_exact', 0):.3f}"
+            f"  circular {circular:.3f}  parse {e['parse']}"
+        )

@@ -1,0 +1,144 @@
+"""The leaderboard: per-model summaries with confidence intervals, the evidence-access gaps,
+CircularEval and the correlation of models' scores across tasks."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from skyqa.contracts.qa import IMAGE_TASKS
+
+from services.evaluator.metrics import summarize
+from services.evaluator.metrics_csv import element_instance_f1
+from services.evaluator.scoring import IMAGE_METRICS, JOINT_METRICS, VISIBILITY_METRICS
+from services.evaluator.steps import summarize_steps
+
+PRIMARY: dict[str, str] = {
+    **{t: "option_correct" for t in IMAGE_TASKS},
+    "self_instance_recognition_joint": "element_f1",
+    "env_visibility_reasoning": "count_exact",
+}
+ACCESS = ("text_only", "thumbnail", "full", "crop", "full_crop")
+
+
+def _entry(model: str, mine: list[dict[str, Any]]) -> dict[str, Any]:
+    full = [i for i in mine if i["condition"] == "full"]
+    image = [i for i in full if i["task"] in IMAGE_TASKS]
+    entry: dict[str, Any] = {
+        "model": model,
+        "items": len(full),
+        "parse": dict(sorted(Counter(i["parse_kind"] for i in full).items())),
+        "parse_stages": dict(sorted(Counter(i["parse_stage"] for i in full if i["parse_stage"]).items())),
+        "image": summarize(image, IMAGE_METRICS),
+        "per_task": {t: summarize([i for i in image if i["task"] == t], IMAGE_METRICS) for t in IMAGE_TASKS},
+        "per_category": {
+            c: summarize([i for i in image if i.get("category") == c], IMAGE_METRICS)
+            for c in sorted({str(i.get("category", "")) for i in image})
+        },
+        "video_behavior": summarize(
+            [i for i in full if i["task"] == "self_instance_recognition_joint"], JOINT_METRICS
+        ),
+        "video_visibility": summarize(
+            [i for i in full if i["task"] == "env_visibility_reasoning"], VISIBILITY_METRICS
+        ),
+    }
+    entry["video_behavior"]["element_instance_f1"] = element_instance_f1(entry["video_behavior"])
+    access = {
+        c: summarize([i for i in mine if i["condition"] == c and i["task"] in IMAGE_TASKS], IMAGE_METRICS)
+        for c in ACCESS
+        if any(i["condition"] == c for i in mine)
+    }
+    if len(access) > 1:
+        entry["evidence_access"] = access
+        entry["access_gaps"] = access_gaps(access)
+    circ = [i for i in mine if i["condition"] == "circular"]
+    if circ:
+        entry["circular"] = circular_summary(circ)
+    schema = [i for i in mine if i["condition"] == "schema_cot"]
+    if schema:
+        entry["process"] = {"final": summarize(schema, IMAGE_METRICS), **summarize_steps(schema)}
+    return entry
+
+
+def access_gaps(access: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """UltraVR's diagnostic gaps on image option accuracy: visual (V2 - V0), resolution
+    (V2 - V1), access (V3 - V2) and augmentation (V4 - V2)."""
+    acc = {c: float(s["option_correct"]) for c, s in access.items() if "option_correct" in s}
+    pairs = {
+        "visual": ("full", "text_only"),
+        "resolution": ("full", "thumbnail"),
+        "access": ("crop", "full"),
+        "augmentation": ("full_crop", "full"),
+    }
+    return {k: round(acc[a] - acc[b], 4) for k, (a, b) in pairs.items() if a in acc and b in acc}
+
+
+def circular_summary(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Vanilla (rotation 0) and circular accuracy (every rotation right), consistency (the
+    same answer *content* in every rotation) and the chosen-letter histogram (position bias)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for i in items:
+        groups.setdefault(i["base_sample_id"], []).append(i)
+    per_group = [
+        {
+            "landmark_id": g[0]["landmark_id"],
+            "vanilla": next(float(i["option_correct"]) for i in g if i["rotation"] == 0),
+            "circular": float(all(i["option_correct"] for i in g)),
+            "consistent": float(
+                len({i.get("pred_label", "") for i in g}) == 1 and bool(g[0].get("pred_label"))
+            ),
+        }
+        for g in groups.values()
+    ]
+    letters = Counter(i["pred_option"] for i in items if i["parse_kind"] == "choice")
+    total = sum(letters.values())
+    return {
+        **summarize(per_group, ("vanilla", "circular", "consistent")),
+        "groups": len(per_group),
+        "letter_share": {k: round(v / total, 4) for k, v in sorted(letters.items())} if total else {},
+    }
+
+
+def task_correlation(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Spearman correlation between tasks' primary scores over (model, landmark) units, in the
+    full condition; a pair is left out when either side is constant or fewer than 4 units share it."""
+    # imported here: scipy.stats is about 70 MB resident, and the evaluator waits for releases
+    # far longer than it writes reports
+    from scipy.stats import spearmanr
+
+    units: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for i in items:
+        metric = PRIMARY.get(i["task"])
+        if i["condition"] != "full" or metric is None or not isinstance(i.get(metric), int | float):
+            continue
+        units.setdefault((i["model"], i["landmark_id"]), {}).setdefault(i["task"], []).append(
+            float(i[metric])
+        )
+    tasks = [t for t in PRIMARY if any(t in u for u in units.values())]
+    matrix: dict[str, dict[str, float | None]] = {}
+    for a in tasks:
+        matrix[a] = {}
+        for b in tasks:
+            both = [(np.mean(u[a]), np.mean(u[b])) for u in units.values() if a in u and b in u]
+            xs, ys = np.array([p[0] for p in both]), np.array([p[1] for p in both])
+            if len(both) < 4 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
+                matrix[a][b] = None
+                continue
+            matrix[a][b] = round(float(spearmanr(xs, ys).statistic), 3)
+    return {"method": "spearman over (model, landmark) units", "units": len(units), "matrix": matrix}
+
+
+def leaderboard(items: list[dict[str, Any]]) -> dict[str, Any]:
+    board = [_entry(m, [i for i in items if i["model"] == m]) for m in sorted({i["model"] for i in items})]
+    board.sort(key=lambda e: -float(e["image"].get("joint_correct", 0.0)))
+    prior = next((e for e in board if e["model"] == "text_prior"), None)
+    if prior is not None:
+        base = float(prior["image"].get("option_correct", 0.0))
+        for e in board:
+            e["visual_gap_over_text_prior"] = round(float(e["image"].get("option_correct", 0.0)) - base, 4)
+    return {
+        "ranked_by": "image joint accuracy (option and box), full condition",
+        "models": board,
+        "task_correlation": task_correlation(items),
+    }

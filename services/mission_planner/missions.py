@@ -1,0 +1,173 @@
+"""A run's missions: plan one atomic and one composite mission per reviewed landmark, bundle each
+rendered video into its final task, and index them all.
+
+The i-th landmark (sorted by id) takes the i-th atomic set and the i-th composite set, cycling,
+so every class is used once there are at least 10 landmarks. Planning state lives in the store
+(``video_tasks/mission_plan.json``), so replicas and restarts are safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+from google.protobuf import json_format
+from skyqa import keys, scan as scan_rules
+from skyqa.blob import BlobStore
+from skyqa.contracts import Contract, ValidInstancesFile, dump_json, load_json
+from skyqa.contracts.base import load_jsonl
+from skyqa.contracts.missions import (
+    ComposedSegments,
+    ConstraintReport,
+    FrameVisibility,
+    MissionIndex,
+    MissionIndexRow,
+    RejectedMission,
+    TaskData,
+)
+from skyqa.geometry.pcd import decode_cloud
+from skyqa.sim import Intrinsics
+from skyqa.v1 import common_pb2, fusion_pb2, mission_pb2, scan_pb2
+from skyqa.vocab.behaviors import load_library
+
+from services.mission_planner.camera_plan import CountBalance
+from services.mission_planner.config import MissionConfig
+from services.mission_planner.describe import describe, mission_id, target_of
+from services.mission_planner.final_task import build_final_task, write_final_task
+from services.mission_planner.plan_files import spread_order, video_job, write_plan
+from services.mission_planner.planner import plan_mission
+from services.mission_planner.safety import ObstacleMap
+
+REQUESTER = "mission"  # the renderer answers on ``render.video_done.<requester>``
+
+
+class MissionPlanFile(Contract):
+    run_id: str
+    scene_id: str
+    profile: str
+    missions: list[str]
+    rejected: list[RejectedMission]
+    landmarks: int
+    valid_instances: str
+    scan: dict[str, object]
+
+
+def _seed(base: int, instance_id: str, kind: str) -> int:
+    return int(hashlib.sha256(f"{base}:{instance_id}:{kind}".encode()).hexdigest()[:8], 16)
+
+
+def plan_run(
+    event: fusion_pb2.LandmarksReviewed, store: BlobStore, archive: bool
+) -> tuple[MissionPlanFile, list[mission_pb2.VideoJob]]:
+    run_id, scene_id = event.run_id, event.scene_id
+    scan = scan_rules.carried(event.scan, run_id, "LandmarksReviewed")
+    cfg = MissionConfig.for_scan(scan)
+    lib = load_library()
+    valid = load_json(ValidInstancesFile, store.get(event.valid_instances.key), "valid instances")
+    cloud = decode_cloud(store.get(keys.fused_cloud_npy(run_id, scene_id)))
+    landmarks = sorted(valid.valid_instances, key=lambda v: v.instance_id)
+    safety = lib.safety_distance_m
+    keepouts = [
+        ObstacleMap.keepout(np.array(v.bbox_3d.min), np.array(v.bbox_3d.max), safety) for v in landmarks
+    ]
+    xyz = np.column_stack([cloud["x"], cloud["y"], cloud["z"]]).astype(np.float64)
+    obstacles = ObstacleMap(xyz, keepouts, safety)
+    atomic, composite = lib.set_names("atomic"), lib.set_names("composite")
+    jobs: list[tuple[tuple[float, float], mission_pb2.VideoJob]] = []
+    missions, rejected = [], []
+    counts = CountBalance()
+    lens = Intrinsics.from_fov(cfg.video_width, cfg.video_height, cfg.video_fov_deg)
+    for i, vi in enumerate(landmarks):
+        t = target_of(vi, safety)
+        for kind, sets in (("atomic", atomic), ("composite", composite)):
+            traj_id = mission_id(scene_id, vi.instance_id, kind, i)
+            set_name = sets[i % len(sets)]
+            planned = plan_mission(
+                lib, set_name, t, obstacles, _seed(scan.seed, vi.instance_id, kind), cfg.acceptance
+            )
+            if planned.accepted:
+                counts.choose(planned.trajectory, t, vi.instance_id, kind, lens, cfg.video_fps)
+            composed, report = describe(lib, planned, vi, scene_id, traj_id, kind)
+            fwd = write_plan(store, run_id, planned, composed, report, t)
+            if not planned.accepted:
+                rejected.append(
+                    RejectedMission(
+                        traj_id=traj_id,
+                        instance_id=vi.instance_id,
+                        set_name=set_name,
+                        attempts=planned.attempt + 1,
+                        reason=planned.reason,
+                    )
+                )
+                continue
+            missions.append(traj_id)
+            backend = scan.backend or "builtin"
+            wp = planned.trajectory.waypoints
+            job = video_job(run_id, scene_id, backend, composed, wp, fwd, t, cfg, archive, REQUESTER)
+            # the video's render request, kept so `skyqa refresh --videos` can render it again
+            request = json_format.MessageToJson(job, sort_keys=True, indent=1).encode()
+            store.put(keys.mission_file(run_id, traj_id, keys.RENDER_REQUEST), request, "application/json")
+            jobs.append(((t.center[0], t.center[1]), job))
+    plan = MissionPlanFile(
+        run_id=run_id,
+        scene_id=scene_id,
+        profile=scan.profile,
+        missions=missions,
+        rejected=rejected,
+        landmarks=len(landmarks),
+        valid_instances=event.valid_instances.key,
+        scan=json_format.MessageToDict(scan),
+    )
+    store.put(keys.mission_plan(run_id), dump_json(plan), "application/json")
+    order = spread_order([c for c, _ in jobs])
+    return plan, [jobs[k][1] for k in order]
+
+
+def _composed(store: BlobStore, run_id: str, traj_id: str) -> ComposedSegments:
+    key = keys.mission_file(run_id, traj_id, keys.COMPOSED_SEGMENTS)
+    return load_json(ComposedSegments, store.get(key), "composed segments")
+
+
+def bundle_mission(done: mission_pb2.VideoDone, store: BlobStore, scan: scan_pb2.ScanRequest) -> None:
+    lib = load_library()
+    composed = _composed(store, done.run_id, done.job_id)
+    report_key = keys.mission_file(done.run_id, done.job_id, keys.CONSTRAINT_REPORT)
+    report = load_json(ConstraintReport, store.get(report_key), "constraint report")
+    rows = load_jsonl(FrameVisibility, store.get(done.frame_visibility.key), "frame visibility")
+    cfg = MissionConfig.for_scan(scan)
+    manifest, index_map, task = build_final_task(lib, composed, report, rows, done, cfg)
+    write_final_task(store, done.run_id, done.job_id, manifest, index_map, task)
+
+
+def write_index(plan: MissionPlanFile, store: BlobStore) -> mission_pb2.MissionsCompleted:
+    rows = []
+    for traj_id in sorted(plan.missions):
+        key = f"{keys.final_task(plan.run_id, traj_id)}/{keys.TASK_DATA}"
+        task = load_json(TaskData, store.get(key), "task data")
+        composed = task.task_tracks.self_state_awareness
+        rows.append(
+            MissionIndexRow(
+                traj_id=traj_id,
+                instance_id=next(iter(task.target_presence_targets)),
+                mission_kind=_composed(store, plan.run_id, traj_id).mission_kind,
+                set_name=composed.task_subtype,
+                task_data=key,
+                video=f"{keys.final_task(plan.run_id, traj_id)}/{task.video.path}",
+                frame_count=task.video.frame_count,
+                duration_sec=task.video.duration_sec,
+            )
+        )
+    index = MissionIndex(
+        scene_id=plan.scene_id, missions=rows, rejected=sorted(plan.rejected, key=lambda r: r.traj_id)
+    )
+    info = store.put(keys.missions_index(plan.run_id), dump_json(index), "application/json")
+    return mission_pb2.MissionsCompleted(
+        run_id=plan.run_id,
+        scene_id=plan.scene_id,
+        index=info.to_ref(),
+        missions=len(rows),
+        rejected=len(plan.rejected),
+        landmarks=plan.landmarks,
+        valid_instances=common_pb2.BlobRef(key=plan.valid_instances),
+        scan=json_format.ParseDict(plan.scan, scan_pb2.ScanRequest()),
+    )
