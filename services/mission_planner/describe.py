@@ -22,12 +22,15 @@ from skyqa.contracts.missions import (
 )
 from skyqa.vocab.behaviors import Library, behavior_id, behavior_label
 
+from services.mission_planner import kinematics
 from services.mission_planner.compose import (
     BASE_HZ,
     POSE_HZ,
     SAMPLES_PER_SEGMENT,
+    forwards,
     frame_sources,
     path_length,
+    yaw_pitch,
 )
 from services.mission_planner.planner import Planned, self_difficulty
 from services.mission_planner.shapes import Target
@@ -188,9 +191,9 @@ def describe(
         landmark_bbox_3d=_bbox7(t),
         event_count=len(segments),
         flight_description=flight_description(segments, traj.duration_s, desc),
-        limits={"v_max": 8.0, "a_max": 10.0, "yaw_rate_max": 120.0, "safety_distance": lib.safety_distance_m},
+        limits={**kinematics.LIMITS, "safety_distance": lib.safety_distance_m},
         checks=Checks(
-            kinematics={"checked": "false"},
+            kinematics=kinematics.check(traj.waypoints, yaw_pitch(forwards(traj, t))[0], POSE_HZ),
             collision=CollisionCheck(
                 collision_free=chk.collision_free,
                 min_distance=chk.min_distance_m,

@@ -285,3 +285,24 @@ def test_camera_plan_spreads_the_visible_count_of_one_mission_kind() -> None:
     a = same.choose(first.trajectory, T, "lm", "atomic", k, 10)
     b = same.choose(second.trajectory, T, "lm", "composite", k, 10)
     assert a != b, (a, b)
+
+
+def test_the_kinematic_check_measures_what_the_report_states() -> None:
+    from services.mission_planner import kinematics
+
+    hz = 40.0
+    t = np.arange(81) / hz
+    # 6 m/s along x, then braking at 12 m/s² for the last second; the camera swings 90° in one step
+    x = np.where(t <= 1.0, 6.0 * t, 6.0 + 6.0 * (t - 1.0) - 6.0 * (t - 1.0) ** 2)
+    path = np.column_stack([x, np.zeros_like(x), np.full_like(x, 30.0)])
+    yaw = np.where(t < 1.5, 0.0, 90.0)
+    got = kinematics.check(path, yaw, hz)
+    assert got.checked
+    assert got.max_speed_mps == pytest.approx(6.0, abs=0.2)
+    assert got.max_accel_mps2 == pytest.approx(12.0, abs=0.5)
+    assert got.max_yaw_rate_dps == pytest.approx(90.0 * hz)
+    assert got.exceeded == ["a_max", "yaw_rate_max"] and not got.within_limits
+    # yaw wraps: 179° to -179° is a 2° turn (80 °/s), and cruising at 6 m/s keeps every limit
+    calm = kinematics.check(path[:20], np.array([179.0, -179.0] * 10), hz)
+    assert calm.max_yaw_rate_dps == pytest.approx(2.0 * hz)
+    assert calm.exceeded == [] and calm.within_limits

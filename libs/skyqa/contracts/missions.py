@@ -149,8 +149,19 @@ class RepairReport(Contract):
     max_lift_m: float
 
 
+class KinematicsCheck(Contract):
+    """Peaks of the flown path against ``limits`` (``exceeded`` names the limits it breaks)."""
+
+    checked: bool
+    max_speed_mps: float
+    max_accel_mps2: float
+    max_yaw_rate_dps: float
+    within_limits: bool
+    exceeded: list[str]
+
+
 class Checks(Contract):
-    kinematics: dict[str, ParamValue]
+    kinematics: KinematicsCheck
     collision: CollisionCheck
     repair: RepairReport
 
