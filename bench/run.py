@@ -17,13 +17,14 @@ from typing import Any
 
 import numpy as np
 import open3d as o3d
-from skyqa import scan
+from google.protobuf import json_format
+from skyqa import keys, scan
 from skyqa.blob import LocalBlobStore
 from skyqa.geometry import voxel_fuse
 from skyqa.settings import EvaluationSettings
 from skyqa.sim import BuiltinSimulator, CameraSpec, Intrinsics, Pose, load_scene, look_at
 from skyqa.sim.camera import camera_rays
-from skyqa.v1 import capture_pb2, common_pb2, mission_pb2
+from skyqa.v1 import capture_pb2, common_pb2, render_pb2
 
 from bench.bus import bus_overhead
 from bench.labeller import labeller_accuracy
@@ -82,7 +83,7 @@ def video_frames(
     sim: BuiltinSimulator, width: int, height: int, ceiling: float, frames: int = 40
 ) -> dict[str, Any]:
     """A mission video end to end: shading, visibility, JPEG/PNG frames and H.264 encoding."""
-    job = mission_pb2.VideoJob(
+    job = render_pb2.VideoJob(
         run_id="bench",
         job_id="orbit",
         scene_id="demo_city",
@@ -150,13 +151,13 @@ def shadow_map(scene_id: str) -> dict[str, float]:
 def capture_and_fusion(ceiling: float) -> dict[str, Any]:
     req = scan.default_request("demo_city")
     req.run_id = "bench"
-    jobs = plan_jobs(req, None, EvaluationSettings())
+    full, jobs = plan_jobs(req, None, EvaluationSettings())
     sim = BuiltinSimulator(load_scene("demo_city"))
     with tempfile.TemporaryDirectory() as tmp:
         store = LocalBlobStore(tmp)
         frames = sum(len(j.poses) for j in jobs)
         t = time.perf_counter()
-        rows = [row for job in jobs for row in capture_job(job, sim, store)]
+        rows = [row for job in jobs for row in capture_job(job, full, sim, store)]
         capture_s = time.perf_counter() - t
         pixels = frames * req.camera.width * req.camera.height
         lidar_rays = (
@@ -166,9 +167,8 @@ def capture_and_fusion(ceiling: float) -> dict[str, Any]:
         from services.capture.manifest import assemble
 
         ref, _ = assemble(store, "bench", "demo_city", "builtin", sim)
-        done = capture_pb2.CaptureCompleted(
-            run_id="bench", scene_id="demo_city", scan=jobs[0].scan, frames_manifest=ref
-        )
+        store.put(keys.scan_request("bench"), json_format.MessageToJson(full).encode())
+        done = capture_pb2.CaptureCompleted(run_id="bench", scene_id="demo_city", frames_manifest=ref)
         t = time.perf_counter()
         result = fuse(done, store)
         fusion_s = time.perf_counter() - t

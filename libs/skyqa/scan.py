@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from skyqa.errors import InvalidInput, InvalidScanRequest
+from google.protobuf import json_format
+
+from skyqa import keys
+from skyqa.blob import BlobStore
+from skyqa.errors import BlobNotFound, InvalidInput, InvalidScanRequest
 from skyqa.keys import validate_id
 from skyqa.models.endpoints import resolve
 from skyqa.settings import EvaluationSettings
@@ -205,7 +209,7 @@ def admit(req: scan_pb2.ScanRequest, scenes_dir: Path | None, evaluation: Evalua
 
 
 def carried(req: scan_pb2.ScanRequest, run_id: str, what: str) -> scan_pb2.ScanRequest:
-    """The scan request a stage event carries, refused when it is missing or not this run's.
+    """The scan request of a run as a stage reads it, refused when it is empty or not this run's.
 
     A later stage must never fall back to defaults: a lost scan would silently render at the
     wrong size, with the wrong seed, and evaluate what nobody asked for.
@@ -216,6 +220,24 @@ def carried(req: scan_pb2.ScanRequest, run_id: str, what: str) -> scan_pb2.ScanR
         raise InvalidScanRequest(f"{what} of run {run_id!r} carries the scan request of run {req.run_id!r}")
     validate(req)
     return req
+
+
+def stored(store: BlobStore, run_id: str) -> scan_pb2.ScanRequest:
+    """The scan request capture stored when it accepted the run (``keys.scan_request``).
+
+    Stages read a run's settings here, by reference, instead of from a copy in every event: one
+    document per run, written before the first job is published, that outlives any restart.
+    The stored file is treated as untrusted: a missing, unparsable or foreign one is refused.
+    """
+    try:
+        data = store.get(keys.scan_request(run_id))
+    except BlobNotFound:
+        raise InvalidScanRequest(f"run {run_id!r} has no stored scan request") from None
+    try:
+        req = json_format.Parse(data, scan_pb2.ScanRequest())
+    except json_format.ParseError as exc:
+        raise InvalidScanRequest(f"the stored scan request of run {run_id!r} does not parse: {exc}") from None
+    return carried(req, run_id, "the stored scan request")
 
 
 def validate_evaluation(spec: eval_pb2.EvaluationSpec) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from google.protobuf import json_format
-from skyqa import keys
+from skyqa import keys, scan
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.runtime import Service, Settings
@@ -34,8 +34,7 @@ async def setup(svc: Service) -> None:
         # fails validation below is reported on its own run; no other failure creates a run.
         if keys.is_valid_id(req.run_id):
             await progress.open(req.run_id, req.scene_id)
-        jobs = await asyncio.to_thread(plan_jobs, req, svc.settings.scenes_dir, svc.settings.evaluation)
-        full = jobs[0].scan
+        full, jobs = await asyncio.to_thread(plan_jobs, req, svc.settings.scenes_dir, svc.settings.evaluation)
         frames = sum(len(j.poses) for j in jobs)
         await asyncio.to_thread(
             svc.store.put,
@@ -48,9 +47,10 @@ async def setup(svc: Service) -> None:
         await stage.scatter(full.run_id, topology.CAPTURE_JOB, keyed, d.trace_id, message, full.scene_id)
 
     async def on_job(job: capture_pb2.CaptureJob, d: Delivery) -> None:
-        req = job.scan
+        req = await asyncio.to_thread(scan.stored, svc.store, job.run_id)
         sim = await asyncio.to_thread(sims.get, req.backend, req.scene_id)
-        rows = await asyncio.to_thread(capture_job, job, sim, svc.store, svc.metrics.frames.labels(NAME).inc)
+        count = svc.metrics.frames.labels(NAME).inc
+        rows = await asyncio.to_thread(capture_job, job, req, sim, svc.store, count)
         message = f"job {job.job_index}: {len(rows)} frames"
         if not await stage.gathered(job.run_id, str(job.job_index), job.job_count, message):
             return
@@ -59,7 +59,6 @@ async def setup(svc: Service) -> None:
         done = capture_pb2.CaptureCompleted(
             run_id=job.run_id,
             scene_id=req.scene_id,
-            scan=req,
             frames_manifest=ref,
             frames=len(frames),
             failed_frames=failed,

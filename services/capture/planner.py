@@ -13,8 +13,9 @@ from skyqa.v1 import capture_pb2, common_pb2, scan_pb2
 
 def plan_jobs(
     req: scan_pb2.ScanRequest, scenes_dir: Path | None, evaluation: EvaluationSettings
-) -> list[capture_pb2.CaptureJob]:
-    """Validate the request against its scene and this deployment, and split its pose grid into jobs."""
+) -> tuple[scan_pb2.ScanRequest, list[capture_pb2.CaptureJob]]:
+    """Validate the request against its scene and this deployment (the full request, defaults
+    applied, is returned to be stored) and split its pose grid into jobs."""
     full = scan.apply_defaults(req)
     scan.validate(full)
     scan.admit(full, scenes_dir, evaluation)
@@ -30,7 +31,7 @@ def plan_jobs(
     count = (len(poses) + size - 1) // size
     jobs = []
     for j in range(count):
-        job = capture_pb2.CaptureJob(run_id=full.run_id, job_index=j, job_count=count, scan=full)
+        job = capture_pb2.CaptureJob(run_id=full.run_id, job_index=j, job_count=count)
         for i, pose in enumerate(poses[j * size : (j + 1) * size], start=j * size):
             job.poses.add(
                 frame_idx=i,
@@ -44,4 +45,4 @@ def plan_jobs(
                 ),
             )
         jobs.append(job)
-    return jobs
+    return full, jobs

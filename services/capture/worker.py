@@ -13,16 +13,16 @@ from skyqa.blob import BlobStore
 from skyqa.contracts import FrameRow, PoseENU
 from skyqa.contracts.base import dump_jsonl, load_jsonl
 from skyqa.sim import CameraSpec, Pose, Simulator
-from skyqa.v1 import capture_pb2
+from skyqa.v1 import capture_pb2, scan_pb2
 
 
 def capture_job(
     job: capture_pb2.CaptureJob,
+    req: scan_pb2.ScanRequest,
     sim: Simulator,
     store: BlobStore,
     on_frame: Callable[[], None] | None = None,
 ) -> list[FrameRow]:
-    req = job.scan
     manifest_key = keys.capture_job_manifest(job.run_id, req.scene_id, job.job_index)
     if store.exists(manifest_key):
         return load_jsonl(FrameRow, store.get(manifest_key), "job manifest")

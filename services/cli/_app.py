@@ -3,6 +3,8 @@ the store a command reads, and the scan options several commands take."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from skyqa.blob import BlobStore, LocalBlobStore, open_store
-from skyqa.errors import InvalidInput
+from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Settings, load_settings
 from skyqa.scan import EVAL_CONDITIONS
 
@@ -34,11 +36,23 @@ def store_for(data_dir: Path | None, settings: Settings) -> BlobStore:
     return LocalBlobStore(data_dir / "store") if data_dir else open_store(settings.store)
 
 
-def settings_or_exit(**overrides: object) -> Settings:
+@contextlib.contextmanager
+def user_errors(missing: str = "") -> Iterator[None]:
+    """What a user can fix, as the CLI's one line: bad input exits 2; with ``missing``, a stored
+    input that is not there exits 1 with that message."""
     try:
-        return load_settings(**overrides)
+        yield
+    except BlobNotFound:
+        if not missing:
+            raise
+        raise fail(missing, 1) from None
     except InvalidInput as exc:
         raise fail(str(exc)) from None
+
+
+def settings_or_exit(**overrides: object) -> Settings:
+    with user_errors():
+        return load_settings(**overrides)
 
 
 SceneOpt = Annotated[

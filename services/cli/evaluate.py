@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 from skyqa import keys
-from skyqa.errors import BlobNotFound, InvalidInput
+from skyqa.errors import InvalidInput
 from skyqa.scan_options import condition_list, model_specs
 
 from services.cli._app import (
@@ -20,12 +20,16 @@ from services.cli._app import (
     ModelsOpt,
     SceneOpt,
     app,
-    fail,
     out,
     print_board,
     settings_or_exit,
     store_for,
+    user_errors,
 )
+
+
+def _no_manifests(run_id: str, scene: str) -> str:
+    return f"run {run_id!r} of scene {scene!r} has no QA manifests; run it to the qa stage first"
 
 
 @app.command("eval")
@@ -40,7 +44,7 @@ def eval_cmd(
     """Evaluate the baselines (and model endpoints) on a run's QA manifests; print the leaderboard."""
     settings = settings_or_exit()
     store = store_for(data_dir, settings)
-    try:
+    with user_errors(_no_manifests(run_id, scene)):
         keys.validate_id(run_id, "run id")
         endpoints = list(settings.evaluation.models) + model_specs(models)
         conds = condition_list(conditions) or settings.evaluation.conditions
@@ -58,12 +62,6 @@ def eval_cmd(
                 conds,
             )
         )
-    except BlobNotFound:
-        raise fail(
-            f"run {run_id!r} of scene {scene!r} has no QA manifests; run it to the qa stage first", 1
-        ) from None
-    except InvalidInput as exc:
-        raise fail(str(exc)) from None
     print_board(result.leaderboard)
     for name, key in sorted(result.outputs.items()):
         out.print(f"  {name:<17} {key}")
@@ -82,7 +80,7 @@ def blind_filter_cmd(
     """Flag image MCQs that text-only responders answer without the image (MMMU-Pro style)."""
     settings = settings_or_exit()
     store = store_for(data_dir, settings)
-    try:
+    with user_errors(_no_manifests(run_id, scene)):
         keys.validate_id(run_id, "run id")
         if samples < 1 or not 0 < quorum <= 1:
             raise InvalidInput("--samples must be >= 1 and --quorum within (0, 1]")
@@ -101,12 +99,6 @@ def blind_filter_cmd(
                 apply,
             )
         )
-    except BlobNotFound:
-        raise fail(
-            f"run {run_id!r} of scene {scene!r} has no QA manifests; run it to the qa stage first", 1
-        ) from None
-    except InvalidInput as exc:
-        raise fail(str(exc)) from None
     out.print(f"{len(result.flagged)} of {result.rows} image rows answerable without the image")
     out.print(f"  report            {result.report_key}")
     if result.filtered_key:

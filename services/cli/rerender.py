@@ -19,11 +19,12 @@ from skyqa.blob import BlobStore
 from skyqa.contracts import load_json
 from skyqa.settings import AirSimSettings, QASettings
 from skyqa.sim import SimulatorCache
-from skyqa.v1 import mission_pb2
+from skyqa.v1 import render_pb2
 
 from services.mission_planner.missions import bundle_mission
 from services.qa_generator.assets import draw_overlay, render_env
-from services.qa_generator.pipeline import QAPlan, finish, scan_of
+from services.qa_generator.pipeline import QAPlan, scan_of
+from services.qa_generator.release import finish
 from services.renderer.video import render_video
 
 
@@ -57,7 +58,7 @@ def rerender(
         scan = scan_of(p)
         for traj_id in sorted(p.missions):
             key = keys.mission_file(run_id, traj_id, keys.RENDER_REQUEST)
-            job = json_format.Parse(store.get(key), mission_pb2.VideoJob())
+            job = json_format.Parse(store.get(key), render_pb2.VideoJob())
             store.delete(f"{job.output_prefix}/{keys.FRAME_VISIBILITY}")  # so the renderer does not reuse it
             done = render_video(job, sim, store)
             bundle_mission(done, store, scan)

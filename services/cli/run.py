@@ -14,7 +14,6 @@ from pydantic import SecretStr
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from skyqa import scan
 from skyqa.contracts import RunState
-from skyqa.errors import InvalidInput
 from skyqa.runtime import Settings, configure_logging
 from skyqa.runtime.progress import FINAL_STAGE, PIPELINE_STAGES
 from skyqa.scan_options import build_request, model_specs
@@ -37,6 +36,7 @@ from services.cli._app import (
     out,
     print_board,
     settings_or_exit,
+    user_errors,
 )
 from services.embedded import Embedded, publish_scan, read_run, wait_for_run
 from services.registry import SERVICES
@@ -46,13 +46,11 @@ def _scan_request(
     scene: str, profile: str, run_id: str | None, admit: Settings | None = None, **options: Any
 ) -> scan_pb2.ScanRequest:
     """The request, also checked against the deployment ``admit`` describes (scene, endpoints)."""
-    try:
+    with user_errors():
         req = build_request(scene, profile, run_id, seed=0, **options)
         if admit is not None:
             scan.admit(req, admit.scenes_dir, admit.evaluation)
         return req
-    except InvalidInput as exc:
-        raise fail(str(exc)) from None
 
 
 async def _follow(nats_url: str, run_id: str, timeout_s: float) -> RunState:
@@ -191,11 +189,9 @@ def demo(
     opts: dict[str, Any] = dict(
         bound=bound, spacing=spacing, altitude=altitude, review=review, landmarks=landmarks
     )
-    try:
+    with user_errors():
         # whoever starts the demo is its operator: the models it names are on its allow-list
         settings.evaluation.allowed_endpoints += model_specs(eval_model, "--eval-model")
-    except InvalidInput as exc:
-        raise fail(str(exc)) from None
     req = _scan_request(
         scene,
         profile,

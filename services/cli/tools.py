@@ -12,10 +12,9 @@ from typing import Annotated
 
 import typer
 from skyqa import keys
-from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import configure_logging
 
-from services.cli._app import DataDirOpt, app, fail, out, settings_or_exit, store_for
+from services.cli._app import DataDirOpt, app, fail, out, settings_or_exit, store_for, user_errors
 from services.registry import SERVICES
 
 
@@ -41,17 +40,11 @@ def refresh(
     """Re-render a run's assets from their recorded camera poses; ids, options and answers stay."""
     settings = settings_or_exit()
     store = store_for(data_dir, settings)
-    try:
+    with user_errors(f"run {run_id!r} has no QA plan in {store.describe()}; run it to the qa stage first"):
         keys.validate_id(run_id, "run id")
         from services.cli.rerender import rerender  # composes three stages; loads the renderer
 
         done = rerender(store, run_id, videos, settings.scenes_dir, settings.airsim, settings.qa.blind_gate)
-    except BlobNotFound:
-        raise fail(
-            f"run {run_id!r} has no QA plan in {store.describe()}; run it to the qa stage first", 1
-        ) from None
-    except InvalidInput as exc:
-        raise fail(str(exc)) from None
     out.print(
         f"re-rendered {done.env_observations} environment observations, {done.overlays} overlays "
         f"and {done.videos} videos; manifests rebuilt"

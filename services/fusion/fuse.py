@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from skyqa import keys, media
+from skyqa import keys, media, scan
 from skyqa.blob import BlobStore
 from skyqa.contracts import (
     ClassEntry,
@@ -29,7 +29,8 @@ from skyqa.v1 import capture_pb2, fusion_pb2
 
 
 def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.FusionCompleted:
-    run_id, scene_id, req = done.run_id, done.scene_id, done.scan
+    run_id, scene_id = done.run_id, done.scene_id
+    req = scan.stored(store, run_id)
     rows = load_jsonl(FrameRow, store.get(done.frames_manifest.key), "frames manifest")
     table = load_json(
         SemanticClassTable,
@@ -149,7 +150,6 @@ def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.Fus
         points=len(fused.points),
         instance_count=len(entries),
         coverage_ratio=coverage,
-        scan=req,
         **{k: v.to_ref() for k, v in infos.items()},
     )
 

@@ -6,7 +6,7 @@ from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.models import open_model
 from skyqa.runtime import Service, Settings
-from skyqa.v1 import fusion_pb2
+from skyqa.v1 import labeller_pb2
 
 from services.labeller.labeller import label_landmark
 
@@ -19,7 +19,7 @@ async def setup(svc: Service) -> None:
     model = open_model(svc.settings.labeller_model)
     attempts = min(5, svc.settings.labeller_model.max_attempts)
 
-    async def on_request(request: fusion_pb2.LabelRequest, d: Delivery) -> None:
+    async def on_request(request: labeller_pb2.LabelRequest, d: Delivery) -> None:
         result = await label_landmark(request, model, svc.store, attempts, svc.settings.labeller_class_hint)
         await svc.bus.publish(
             topology.LABEL_DONE,
@@ -31,7 +31,7 @@ async def setup(svc: Service) -> None:
 
     svc.bus.handle(
         CONSUMER,
-        fusion_pb2.LabelRequest,
+        labeller_pb2.LabelRequest,
         on_request,
         stage=STAGE,
         concurrency=max(2, svc.settings.concurrency),

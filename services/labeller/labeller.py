@@ -6,7 +6,7 @@ from skyqa.blob import BlobStore
 from skyqa.labels import extract_json, validate
 from skyqa.models import VisionModel
 from skyqa.models.base import RETRYABLE
-from skyqa.v1 import fusion_pb2, model_pb2
+from skyqa.v1 import labeller_pb2, model_pb2
 
 from services.labeller.prompt import build_package
 
@@ -17,14 +17,14 @@ RETRY_NOTE = (
 
 
 async def label_landmark(
-    request: fusion_pb2.LabelRequest,
+    request: labeller_pb2.LabelRequest,
     model: VisionModel,
     store: BlobStore,
     max_attempts: int = 3,
     class_hint: bool = False,
-) -> fusion_pb2.LabelResult:
+) -> labeller_pb2.LabelResult:
     system, prompt, images, used = build_package(request, store, class_hint)
-    result = fusion_pb2.LabelResult(
+    result = labeller_pb2.LabelResult(
         run_id=request.run_id,
         scene_id=request.scene_id,
         landmark_id=request.landmark_id,

@@ -19,7 +19,7 @@ from PIL import Image, ImageDraw, ImageFont
 from skyqa.blob import BlobStore
 from skyqa.contracts.landmarks import CARDINALS, DIAGONALS
 from skyqa.sim.classes import CATEGORIES
-from skyqa.v1 import fusion_pb2
+from skyqa.v1 import labeller_pb2
 
 MAX_VIEWS = 4
 MAX_SIZE = (640, 480)
@@ -48,7 +48,7 @@ DESCRIPTION_EXAMPLES = (
 )
 
 
-def select_views(views: list[fusion_pb2.LabelView]) -> list[fusion_pb2.LabelView]:
+def select_views(views: list[labeller_pb2.LabelView]) -> list[labeller_pb2.LabelView]:
     order = {d: i for i, d in enumerate((*CARDINALS, *DIAGONALS, "topdown"))}
     ranked = sorted(views, key=lambda v: (not v.is_main, order.get(v.direction, 99), v.view_id))
     return ranked[:MAX_VIEWS]
@@ -104,7 +104,7 @@ def user_prompt(class_hint: str, n_views: int, size_m: list[float] | None = None
 
 
 def build_package(
-    request: fusion_pb2.LabelRequest, store: BlobStore, class_hint: bool = False
+    request: labeller_pb2.LabelRequest, store: BlobStore, class_hint: bool = False
 ) -> tuple[str, str, list[tuple[bytes, str]], list[str]]:
     views = select_views(list(request.views))
     images = [(annotate(store.get(v.image_key), list(v.bbox_xyxy), v.direction), v.direction) for v in views]

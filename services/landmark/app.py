@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 
-from google.protobuf import json_format
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.runtime import Service, Settings
 from skyqa.runtime.stage import Completion, Stage
-from skyqa.v1 import fusion_pb2, render_pb2, scan_pb2
+from skyqa.v1 import fusion_pb2, landmark_pb2, render_pb2
 
 from services.landmark.collection import REQUESTER, RunData, assemble, check_views, make_plan, render_job
 from services.landmark.plan import LandmarkPlan
@@ -34,13 +33,12 @@ async def setup(svc: Service) -> None:
 
     async def finish(plan: LandmarkPlan, trace_id: str) -> None:
         info, kept = await asyncio.to_thread(assemble, plan, svc.store)
-        event = fusion_pb2.LandmarksCollected(
+        event = landmark_pb2.LandmarksCollected(
             run_id=plan.run_id,
             scene_id=plan.scene_id,
             instances=info.to_ref(),
             candidates=plan.candidate_pairs,
             kept=kept,
-            scan=json_format.ParseDict(plan.scan, scan_pb2.ScanRequest()),
         )
         total = len(plan.candidates)
         message = f"{kept} landmarks kept of {plan.candidate_pairs} candidates"

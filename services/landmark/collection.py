@@ -12,7 +12,7 @@ from collections import OrderedDict
 import numpy as np
 from google.protobuf import json_format
 from numpy.typing import NDArray
-from skyqa import keys
+from skyqa import keys, scan
 from skyqa.blob import BlobInfo, BlobStore
 from skyqa.contracts import CollectSummary, InstancesFile, InstanceTable, LandmarkInstance, load_json
 from skyqa.contracts.base import dump_json
@@ -33,7 +33,8 @@ def load_cloud(store: BlobStore, key: str) -> NDArray[np.void]:
 
 
 def make_plan(done: fusion_pb2.FusionCompleted, store: BlobStore) -> LandmarkPlan:
-    cfg = CollectConfig.for_scan(done.scan)
+    req = scan.stored(store, done.run_id)
+    cfg = CollectConfig.for_scan(req)
     cloud = load_cloud(store, done.cloud_npy.key)
     table = load_json(InstanceTable, store.get(done.instances.key), "instance table")
     collected = collect(cloud, table, cfg)
@@ -41,7 +42,7 @@ def make_plan(done: fusion_pb2.FusionCompleted, store: BlobStore) -> LandmarkPla
     plan = LandmarkPlan(
         run_id=done.run_id,
         scene_id=done.scene_id,
-        backend=done.scan.backend or "builtin",
+        backend=req.backend or "builtin",
         source_pcd=done.cloud_pcd.key,
         cloud_npy=done.cloud_npy.key,
         filters=cfg.model_dump(mode="json"),
@@ -51,7 +52,7 @@ def make_plan(done: fusion_pb2.FusionCompleted, store: BlobStore) -> LandmarkPla
         dropped_small_instances=collected.dropped_small_instances,
         dropped_view_insufficient=dropped,
         candidates=planned,
-        scan=json_format.MessageToDict(done.scan, preserving_proto_field_name=True),
+        scan=json_format.MessageToDict(req, preserving_proto_field_name=True),
     )
     store.put(keys.landmark_plan(done.run_id, done.scene_id), dump_json(plan), "application/json")
     return plan

@@ -19,7 +19,7 @@ from skyqa.contracts.landmarks import CARDINALS, RING
 from skyqa.contracts.review import ValidSummary
 from skyqa.errors import InvalidInput
 from skyqa.labels import validate
-from skyqa.v1 import fusion_pb2
+from skyqa.v1 import labeller_pb2
 
 MIN_VALID_VIEWS = 4
 
@@ -172,7 +172,7 @@ def update_labels(
     review.annotation_status = annotation_status(review)
 
 
-def apply_label(state: ReviewState, result: fusion_pb2.LabelResult) -> InstanceReview:
+def apply_label(state: ReviewState, result: labeller_pb2.LabelResult) -> InstanceReview:
     review = state.instances[result.landmark_id]
     review.auto_label = AutoLabel(
         ok=result.ok,
@@ -196,10 +196,10 @@ def apply_label(state: ReviewState, result: fusion_pb2.LabelResult) -> InstanceR
     return review
 
 
-def label_request(state: ReviewState, doc: InstancesFile, instance_id: str) -> fusion_pb2.LabelRequest:
+def label_request(state: ReviewState, doc: InstancesFile, instance_id: str) -> labeller_pb2.LabelRequest:
     inst = find(doc, instance_id)
     review = state.instances[instance_id]
-    req = fusion_pb2.LabelRequest(
+    req = labeller_pb2.LabelRequest(
         run_id=state.run_id,
         scene_id=state.scene_id,
         landmark_id=instance_id,

@@ -12,16 +12,14 @@ import contextlib
 import logging
 import time
 
-from google.protobuf import json_format
 from google.protobuf.message import Message
-from skyqa import keys
+from skyqa import keys, scan
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import InstancesFile, ReviewState, load_json
 from skyqa.contracts.base import dump_json
-from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Service
 from skyqa.runtime.stage import Completion, Stage
-from skyqa.v1 import fusion_pb2, scan_pb2
+from skyqa.v1 import labeller_pb2, landmark_pb2
 
 from services.landmark import review
 from services.landmark.book import ReviewBook
@@ -54,9 +52,9 @@ class Reviewer:
             self._docs[key] = load_json(InstancesFile, data, "instances.json")
         return self._docs[key]
 
-    async def start(self, event: fusion_pb2.LandmarksCollected, trace_id: str) -> None:
+    async def start(self, event: landmark_pb2.LandmarksCollected, trace_id: str) -> None:
         doc = await self.instances_at(event.instances.key)
-        mode = event.scan.review_mode or "auto"
+        mode = (await asyncio.to_thread(scan.stored, self.svc.store, event.run_id)).review_mode or "auto"
         initial = review.initial_state(event.run_id, doc, event.instances.key, mode)
         state = await self.book.create(
             initial, [{"event": "review_session_start", "mode": mode, "instances": len(doc.instances)}]
@@ -88,7 +86,7 @@ class Reviewer:
         jobs = await self._label_jobs(state, instance_ids)
         await self.stage.publish(state.run_id, topology.LABEL_REQUESTED, jobs, trace_id)
 
-    async def on_label(self, result: fusion_pb2.LabelResult, trace_id: str) -> None:
+    async def on_label(self, result: labeller_pb2.LabelResult, trace_id: str) -> None:
         def apply(state: ReviewState) -> list[dict[str, object]]:
             # a finalized review is what was published; a late label must not change it
             if result.landmark_id not in state.instances or state.finalized:
@@ -114,7 +112,7 @@ class Reviewer:
             with contextlib.suppress(review.AlreadyFinalized):  # two last labels raced
                 await self.finalize(result.run_id, "auto_review", trace_id)
 
-    async def finalize(self, run_id: str, trigger: str, trace_id: str = "") -> fusion_pb2.LandmarksReviewed:
+    async def finalize(self, run_id: str, trigger: str, trace_id: str = "") -> landmark_pb2.LandmarksReviewed:
         """Finalize once: the call that flips the state publishes ``LandmarksReviewed``.
 
         Until the stage is announced, a later call publishes again (the fixed message id
@@ -140,18 +138,19 @@ class Reviewer:
             or (trigger == "web_finalize" and now - state.finalized_at < TAKEOVER_S)
         ):
             raise review.AlreadyFinalized(f"the review of run {run_id!r} is already finalized")
-        scan = await self._scan(state)
+        # the next stages read the run's settings from its stored scan request: a review is not
+        # finalized without one, so the reviewer hears it now instead of a dead letter later
+        await asyncio.to_thread(scan.stored, self.svc.store, run_id)
         doc = await self.instances(state)
         valid = review.valid_instances(state, doc, keys.review_state(run_id, state.scene_id), trigger)
         key = keys.valid_instances(run_id, state.scene_id)
         info = await asyncio.to_thread(self.svc.store.put, key, dump_json(valid), "application/json")
-        event = fusion_pb2.LandmarksReviewed(
+        event = landmark_pb2.LandmarksReviewed(
             run_id=run_id,
             scene_id=state.scene_id,
             valid=len(valid.valid_instances),
             total=len(doc.instances),
             valid_instances=info.to_ref(),
-            scan=scan,
         )
         message = f"{event.valid} landmarks kept and labelled of {event.total}"
         outputs = {"valid_instances": key}
@@ -160,16 +159,6 @@ class Reviewer:
         )
         await self.stage.announce(run_id, trace_id, completion)
         return event
-
-    async def _scan(self, state: ReviewState) -> scan_pb2.ScanRequest:
-        """The run's scan as capture stored it when it accepted the request: it outlives any
-        restart of this service, so a review finalized hours later hands on the run's own
-        settings (video size, seed, evaluation), never defaults."""
-        try:
-            data = await asyncio.to_thread(self.svc.store.get, keys.scan_request(state.run_id))
-        except BlobNotFound:
-            raise InvalidInput(f"run {state.run_id!r} has no stored scan request to hand on") from None
-        return json_format.Parse(data, scan_pb2.ScanRequest())
 
     async def resume(self) -> None:
         """Publish the reviews a crash left finalized but unannounced; one bad review is logged
@@ -190,14 +179,14 @@ async def setup_review(svc: Service) -> Reviewer:
     book = ReviewBook(await svc.bus.kv(topology.REVIEW_BUCKET), svc.store)
     reviewer = Reviewer(svc, book)
 
-    async def on_collected(event: fusion_pb2.LandmarksCollected, d: Delivery) -> None:
+    async def on_collected(event: landmark_pb2.LandmarksCollected, d: Delivery) -> None:
         await reviewer.start(event, d.trace_id)
 
-    async def on_label(result: fusion_pb2.LabelResult, d: Delivery) -> None:
+    async def on_label(result: labeller_pb2.LabelResult, d: Delivery) -> None:
         await reviewer.on_label(result, d.trace_id)
 
-    svc.bus.handle(COLLECTED, fusion_pb2.LandmarksCollected, on_collected, stage=STAGE)
-    svc.bus.handle(LABELS, fusion_pb2.LabelResult, on_label, stage=STAGE)
+    svc.bus.handle(COLLECTED, landmark_pb2.LandmarksCollected, on_collected, stage=STAGE)
+    svc.bus.handle(LABELS, labeller_pb2.LabelResult, on_label, stage=STAGE)
     svc.state["reviewer"] = reviewer
     # in the background: the service serves (and reports ready) while old reviews are walked
     svc.state["review_resume"] = asyncio.create_task(reviewer.resume())

@@ -15,7 +15,7 @@ from skyqa.bus import Delivery, topology
 from skyqa.contracts import load_json
 from skyqa.runtime import Service, Settings
 from skyqa.runtime.stage import Completion, Stage
-from skyqa.v1 import fusion_pb2, mission_pb2, scan_pb2
+from skyqa.v1 import landmark_pb2, render_pb2, scan_pb2
 
 from services.mission_planner.missions import (
     REQUESTER,
@@ -46,14 +46,14 @@ async def setup(svc: Service) -> None:
         completion = Completion(topology.MISSIONS_COMPLETED, event, total, total, message, outputs)
         await stage.announce(plan.run_id, trace_id, completion)
 
-    async def on_reviewed(event: fusion_pb2.LandmarksReviewed, d: Delivery) -> None:
+    async def on_reviewed(event: landmark_pb2.LandmarksReviewed, d: Delivery) -> None:
         plan, jobs = await asyncio.to_thread(plan_run, event, svc.store, svc.settings.archive_video_frames)
         keyed = [(f"{REQUESTER}:{job.job_id}", job) for job in jobs]
         message = f"{len(plan.missions)} missions planned, {len(plan.rejected)} rejected"
         if not await stage.scatter(event.run_id, topology.VIDEO_JOB, keyed, d.trace_id, message):
             await finish(plan, d.trace_id)
 
-    async def on_video(done: mission_pb2.VideoDone, d: Delivery) -> None:
+    async def on_video(done: render_pb2.VideoDone, d: Delivery) -> None:
         plan = load_json(
             MissionPlanFile,
             await asyncio.to_thread(svc.store.get, keys.mission_plan(done.run_id)),
@@ -64,8 +64,8 @@ async def setup(svc: Service) -> None:
         if await stage.gathered(done.run_id, done.job_id, len(plan.missions), f"rendered {done.job_id}"):
             await finish(plan, d.trace_id)
 
-    svc.bus.handle(REVIEWED, fusion_pb2.LandmarksReviewed, on_reviewed, stage=STAGE)
-    svc.bus.handle(VIDEOS, mission_pb2.VideoDone, on_video, stage=STAGE, concurrency=svc.settings.concurrency)
+    svc.bus.handle(REVIEWED, landmark_pb2.LandmarksReviewed, on_reviewed, stage=STAGE)
+    svc.bus.handle(VIDEOS, render_pb2.VideoDone, on_video, stage=STAGE, concurrency=svc.settings.concurrency)
 
 
 def create(settings: Settings, store: BlobStore | None = None) -> Service:

@@ -35,7 +35,7 @@ from skyqa.contracts.missions import (
     VisibilityParams,
 )
 from skyqa.geometry import visibility as vis
-from skyqa.v1 import mission_pb2
+from skyqa.v1 import render_pb2
 from skyqa.video import CODEC, PIX_FMT
 from skyqa.vocab.behaviors import Library
 
@@ -74,7 +74,7 @@ def build_final_task(
     composed: ComposedSegments,
     report: ConstraintReport,
     rows: list[FrameVisibility],
-    done: mission_pb2.VideoDone,
+    done: render_pb2.VideoDone,
     cfg: MissionConfig,
 ) -> tuple[FramesManifest, FrameIndexMap, TaskData]:
     fps, w, h = done.fps, done.width, done.height

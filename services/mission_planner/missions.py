@@ -27,7 +27,7 @@ from skyqa.contracts.missions import (
 )
 from skyqa.geometry.pcd import decode_cloud
 from skyqa.sim import Intrinsics
-from skyqa.v1 import common_pb2, fusion_pb2, mission_pb2, scan_pb2
+from skyqa.v1 import common_pb2, landmark_pb2, mission_pb2, render_pb2, scan_pb2
 from skyqa.vocab.behaviors import load_library
 
 from services.mission_planner.camera_plan import CountBalance
@@ -57,10 +57,10 @@ def _seed(base: int, instance_id: str, kind: str) -> int:
 
 
 def plan_run(
-    event: fusion_pb2.LandmarksReviewed, store: BlobStore, archive: bool
-) -> tuple[MissionPlanFile, list[mission_pb2.VideoJob]]:
+    event: landmark_pb2.LandmarksReviewed, store: BlobStore, archive: bool
+) -> tuple[MissionPlanFile, list[render_pb2.VideoJob]]:
     run_id, scene_id = event.run_id, event.scene_id
-    scan = scan_rules.carried(event.scan, run_id, "LandmarksReviewed")
+    scan = scan_rules.stored(store, run_id)
     cfg = MissionConfig.for_scan(scan)
     lib = load_library()
     valid = load_json(ValidInstancesFile, store.get(event.valid_instances.key), "valid instances")
@@ -73,7 +73,7 @@ def plan_run(
     xyz = np.column_stack([cloud["x"], cloud["y"], cloud["z"]]).astype(np.float64)
     obstacles = ObstacleMap(xyz, keepouts, safety)
     atomic, composite = lib.set_names("atomic"), lib.set_names("composite")
-    jobs: list[tuple[tuple[float, float], mission_pb2.VideoJob]] = []
+    jobs: list[tuple[tuple[float, float], render_pb2.VideoJob]] = []
     missions, rejected = [], []
     counts = CountBalance()
     lens = Intrinsics.from_fov(cfg.video_width, cfg.video_height, cfg.video_fov_deg)
@@ -128,7 +128,7 @@ def _composed(store: BlobStore, run_id: str, traj_id: str) -> ComposedSegments:
     return load_json(ComposedSegments, store.get(key), "composed segments")
 
 
-def bundle_mission(done: mission_pb2.VideoDone, store: BlobStore, scan: scan_pb2.ScanRequest) -> None:
+def bundle_mission(done: render_pb2.VideoDone, store: BlobStore, scan: scan_pb2.ScanRequest) -> None:
     lib = load_library()
     composed = _composed(store, done.run_id, done.job_id)
     report_key = keys.mission_file(done.run_id, done.job_id, keys.CONSTRAINT_REPORT)
@@ -169,5 +169,4 @@ def write_index(plan: MissionPlanFile, store: BlobStore) -> mission_pb2.Missions
         rejected=len(plan.rejected),
         landmarks=plan.landmarks,
         valid_instances=common_pb2.BlobRef(key=plan.valid_instances),
-        scan=json_format.ParseDict(plan.scan, scan_pb2.ScanRequest()),
     )

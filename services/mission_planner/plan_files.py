@@ -15,7 +15,7 @@ from skyqa.contracts.missions import (
     ComposedSegments,
     ConstraintReport,
 )
-from skyqa.v1 import common_pb2, mission_pb2
+from skyqa.v1 import common_pb2, render_pb2
 
 from services.mission_planner.compose import (
     POSE_HZ,
@@ -72,9 +72,9 @@ def video_job(
     cfg: MissionConfig,
     archive: bool,
     requester: str,
-) -> mission_pb2.VideoJob:
+) -> render_pb2.VideoJob:
     yaw, pitch = yaw_pitch(fwd)
-    job = mission_pb2.VideoJob(
+    job = render_pb2.VideoJob(
         run_id=run_id,
         job_id=composed.traj_id,
         scene_id=scene_id,

@@ -13,7 +13,8 @@ from skyqa.runtime import Service, Settings
 from skyqa.runtime.stage import Completion, Stage
 from skyqa.v1 import eval_pb2, mission_pb2, qa_pb2, render_pb2
 
-from services.qa_generator.pipeline import REQUESTER, QAPlan, finish, plan, render_jobs
+from services.qa_generator.pipeline import REQUESTER, QAPlan, plan, render_jobs
+from services.qa_generator.release import finish
 
 NAME = "qa_generator"
 STAGE = "qa"

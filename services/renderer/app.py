@@ -8,7 +8,7 @@ from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.runtime import Service, Settings
 from skyqa.sim import SimulatorCache
-from skyqa.v1 import mission_pb2, render_pb2
+from skyqa.v1 import render_pb2
 
 from services.renderer.video import render_video
 from services.renderer.worker import render_job
@@ -36,7 +36,7 @@ async def setup(svc: Service) -> None:
             trace_id=d.trace_id,
         )
 
-    async def on_video(job: mission_pb2.VideoJob, d: Delivery) -> None:
+    async def on_video(job: render_pb2.VideoJob, d: Delivery) -> None:
         sim = await asyncio.to_thread(sims.get, job.backend or "builtin", job.scene_id)
         done = await asyncio.to_thread(render_video, job, sim, svc.store, svc.metrics.frames.labels(NAME).inc)
         await svc.bus.publish(
@@ -49,7 +49,7 @@ async def setup(svc: Service) -> None:
 
     svc.bus.handle(CONSUMER, render_pb2.RenderJob, on_job, stage=STAGE, concurrency=svc.settings.concurrency)
     svc.bus.handle(
-        VIDEO_CONSUMER, mission_pb2.VideoJob, on_video, stage=STAGE, concurrency=svc.settings.concurrency
+        VIDEO_CONSUMER, render_pb2.VideoJob, on_video, stage=STAGE, concurrency=svc.settings.concurrency
     )
 
 

@@ -26,14 +26,14 @@ from skyqa.geometry.visibility import (
     frame_visible,
 )
 from skyqa.sim import CameraSpec, Frame, Intrinsics, Pose, Simulator, project
-from skyqa.v1 import mission_pb2
+from skyqa.v1 import render_pb2
 from skyqa.video import Mp4Writer, discard
 
 MAX_FRAMES = 6000  # 10 minutes at 10 FPS
 MIN_COMPLETE_BYTES = 1024
 
 
-def validate_video_job(job: mission_pb2.VideoJob) -> None:
+def validate_video_job(job: render_pb2.VideoJob) -> None:
     keys.validate_id(job.run_id, "run id")
     keys.validate_id(job.requester, "requester")
     keys.validate_id(job.job_id, "mission id")
@@ -139,12 +139,12 @@ class _Sink:
 
 
 def render_video(
-    job: mission_pb2.VideoJob, sim: Simulator, store: BlobStore, on_frame: Callable[[], None] | None = None
-) -> mission_pb2.VideoDone:
+    job: render_pb2.VideoJob, sim: Simulator, store: BlobStore, on_frame: Callable[[], None] | None = None
+) -> render_pb2.VideoDone:
     validate_video_job(job)
     video_key = f"{job.output_prefix}/{keys.VIDEO}"
     vis_key = f"{job.output_prefix}/{keys.FRAME_VISIBILITY}"
-    done = mission_pb2.VideoDone(
+    done = render_pb2.VideoDone(
         run_id=job.run_id,
         job_id=job.job_id,
         requester=job.requester,

@@ -17,19 +17,19 @@ from skyqa.models import HeuristicLabeller, openai_app, serve_grpc
 from skyqa.servers import ServedApp
 from skyqa.settings import ModelEndpoint, Settings
 from skyqa.sim import BuiltinSimulator, CameraSpec, Pose, load_scene, look_at
-from skyqa.v1 import fusion_pb2
+from skyqa.v1 import labeller_pb2
 from stage_helpers import Probe
 
 from services.labeller import app as labeller_app
 
 
 @pytest.fixture
-def tank_request(s3_store: S3BlobStore, unique: str) -> fusion_pb2.LabelRequest:
+def tank_request(s3_store: S3BlobStore, unique: str) -> labeller_pb2.LabelRequest:
     """Four real rendered views of a storage tank, stored like the landmark service stores them."""
     sim = BuiltinSimulator(load_scene("tiny_town"))
     tank = next(o for o in sim.scene.things() if o.semantic.name == "storage_tank")
     # the class hint is sent but, by default, not shown to the model: the size must do
-    req = fusion_pb2.LabelRequest(
+    req = labeller_pb2.LabelRequest(
         run_id=f"lab-{unique}",
         scene_id="tiny_town",
         landmark_id="11_1",
@@ -51,11 +51,11 @@ def tank_request(s3_store: S3BlobStore, unique: str) -> fusion_pb2.LabelRequest:
 
 
 async def label_via_service(
-    settings: Settings, store: S3BlobStore, probe: Probe, request: fusion_pb2.LabelRequest
-) -> tuple[fusion_pb2.LabelResult, float]:
+    settings: Settings, store: S3BlobStore, probe: Probe, request: labeller_pb2.LabelRequest
+) -> tuple[labeller_pb2.LabelResult, float]:
     svc = labeller_app.create(settings, store)
     await svc.start(http=False)
-    results = await probe.collect(topology.LABEL_DONE, fusion_pb2.LabelResult)
+    results = await probe.collect(topology.LABEL_DONE, labeller_pb2.LabelResult)
     started = time.monotonic()
     try:
         await probe.bus.publish(
@@ -68,7 +68,7 @@ async def label_via_service(
 
 
 async def test_labeller_through_grpc_model_server(
-    settings: Settings, s3_store: S3BlobStore, probe: Probe, tank_request: fusion_pb2.LabelRequest
+    settings: Settings, s3_store: S3BlobStore, probe: Probe, tank_request: labeller_pb2.LabelRequest
 ) -> None:
     server, port = await serve_grpc(HeuristicLabeller())
     settings.labeller_model = ModelEndpoint(kind="grpc", url=f"127.0.0.1:{port}")
@@ -84,7 +84,7 @@ async def test_labeller_through_grpc_model_server(
 
 
 async def test_the_class_hint_reaches_the_model_only_when_configured(
-    settings: Settings, s3_store: S3BlobStore, probe: Probe, tank_request: fusion_pb2.LabelRequest
+    settings: Settings, s3_store: S3BlobStore, probe: Probe, tank_request: labeller_pb2.LabelRequest
 ) -> None:
     server, port = await serve_grpc(HeuristicLabeller())
     settings.labeller_model = ModelEndpoint(kind="grpc", url=f"127.0.0.1:{port}")
@@ -107,7 +107,7 @@ async def test_labeller_through_openai_compatible_server(
     settings: Settings,
     s3_store: S3BlobStore,
     probe: Probe,
-    tank_request: fusion_pb2.LabelRequest,
+    tank_request: labeller_pb2.LabelRequest,
     http_model: str,
 ) -> None:
     settings.labeller_model = ModelEndpoint(kind="openai", url=http_model, model="heuristic-labeller")
@@ -117,7 +117,7 @@ async def test_labeller_through_openai_compatible_server(
 
 
 async def test_unparseable_model_output_fails_with_a_reason_after_bounded_attempts(
-    settings: Settings, s3_store: S3BlobStore, probe: Probe, tank_request: fusion_pb2.LabelRequest
+    settings: Settings, s3_store: S3BlobStore, probe: Probe, tank_request: labeller_pb2.LabelRequest
 ) -> None:
     app = FastAPI()
     calls: list[dict[str, object]] = []

@@ -19,7 +19,8 @@ from skyqa.blob import LocalBlobStore
 from skyqa.bus import Bus, topology
 from skyqa.contracts import InstanceReview, ReviewState, dump_json
 from skyqa.runtime import Service, Settings
-from skyqa.v1 import common_pb2, fusion_pb2, scan_pb2
+from skyqa.scan import apply_defaults
+from skyqa.v1 import common_pb2, labeller_pb2, landmark_pb2, scan_pb2
 from stage_helpers import Probe
 
 from services.landmark.book import ReviewBook
@@ -34,7 +35,7 @@ async def put_review(
     book: ReviewBook, store: LocalBlobStore, run_id: str, seed: int, finalized_at: float = 0.0
 ) -> None:
     """A human review of ``run_id`` in KV, its landmarks and the scan request capture stores."""
-    scan = scan_pb2.ScanRequest(run_id=run_id, scene_id="s", seed=seed)
+    scan = apply_defaults(scan_pb2.ScanRequest(run_id=run_id, scene_id="s", seed=seed))
     store.put(keys.scan_request(run_id), json_format.MessageToJson(scan).encode(), "application/json")
     doc = landmarks()
     key = f"runs/{run_id}/scene_data/s/landmarks_raw/s.instances.json"
@@ -58,9 +59,9 @@ async def parts(bus: Bus, tmp_path: Path) -> tuple[ReviewBook, LocalBlobStore]:
 
 
 @pytest.fixture
-async def reviewed(probe: Probe) -> list[fusion_pb2.LandmarksReviewed]:
-    events: list[fusion_pb2.LandmarksReviewed] = await probe.collect(
-        topology.LANDMARKS_REVIEWED, fusion_pb2.LandmarksReviewed
+async def reviewed(probe: Probe) -> list[landmark_pb2.LandmarksReviewed]:
+    events: list[landmark_pb2.LandmarksReviewed] = await probe.collect(
+        topology.LANDMARKS_REVIEWED, landmark_pb2.LandmarksReviewed
     )
     return events
 
@@ -87,11 +88,11 @@ async def web(
     await svc.stop()
 
 
-def of(events: list[fusion_pb2.LandmarksReviewed], run_id: str) -> list[fusion_pb2.LandmarksReviewed]:
+def of(events: list[landmark_pb2.LandmarksReviewed], run_id: str) -> list[landmark_pb2.LandmarksReviewed]:
     return [e for e in events if e.run_id == run_id]
 
 
-async def settle(events: list[fusion_pb2.LandmarksReviewed], run_id: str, n: int) -> None:
+async def settle(events: list[landmark_pb2.LandmarksReviewed], run_id: str, n: int) -> None:
     for _ in range(100):
         if len(of(events, run_id)) >= n:
             break
@@ -102,7 +103,7 @@ async def settle(events: list[fusion_pb2.LandmarksReviewed], run_id: str, n: int
 async def test_a_finalize_that_died_before_publishing_is_finished_at_start_up(
     settings: Settings,
     parts: tuple[ReviewBook, LocalBlobStore],
-    reviewed: list[fusion_pb2.LandmarksReviewed],
+    reviewed: list[landmark_pb2.LandmarksReviewed],
     unique: str,
 ) -> None:
     book, store = parts
@@ -113,7 +114,7 @@ async def test_a_finalize_that_died_before_publishing_is_finished_at_start_up(
         await svc.state["review_resume"]
         await settle(reviewed, run, 1)
         [event] = of(reviewed, run)
-        assert event.scan.seed == 7 and event.scan.run_id == run
+        assert (event.run_id, event.scene_id) == (run, "s")
         assert store.exists(event.valid_instances.key)
     finally:
         await svc.stop()
@@ -122,7 +123,7 @@ async def test_a_finalize_that_died_before_publishing_is_finished_at_start_up(
 async def test_finalize_publishes_once_and_a_late_web_call_takes_over_a_dead_one(
     web: tuple[Service, httpx.AsyncClient],
     parts: tuple[ReviewBook, LocalBlobStore],
-    reviewed: list[fusion_pb2.LandmarksReviewed],
+    reviewed: list[landmark_pb2.LandmarksReviewed],
     unique: str,
 ) -> None:
     _, http = web
@@ -132,7 +133,7 @@ async def test_finalize_publishes_once_and_a_late_web_call_takes_over_a_dead_one
     finals = await asyncio.gather(*(http.post(f"/review/api/runs/{run}/finalize") for _ in range(5)))
     assert sorted(r.status_code for r in finals) == [200, 409, 409, 409, 409], [r.text for r in finals]
     await settle(reviewed, run, 1)
-    assert [e.scan.seed for e in of(reviewed, run)] == [3]
+    assert len(of(reviewed, run)) == 1
     # announced: every later call, and every later edit, is refused
     assert (await http.post(f"/review/api/runs/{run}/finalize")).status_code == 409
     edit = await http.post(f"/review/api/runs/{run}/instances/4_3/decide", json={"action": "drop"})
@@ -153,7 +154,7 @@ async def test_finalize_publishes_once_and_a_late_web_call_takes_over_a_dead_one
     taken = await http.post(f"/review/api/runs/{dead}/finalize")
     assert taken.status_code == 200, taken.text
     await settle(reviewed, dead, 1)
-    assert [e.scan.seed for e in of(reviewed, dead)] == [5]
+    assert len(of(reviewed, dead)) == 1
     assert (await http.post(f"/review/api/runs/{dead}/finalize")).status_code == 409
 
 
@@ -161,7 +162,29 @@ async def test_a_label_for_no_review_is_rejected_at_once(
     web: tuple[Service, httpx.AsyncClient], bus: Bus, probe: Probe, unique: str
 ) -> None:
     errors = await probe.collect(topology.error_subject("review"), common_pb2.ErrorEvent)
-    label = fusion_pb2.LabelResult(run_id=f"none-{unique}", landmark_id="4_3", ok=True)
+    label = labeller_pb2.LabelResult(run_id=f"none-{unique}", landmark_id="4_3", ok=True)
     await bus.publish(topology.LABEL_DONE, label, msg_id=f"label-{unique}", run_id=label.run_id)
     event = await Probe.first(errors, lambda e: e.run_id == label.run_id)
     assert event.reason == "invalid_input" and event.deliveries == 1 and "no review" in event.message
+
+
+async def test_a_review_without_a_stored_scan_request_is_not_finalized(
+    web: tuple[Service, httpx.AsyncClient],
+    parts: tuple[ReviewBook, LocalBlobStore],
+    reviewed: list[landmark_pb2.LandmarksReviewed],
+    unique: str,
+) -> None:
+    # later stages read the run's settings from the stored request: without it (or with a
+    # foreign one) the reviewer is told at once and nothing is published
+    _, http = web
+    book, store = parts
+    for run, bad in ((f"lost-{unique}", None), (f"foreign-{unique}", b'{"runId": "other", "sceneId": "s"}')):
+        await put_review(book, store, run, seed=1)
+        store.delete(keys.scan_request(run))
+        if bad is not None:
+            store.put(keys.scan_request(run), bad, "application/json")
+        answer = await http.post(f"/review/api/runs/{run}/finalize")
+        assert answer.status_code == 400, answer.text
+        assert "scan request" in answer.json()["detail"]
+        await asyncio.sleep(0.3)
+        assert of(reviewed, run) == []

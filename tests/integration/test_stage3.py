@@ -33,7 +33,7 @@ from skyqa.contracts.qa import ImageRow, VideoRow
 from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
 from skyqa.sim import Intrinsics, Pose, project
-from skyqa.v1 import common_pb2, mission_pb2
+from skyqa.v1 import common_pb2, render_pb2
 from skyqa.video import probe
 from stage_helpers import Probe, small_scan
 
@@ -45,7 +45,8 @@ from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.mission_planner import app as mission_app
 from services.qa_generator import app as qa_app
-from services.qa_generator.pipeline import QAPlan, ReleaseLeaks, finish
+from services.qa_generator.pipeline import QAPlan
+from services.qa_generator.release import ReleaseLeaks, finish
 from services.renderer import app as renderer_app
 
 pytestmark = pytest.mark.timeout(900)
@@ -170,10 +171,10 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
 
     # a finished mission is skipped: the same job again reuses the stored video
     probe_bus = Probe(bus)
-    dones = await probe_bus.collect(topology.video_done_subject("mission"), mission_pb2.VideoDone)
+    dones = await probe_bus.collect(topology.video_done_subject("mission"), render_pb2.VideoDone)
     first = index.missions[0]
     root = keys.mission_root(run["run_id"], first.traj_id)
-    job = mission_pb2.VideoJob(
+    job = render_pb2.VideoJob(
         run_id=run["run_id"],
         job_id=first.traj_id,
         scene_id=index.scene_id,
@@ -198,7 +199,7 @@ async def test_bad_video_job_is_rejected_with_an_error_event(
 ) -> None:
     probe_bus = Probe(bus)
     errors = await probe_bus.collect(topology.error_subject("render"), common_pb2.ErrorEvent)
-    job = mission_pb2.VideoJob(
+    job = render_pb2.VideoJob(
         run_id=f"bad-{unique}",
         job_id="m1",
         scene_id="tiny_town",

@@ -11,7 +11,7 @@ from skyqa.contracts import (
 )
 from skyqa.contracts.review import AutoLabel
 from skyqa.labels import extract_json, validate
-from skyqa.v1 import fusion_pb2
+from skyqa.v1 import labeller_pb2
 
 from services.landmark import review
 
@@ -158,7 +158,7 @@ def test_review_actions_validate_input() -> None:
 def test_valid_instances_are_kept_and_labelled_and_honour_invalid_views() -> None:
     d = doc()
     state = review.initial_state("r", d, "k", "auto")
-    ok = fusion_pb2.LabelResult(
+    ok = labeller_pb2.LabelResult(
         run_id="r",
         landmark_id="4_3",
         ok=True,
@@ -167,7 +167,7 @@ def test_valid_instances_are_kept_and_labelled_and_honour_invalid_views() -> Non
         description="red house",
         confidence=0.9,
     )
-    low = fusion_pb2.LabelResult(
+    low = labeller_pb2.LabelResult(
         run_id="r",
         landmark_id="4_7",
         ok=True,

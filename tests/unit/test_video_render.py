@@ -11,7 +11,7 @@ import pytest
 from skyqa import keys, media
 from skyqa.blob import BlobInfo, LocalBlobStore
 from skyqa.sim import BuiltinSimulator, CameraSpec, Pose, load_scene, look_at
-from skyqa.v1 import common_pb2, mission_pb2
+from skyqa.v1 import common_pb2, render_pb2
 from skyqa.video import probe
 
 from services.renderer.video import render_video
@@ -22,8 +22,8 @@ def town() -> BuiltinSimulator:
     return BuiltinSimulator(load_scene("tiny_town"))
 
 
-def _job(frames: int = 6) -> mission_pb2.VideoJob:
-    job = mission_pb2.VideoJob(
+def _job(frames: int = 6) -> render_pb2.VideoJob:
+    job = render_pb2.VideoJob(
         run_id="r",
         job_id="orbit",
         scene_id="tiny_town",

@@ -103,7 +103,7 @@ def test_stored_segmentation_frames_that_are_missing_or_corrupt_reject_the_row(t
     from skyqa import keys, media
     from skyqa.blob import LocalBlobStore
 
-    from services.qa_generator.pipeline import _pixel_shares
+    from services.qa_generator.release import _pixel_shares
 
     store = LocalBlobStore(tmp_path)
     root = f"{keys.mission_root('run', 'm')}/final_task/seg"

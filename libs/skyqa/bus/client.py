@@ -10,6 +10,10 @@ Rules it enforces, each for a behaviour of nats-py or JetStream that bit a naive
   payload goes to the dead-letter stream with its reason and the message is terminated;
 - every publish carries ``Nats-Msg-Id`` so a retried publish is deduplicated;
 - shutdown unsubscribes pull subscriptions before draining, or drain hangs for its timeout.
+
+It is one class over one connection (about 400 lines): declaring the topology, publishing,
+the consume loop and dead-lettering share the JetStream context and the registrations, and each
+rule above needs two of them.
 """
 
 from __future__ import annotations

@@ -12,7 +12,18 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from skyqa.keys import validate_id
-from skyqa.v1 import capture_pb2, common_pb2, eval_pb2, fusion_pb2, mission_pb2, qa_pb2, render_pb2, scan_pb2
+from skyqa.v1 import (
+    capture_pb2,
+    common_pb2,
+    eval_pb2,
+    fusion_pb2,
+    labeller_pb2,
+    landmark_pb2,
+    mission_pb2,
+    qa_pb2,
+    render_pb2,
+    scan_pb2,
+)
 
 EVENT_DOMAINS = (
     "scan",
@@ -51,11 +62,11 @@ MESSAGE_TYPES: dict[str, type[Message]] = {
     CAPTURE_COMPLETED: capture_pb2.CaptureCompleted,
     FUSION_COMPLETED: fusion_pb2.FusionCompleted,
     RENDER_JOB: render_pb2.RenderJob,
-    VIDEO_JOB: mission_pb2.VideoJob,
-    LANDMARKS_COLLECTED: fusion_pb2.LandmarksCollected,
-    LANDMARKS_REVIEWED: fusion_pb2.LandmarksReviewed,
-    LABEL_REQUESTED: fusion_pb2.LabelRequest,
-    LABEL_DONE: fusion_pb2.LabelResult,
+    VIDEO_JOB: render_pb2.VideoJob,
+    LANDMARKS_COLLECTED: landmark_pb2.LandmarksCollected,
+    LANDMARKS_REVIEWED: landmark_pb2.LandmarksReviewed,
+    LABEL_REQUESTED: labeller_pb2.LabelRequest,
+    LABEL_DONE: labeller_pb2.LabelResult,
     MISSIONS_COMPLETED: mission_pb2.MissionsCompleted,
     QA_COMPLETED: qa_pb2.QACompleted,
     EVAL_REQUESTED: eval_pb2.EvaluationRequest,
@@ -63,7 +74,7 @@ MESSAGE_TYPES: dict[str, type[Message]] = {
 # subjects with a per-requester, per-run or per-stage last token
 _MESSAGE_TYPE_PREFIXES: dict[str, type[Message]] = {
     "skyqa.v1.render.done.": render_pb2.RenderDone,
-    "skyqa.v1.render.video_done.": mission_pb2.VideoDone,
+    "skyqa.v1.render.video_done.": render_pb2.VideoDone,
     "skyqa.v1.progress.": common_pb2.Progress,
     "skyqa.v1.error.": common_pb2.ErrorEvent,
 }

@@ -5,6 +5,10 @@
 (schema ``stage3.v2``). ``frame_visibility.jsonl`` is the renderer's per-frame measurement that
 task_data is built from (an addition). Times: frame ``f`` covers ``[f/fps, (f+1)/fps)``, so
 interval ends are exclusive and behavior intervals tile ``[0, duration_sec]``.
+
+One file for the whole mission tree (about 400 lines of field declarations): the models nest
+into each other as the files do, and a reader comparing them with UAV-DualCog's schemas wants
+them side by side.
 """
 
 from __future__ import annotations

@@ -23,20 +23,19 @@ _sym_db = _symbol_database.Default()
 
 
 from skyqa.v1 import common_pb2 as skyqa_dot_v1_dot_common__pb2
-from skyqa.v1 import scan_pb2 as skyqa_dot_v1_dot_scan__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16skyqa/v1/capture.proto\x12\x08skyqa.v1\x1a\x15skyqa/v1/common.proto\x1a\x13skyqa/v1/scan.proto\"=\n\nPoseSample\x12\x11\n\tframe_idx\x18\x01 \x01(\r\x12\x1c\n\x04pose\x18\x02 \x01(\x0b\x32\x0e.skyqa.v1.Pose\"\x8c\x01\n\nCaptureJob\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tjob_index\x18\x02 \x01(\r\x12\x11\n\tjob_count\x18\x03 \x01(\r\x12#\n\x04scan\x18\x04 \x01(\x0b\x32\x15.skyqa.v1.ScanRequest\x12#\n\x05poses\x18\x05 \x03(\x0b\x32\x14.skyqa.v1.PoseSample\"\xac\x01\n\x10\x43\x61ptureCompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12#\n\x04scan\x18\x03 \x01(\x0b\x32\x15.skyqa.v1.ScanRequest\x12*\n\x0f\x66rames_manifest\x18\x04 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x0e\n\x06\x66rames\x18\x05 \x01(\r\x12\x15\n\rfailed_frames\x18\x06 \x01(\rb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16skyqa/v1/capture.proto\x12\x08skyqa.v1\x1a\x15skyqa/v1/common.proto\"=\n\nPoseSample\x12\x11\n\tframe_idx\x18\x01 \x01(\r\x12\x1c\n\x04pose\x18\x02 \x01(\x0b\x32\x0e.skyqa.v1.Pose\"s\n\nCaptureJob\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tjob_index\x18\x02 \x01(\r\x12\x11\n\tjob_count\x18\x03 \x01(\r\x12#\n\x05poses\x18\x05 \x03(\x0b\x32\x14.skyqa.v1.PoseSampleJ\x04\x08\x04\x10\x05R\x04scan\"\x93\x01\n\x10\x43\x61ptureCompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12*\n\x0f\x66rames_manifest\x18\x04 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x0e\n\x06\x66rames\x18\x05 \x01(\r\x12\x15\n\rfailed_frames\x18\x06 \x01(\rJ\x04\x08\x03\x10\x04R\x04scanb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'skyqa.v1.capture_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_POSESAMPLE']._serialized_start=80
-  _globals['_POSESAMPLE']._serialized_end=141
-  _globals['_CAPTUREJOB']._serialized_start=144
-  _globals['_CAPTUREJOB']._serialized_end=284
-  _globals['_CAPTURECOMPLETED']._serialized_start=287
-  _globals['_CAPTURECOMPLETED']._serialized_end=459
+  _globals['_POSESAMPLE']._serialized_start=59
+  _globals['_POSESAMPLE']._serialized_end=120
+  _globals['_CAPTUREJOB']._serialized_start=122
+  _globals['_CAPTUREJOB']._serialized_end=237
+  _globals['_CAPTURECOMPLETED']._serialized_start=240
+  _globals['_CAPTURECOMPLETED']._serialized_end=387
 # @@protoc_insertion_point(module_scope)

@@ -8,7 +8,6 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from skyqa.v1 import common_pb2 as _common_pb2
-from skyqa.v1 import scan_pb2 as _scan_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -45,20 +44,20 @@ Global___PoseSample: _TypeAlias = PoseSample  # noqa: Y015
 
 @_typing.final
 class CaptureJob(_message.Message):
-    """Published on skyqa.v1.capture.job: one batch of poses; replicas of capture share these."""
+    """Published on skyqa.v1.capture.job: one batch of poses; replicas of capture share these. The
+    scan's settings are read from the run's stored scan request (runs/<run>/scan_request.json),
+    which capture writes before it publishes a job.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     JOB_INDEX_FIELD_NUMBER: _builtins.int
     JOB_COUNT_FIELD_NUMBER: _builtins.int
-    SCAN_FIELD_NUMBER: _builtins.int
     POSES_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     job_index: _builtins.int
     job_count: _builtins.int
-    @_builtins.property
-    def scan(self) -> _scan_pb2.ScanRequest: ...
     @_builtins.property
     def poses(self) -> _containers.RepeatedCompositeFieldContainer[Global___PoseSample]: ...
     def __init__(
@@ -67,12 +66,11 @@ class CaptureJob(_message.Message):
         run_id: _builtins.str = ...,
         job_index: _builtins.int = ...,
         job_count: _builtins.int = ...,
-        scan: _scan_pb2.ScanRequest | None = ...,
         poses: _abc.Iterable[Global___PoseSample] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["scan", b"scan"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["job_count", b"job_count", "job_index", b"job_index", "poses", b"poses", "run_id", b"run_id", "scan", b"scan"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["job_count", b"job_count", "job_index", b"job_index", "poses", b"poses", "run_id", b"run_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -86,7 +84,6 @@ class CaptureCompleted(_message.Message):
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     SCENE_ID_FIELD_NUMBER: _builtins.int
-    SCAN_FIELD_NUMBER: _builtins.int
     FRAMES_MANIFEST_FIELD_NUMBER: _builtins.int
     FRAMES_FIELD_NUMBER: _builtins.int
     FAILED_FRAMES_FIELD_NUMBER: _builtins.int
@@ -95,22 +92,19 @@ class CaptureCompleted(_message.Message):
     frames: _builtins.int
     failed_frames: _builtins.int
     @_builtins.property
-    def scan(self) -> _scan_pb2.ScanRequest: ...
-    @_builtins.property
     def frames_manifest(self) -> _common_pb2.BlobRef: ...
     def __init__(
         self,
         *,
         run_id: _builtins.str = ...,
         scene_id: _builtins.str = ...,
-        scan: _scan_pb2.ScanRequest | None = ...,
         frames_manifest: _common_pb2.BlobRef | None = ...,
         frames: _builtins.int = ...,
         failed_frames: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["frames_manifest", b"frames_manifest", "scan", b"scan"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["frames_manifest", b"frames_manifest"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["failed_frames", b"failed_frames", "frames", b"frames", "frames_manifest", b"frames_manifest", "run_id", b"run_id", "scan", b"scan", "scene_id", b"scene_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["failed_frames", b"failed_frames", "frames", b"frames", "frames_manifest", b"frames_manifest", "run_id", b"run_id", "scene_id", b"scene_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -23,26 +23,15 @@ _sym_db = _symbol_database.Default()
 
 
 from skyqa.v1 import common_pb2 as skyqa_dot_v1_dot_common__pb2
-from skyqa.v1 import scan_pb2 as skyqa_dot_v1_dot_scan__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15skyqa/v1/fusion.proto\x12\x08skyqa.v1\x1a\x15skyqa/v1/common.proto\x1a\x13skyqa/v1/scan.proto\"\x83\x03\n\x0f\x46usionCompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12$\n\tcloud_pcd\x18\x03 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12$\n\tcloud_npy\x18\x04 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12$\n\tinstances\x18\x05 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x1f\n\x04meta\x18\x06 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12*\n\x0fpreview_topdown\x18\x07 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12*\n\x0fpreview_oblique\x18\x08 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x0e\n\x06points\x18\t \x01(\x04\x12\x16\n\x0einstance_count\x18\n \x01(\r\x12\x16\n\x0e\x63overage_ratio\x18\x0b \x01(\x01\x12#\n\x04scan\x18\x0c \x01(\x0b\x32\x15.skyqa.v1.ScanRequest\"\xa4\x01\n\x11LandmarksReviewed\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12*\n\x0fvalid_instances\x18\x03 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\r\n\x05valid\x18\x04 \x01(\r\x12\r\n\x05total\x18\x05 \x01(\r\x12#\n\x04scan\x18\x06 \x01(\x0b\x32\x15.skyqa.v1.ScanRequest\"\xa3\x01\n\x12LandmarksCollected\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12$\n\tinstances\x18\x03 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x12\n\ncandidates\x18\x04 \x01(\r\x12\x0c\n\x04kept\x18\x05 \x01(\r\x12#\n\x04scan\x18\x06 \x01(\x0b\x32\x15.skyqa.v1.ScanRequest\"f\n\tLabelView\x12\x0f\n\x07view_id\x18\x01 \x01(\t\x12\x11\n\timage_key\x18\x02 \x01(\t\x12\x11\n\tdirection\x18\x03 \x01(\t\x12\x11\n\tbbox_xyxy\x18\x04 \x03(\r\x12\x0f\n\x07is_main\x18\x05 \x01(\x08\"\x8d\x01\n\x0cLabelRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12\x13\n\x0blandmark_id\x18\x03 \x01(\t\x12\x12\n\nclass_hint\x18\x04 \x01(\t\x12\"\n\x05views\x18\x05 \x03(\x0b\x32\x13.skyqa.v1.LabelView\x12\x0e\n\x06size_m\x18\x06 \x03(\x02\"\xe5\x01\n\x0bLabelResult\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12\x13\n\x0blandmark_id\x18\x03 \x01(\t\x12\n\n\x02ok\x18\x04 \x01(\x08\x12\x10\n\x08\x63\x61tegory\x18\x05 \x01(\t\x12\x13\n\x0bsubcategory\x18\x06 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x07 \x01(\t\x12\x12\n\nconfidence\x18\x08 \x01(\x01\x12\x0e\n\x06reason\x18\t \x01(\t\x12\x10\n\x08\x61ttempts\x18\n \x01(\r\x12\r\n\x05model\x18\x0b \x01(\t\x12\x12\n\nviews_used\x18\x0c \x03(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15skyqa/v1/fusion.proto\x12\x08skyqa.v1\x1a\x15skyqa/v1/common.proto\"\xea\x02\n\x0f\x46usionCompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12$\n\tcloud_pcd\x18\x03 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12$\n\tcloud_npy\x18\x04 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12$\n\tinstances\x18\x05 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x1f\n\x04meta\x18\x06 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12*\n\x0fpreview_topdown\x18\x07 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12*\n\x0fpreview_oblique\x18\x08 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x0e\n\x06points\x18\t \x01(\x04\x12\x16\n\x0einstance_count\x18\n \x01(\r\x12\x16\n\x0e\x63overage_ratio\x18\x0b \x01(\x01J\x04\x08\x0c\x10\rR\x04scanb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'skyqa.v1.fusion_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FUSIONCOMPLETED']._serialized_start=80
-  _globals['_FUSIONCOMPLETED']._serialized_end=467
-  _globals['_LANDMARKSREVIEWED']._serialized_start=470
-  _globals['_LANDMARKSREVIEWED']._serialized_end=634
-  _globals['_LANDMARKSCOLLECTED']._serialized_start=637
-  _globals['_LANDMARKSCOLLECTED']._serialized_end=800
-  _globals['_LABELVIEW']._serialized_start=802
-  _globals['_LABELVIEW']._serialized_end=904
-  _globals['_LABELREQUEST']._serialized_start=907
-  _globals['_LABELREQUEST']._serialized_end=1048
-  _globals['_LABELRESULT']._serialized_start=1051
-  _globals['_LABELRESULT']._serialized_end=1280
+  _globals['_FUSIONCOMPLETED']._serialized_start=59
+  _globals['_FUSIONCOMPLETED']._serialized_end=421
 # @@protoc_insertion_point(module_scope)

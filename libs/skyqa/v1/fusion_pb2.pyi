@@ -3,12 +3,9 @@
 isort:skip_file
 """
 
-from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf.internal import containers as _containers
 from skyqa.v1 import common_pb2 as _common_pb2
-from skyqa.v1 import scan_pb2 as _scan_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -37,7 +34,6 @@ class FusionCompleted(_message.Message):
     POINTS_FIELD_NUMBER: _builtins.int
     INSTANCE_COUNT_FIELD_NUMBER: _builtins.int
     COVERAGE_RATIO_FIELD_NUMBER: _builtins.int
-    SCAN_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     points: _builtins.int
@@ -55,8 +51,6 @@ class FusionCompleted(_message.Message):
     def preview_topdown(self) -> _common_pb2.BlobRef: ...
     @_builtins.property
     def preview_oblique(self) -> _common_pb2.BlobRef: ...
-    @_builtins.property
-    def scan(self) -> _scan_pb2.ScanRequest: ...
     def __init__(
         self,
         *,
@@ -71,225 +65,11 @@ class FusionCompleted(_message.Message):
         points: _builtins.int = ...,
         instance_count: _builtins.int = ...,
         coverage_ratio: _builtins.float = ...,
-        scan: _scan_pb2.ScanRequest | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["cloud_npy", b"cloud_npy", "cloud_pcd", b"cloud_pcd", "instances", b"instances", "meta", b"meta", "preview_oblique", b"preview_oblique", "preview_topdown", b"preview_topdown", "scan", b"scan"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cloud_npy", b"cloud_npy", "cloud_pcd", b"cloud_pcd", "instances", b"instances", "meta", b"meta", "preview_oblique", b"preview_oblique", "preview_topdown", b"preview_topdown"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cloud_npy", b"cloud_npy", "cloud_pcd", b"cloud_pcd", "coverage_ratio", b"coverage_ratio", "instance_count", b"instance_count", "instances", b"instances", "meta", b"meta", "points", b"points", "preview_oblique", b"preview_oblique", "preview_topdown", b"preview_topdown", "run_id", b"run_id", "scan", b"scan", "scene_id", b"scene_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cloud_npy", b"cloud_npy", "cloud_pcd", b"cloud_pcd", "coverage_ratio", b"coverage_ratio", "instance_count", b"instance_count", "instances", b"instances", "meta", b"meta", "points", b"points", "preview_oblique", b"preview_oblique", "preview_topdown", b"preview_topdown", "run_id", b"run_id", "scene_id", b"scene_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FusionCompleted: _TypeAlias = FusionCompleted  # noqa: Y015
-
-@_typing.final
-class LandmarksReviewed(_message.Message):
-    """Published on skyqa.v1.landmark.reviewed when a run's review is finalized."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    RUN_ID_FIELD_NUMBER: _builtins.int
-    SCENE_ID_FIELD_NUMBER: _builtins.int
-    VALID_INSTANCES_FIELD_NUMBER: _builtins.int
-    VALID_FIELD_NUMBER: _builtins.int
-    TOTAL_FIELD_NUMBER: _builtins.int
-    SCAN_FIELD_NUMBER: _builtins.int
-    run_id: _builtins.str
-    scene_id: _builtins.str
-    valid: _builtins.int
-    total: _builtins.int
-    @_builtins.property
-    def valid_instances(self) -> _common_pb2.BlobRef:
-        """landmarks_review/<scene>.valid_instances.json"""
-
-    @_builtins.property
-    def scan(self) -> _scan_pb2.ScanRequest: ...
-    def __init__(
-        self,
-        *,
-        run_id: _builtins.str = ...,
-        scene_id: _builtins.str = ...,
-        valid_instances: _common_pb2.BlobRef | None = ...,
-        valid: _builtins.int = ...,
-        total: _builtins.int = ...,
-        scan: _scan_pb2.ScanRequest | None = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["scan", b"scan", "valid_instances", b"valid_instances"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_id", b"run_id", "scan", b"scan", "scene_id", b"scene_id", "total", b"total", "valid", b"valid", "valid_instances", b"valid_instances"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___LandmarksReviewed: _TypeAlias = LandmarksReviewed  # noqa: Y015
-
-@_typing.final
-class LandmarksCollected(_message.Message):
-    """Published on skyqa.v1.landmark.collected once every candidate's views are rendered and checked."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    RUN_ID_FIELD_NUMBER: _builtins.int
-    SCENE_ID_FIELD_NUMBER: _builtins.int
-    INSTANCES_FIELD_NUMBER: _builtins.int
-    CANDIDATES_FIELD_NUMBER: _builtins.int
-    KEPT_FIELD_NUMBER: _builtins.int
-    SCAN_FIELD_NUMBER: _builtins.int
-    run_id: _builtins.str
-    scene_id: _builtins.str
-    candidates: _builtins.int
-    kept: _builtins.int
-    @_builtins.property
-    def instances(self) -> _common_pb2.BlobRef:
-        """landmarks_raw/<scene>.instances.json"""
-
-    @_builtins.property
-    def scan(self) -> _scan_pb2.ScanRequest: ...
-    def __init__(
-        self,
-        *,
-        run_id: _builtins.str = ...,
-        scene_id: _builtins.str = ...,
-        instances: _common_pb2.BlobRef | None = ...,
-        candidates: _builtins.int = ...,
-        kept: _builtins.int = ...,
-        scan: _scan_pb2.ScanRequest | None = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["instances", b"instances", "scan", b"scan"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "instances", b"instances", "kept", b"kept", "run_id", b"run_id", "scan", b"scan", "scene_id", b"scene_id"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___LandmarksCollected: _TypeAlias = LandmarksCollected  # noqa: Y015
-
-@_typing.final
-class LabelView(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
-
-    VIEW_ID_FIELD_NUMBER: _builtins.int
-    IMAGE_KEY_FIELD_NUMBER: _builtins.int
-    DIRECTION_FIELD_NUMBER: _builtins.int
-    BBOX_XYXY_FIELD_NUMBER: _builtins.int
-    IS_MAIN_FIELD_NUMBER: _builtins.int
-    view_id: _builtins.str
-    image_key: _builtins.str
-    """RGB view in the store"""
-    direction: _builtins.str
-    """landmark-centric visible side"""
-    is_main: _builtins.bool
-    @_builtins.property
-    def bbox_xyxy(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
-    def __init__(
-        self,
-        *,
-        view_id: _builtins.str = ...,
-        image_key: _builtins.str = ...,
-        direction: _builtins.str = ...,
-        bbox_xyxy: _abc.Iterable[_builtins.int] | None = ...,
-        is_main: _builtins.bool = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bbox_xyxy", b"bbox_xyxy", "direction", b"direction", "image_key", b"image_key", "is_main", b"is_main", "view_id", b"view_id"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___LabelView: _TypeAlias = LabelView  # noqa: Y015
-
-@_typing.final
-class LabelRequest(_message.Message):
-    """Published on skyqa.v1.label.requested: one landmark for the labeller."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    RUN_ID_FIELD_NUMBER: _builtins.int
-    SCENE_ID_FIELD_NUMBER: _builtins.int
-    LANDMARK_ID_FIELD_NUMBER: _builtins.int
-    CLASS_HINT_FIELD_NUMBER: _builtins.int
-    VIEWS_FIELD_NUMBER: _builtins.int
-    SIZE_M_FIELD_NUMBER: _builtins.int
-    run_id: _builtins.str
-    scene_id: _builtins.str
-    landmark_id: _builtins.str
-    class_hint: _builtins.str
-    """the segmentation class; the labeller shows it only when configured to"""
-    @_builtins.property
-    def views(self) -> _containers.RepeatedCompositeFieldContainer[Global___LabelView]: ...
-    @_builtins.property
-    def size_m(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
-        """length, width (along and across the candidate's principal axis) and height in metres,
-        measured from the fused cloud
-        """
-
-    def __init__(
-        self,
-        *,
-        run_id: _builtins.str = ...,
-        scene_id: _builtins.str = ...,
-        landmark_id: _builtins.str = ...,
-        class_hint: _builtins.str = ...,
-        views: _abc.Iterable[Global___LabelView] | None = ...,
-        size_m: _abc.Iterable[_builtins.float] | None = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["class_hint", b"class_hint", "landmark_id", b"landmark_id", "run_id", b"run_id", "scene_id", b"scene_id", "size_m", b"size_m", "views", b"views"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___LabelRequest: _TypeAlias = LabelRequest  # noqa: Y015
-
-@_typing.final
-class LabelResult(_message.Message):
-    """Published on skyqa.v1.label.done."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    RUN_ID_FIELD_NUMBER: _builtins.int
-    SCENE_ID_FIELD_NUMBER: _builtins.int
-    LANDMARK_ID_FIELD_NUMBER: _builtins.int
-    OK_FIELD_NUMBER: _builtins.int
-    CATEGORY_FIELD_NUMBER: _builtins.int
-    SUBCATEGORY_FIELD_NUMBER: _builtins.int
-    DESCRIPTION_FIELD_NUMBER: _builtins.int
-    CONFIDENCE_FIELD_NUMBER: _builtins.int
-    REASON_FIELD_NUMBER: _builtins.int
-    ATTEMPTS_FIELD_NUMBER: _builtins.int
-    MODEL_FIELD_NUMBER: _builtins.int
-    VIEWS_USED_FIELD_NUMBER: _builtins.int
-    run_id: _builtins.str
-    scene_id: _builtins.str
-    landmark_id: _builtins.str
-    ok: _builtins.bool
-    category: _builtins.str
-    subcategory: _builtins.str
-    description: _builtins.str
-    confidence: _builtins.float
-    reason: _builtins.str
-    """why it failed, or which parse stage / repair was used"""
-    attempts: _builtins.int
-    model: _builtins.str
-    @_builtins.property
-    def views_used(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
-    def __init__(
-        self,
-        *,
-        run_id: _builtins.str = ...,
-        scene_id: _builtins.str = ...,
-        landmark_id: _builtins.str = ...,
-        ok: _builtins.bool = ...,
-        category: _builtins.str = ...,
-        subcategory: _builtins.str = ...,
-        description: _builtins.str = ...,
-        confidence: _builtins.float = ...,
-        reason: _builtins.str = ...,
-        attempts: _builtins.int = ...,
-        model: _builtins.str = ...,
-        views_used: _abc.Iterable[_builtins.str] | None = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "category", b"category", "confidence", b"confidence", "description", b"description", "landmark_id", b"landmark_id", "model", b"model", "ok", b"ok", "reason", b"reason", "run_id", b"run_id", "scene_id", b"scene_id", "subcategory", b"subcategory", "views_used", b"views_used"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___LabelResult: _TypeAlias = LabelResult  # noqa: Y015

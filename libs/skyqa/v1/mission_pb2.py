@@ -23,22 +23,15 @@ _sym_db = _symbol_database.Default()
 
 
 from skyqa.v1 import common_pb2 as skyqa_dot_v1_dot_common__pb2
-from skyqa.v1 import scan_pb2 as skyqa_dot_v1_dot_scan__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16skyqa/v1/mission.proto\x12\x08skyqa.v1\x1a\x15skyqa/v1/common.proto\x1a\x13skyqa/v1/scan.proto\"U\n\x0bVideoTarget\x12\x13\n\x0blandmark_id\x18\x01 \x01(\t\x12\x13\n\x0binstance_id\x18\x02 \x01(\r\x12\x0e\n\x06\x63\x65nter\x18\x03 \x03(\x01\x12\x0c\n\x04size\x18\x04 \x03(\x01\"\xe6\x02\n\x08VideoJob\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x10\n\x08scene_id\x18\x03 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x04 \x01(\t\x12\r\n\x05width\x18\x05 \x01(\r\x12\x0e\n\x06height\x18\x06 \x01(\r\x12\x0f\n\x07\x66ov_deg\x18\x07 \x01(\x01\x12\x0b\n\x03\x66ps\x18\x08 \x01(\x01\x12\x0f\n\x07\x62itrate\x18\t \x01(\x04\x12\x14\n\x0cjpeg_quality\x18\n \x01(\r\x12\x1d\n\x05poses\x18\x0b \x03(\x0b\x32\x0e.skyqa.v1.Pose\x12&\n\x07targets\x18\x0c \x03(\x0b\x32\x15.skyqa.v1.VideoTarget\x12\x15\n\routput_prefix\x18\r \x01(\t\x12\x11\n\trequester\x18\x0e \x01(\t\x12\x13\n\x0b\x63orrelation\x18\x0f \x01(\t\x12\x15\n\rarchive_width\x18\x10 \x01(\r\x12\x16\n\x0e\x61rchive_height\x18\x11 \x01(\r\"\xb4\x02\n\tVideoDone\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x11\n\trequester\x18\x03 \x01(\t\x12\x13\n\x0b\x63orrelation\x18\x04 \x01(\t\x12\x10\n\x08scene_id\x18\x05 \x01(\t\x12 \n\x05video\x18\x06 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12+\n\x10\x66rame_visibility\x18\x07 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x13\n\x0b\x66rame_count\x18\x08 \x01(\r\x12\r\n\x05width\x18\t \x01(\r\x12\x0e\n\x06height\x18\n \x01(\r\x12\x0b\n\x03\x66ps\x18\x0b \x01(\x01\x12\x0e\n\x06reused\x18\x0c \x01(\x08\x12\x15\n\rarchive_width\x18\r \x01(\r\x12\x16\n\x0e\x61rchive_height\x18\x0e \x01(\r\"\xdf\x01\n\x11MissionsCompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12 \n\x05index\x18\x03 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x10\n\x08missions\x18\x04 \x01(\r\x12\x10\n\x08rejected\x18\x05 \x01(\r\x12\x11\n\tlandmarks\x18\x06 \x01(\r\x12*\n\x0fvalid_instances\x18\x07 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12#\n\x04scan\x18\x08 \x01(\x0b\x32\x15.skyqa.v1.ScanRequestb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16skyqa/v1/mission.proto\x12\x08skyqa.v1\x1a\x15skyqa/v1/common.proto\"\xc6\x01\n\x11MissionsCompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12 \n\x05index\x18\x03 \x01(\x0b\x32\x11.skyqa.v1.BlobRef\x12\x10\n\x08missions\x18\x04 \x01(\r\x12\x10\n\x08rejected\x18\x05 \x01(\r\x12\x11\n\tlandmarks\x18\x06 \x01(\r\x12*\n\x0fvalid_instances\x18\x07 \x01(\x0b\x32\x11.skyqa.v1.BlobRefJ\x04\x08\x08\x10\tR\x04scanb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'skyqa.v1.mission_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_VIDEOTARGET']._serialized_start=80
-  _globals['_VIDEOTARGET']._serialized_end=165
-  _globals['_VIDEOJOB']._serialized_start=168
-  _globals['_VIDEOJOB']._serialized_end=526
-  _globals['_VIDEODONE']._serialized_start=529
-  _globals['_VIDEODONE']._serialized_end=837
-  _globals['_MISSIONSCOMPLETED']._serialized_start=840
-  _globals['_MISSIONSCOMPLETED']._serialized_end=1063
+  _globals['_MISSIONSCOMPLETED']._serialized_start=60
+  _globals['_MISSIONSCOMPLETED']._serialized_end=258
 # @@protoc_insertion_point(module_scope)

@@ -224,3 +224,187 @@ class RenderDone(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RenderDone: _TypeAlias = RenderDone  # noqa: Y015
+
+@_typing.final
+class VideoTarget(_message.Message):
+    """A landmark whose visibility the renderer measures in every frame: its axis-aligned 3D box
+    and the instance id it has in the rendered segmentation.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LANDMARK_ID_FIELD_NUMBER: _builtins.int
+    INSTANCE_ID_FIELD_NUMBER: _builtins.int
+    CENTER_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
+    landmark_id: _builtins.str
+    instance_id: _builtins.int
+    @_builtins.property
+    def center(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """box centre x, y, z (m)"""
+
+    @_builtins.property
+    def size(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """box size x, y, z (m)"""
+
+    def __init__(
+        self,
+        *,
+        landmark_id: _builtins.str = ...,
+        instance_id: _builtins.int = ...,
+        center: _abc.Iterable[_builtins.float] | None = ...,
+        size: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["center", b"center", "instance_id", b"instance_id", "landmark_id", b"landmark_id", "size", b"size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VideoTarget: _TypeAlias = VideoTarget  # noqa: Y015
+
+@_typing.final
+class VideoJob(_message.Message):
+    """Published on skyqa.v1.render.video; one mission's frames, rendered and encoded by one replica."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
+    SCENE_ID_FIELD_NUMBER: _builtins.int
+    BACKEND_FIELD_NUMBER: _builtins.int
+    WIDTH_FIELD_NUMBER: _builtins.int
+    HEIGHT_FIELD_NUMBER: _builtins.int
+    FOV_DEG_FIELD_NUMBER: _builtins.int
+    FPS_FIELD_NUMBER: _builtins.int
+    BITRATE_FIELD_NUMBER: _builtins.int
+    JPEG_QUALITY_FIELD_NUMBER: _builtins.int
+    POSES_FIELD_NUMBER: _builtins.int
+    TARGETS_FIELD_NUMBER: _builtins.int
+    OUTPUT_PREFIX_FIELD_NUMBER: _builtins.int
+    REQUESTER_FIELD_NUMBER: _builtins.int
+    CORRELATION_FIELD_NUMBER: _builtins.int
+    ARCHIVE_WIDTH_FIELD_NUMBER: _builtins.int
+    ARCHIVE_HEIGHT_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    job_id: _builtins.str
+    """the mission (traj) id"""
+    scene_id: _builtins.str
+    backend: _builtins.str
+    width: _builtins.int
+    """video size"""
+    height: _builtins.int
+    fov_deg: _builtins.float
+    fps: _builtins.float
+    bitrate: _builtins.int
+    """bits per second"""
+    jpeg_quality: _builtins.int
+    output_prefix: _builtins.str
+    """the mission's final_task/ folder"""
+    requester: _builtins.str
+    correlation: _builtins.str
+    archive_width: _builtins.int
+    """0: no archived full-resolution frames"""
+    archive_height: _builtins.int
+    @_builtins.property
+    def poses(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Pose]:
+        """one camera pose per output frame"""
+
+    @_builtins.property
+    def targets(self) -> _containers.RepeatedCompositeFieldContainer[Global___VideoTarget]: ...
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        job_id: _builtins.str = ...,
+        scene_id: _builtins.str = ...,
+        backend: _builtins.str = ...,
+        width: _builtins.int = ...,
+        height: _builtins.int = ...,
+        fov_deg: _builtins.float = ...,
+        fps: _builtins.float = ...,
+        bitrate: _builtins.int = ...,
+        jpeg_quality: _builtins.int = ...,
+        poses: _abc.Iterable[_common_pb2.Pose] | None = ...,
+        targets: _abc.Iterable[Global___VideoTarget] | None = ...,
+        output_prefix: _builtins.str = ...,
+        requester: _builtins.str = ...,
+        correlation: _builtins.str = ...,
+        archive_width: _builtins.int = ...,
+        archive_height: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_height", b"archive_height", "archive_width", b"archive_width", "backend", b"backend", "bitrate", b"bitrate", "correlation", b"correlation", "fov_deg", b"fov_deg", "fps", b"fps", "height", b"height", "job_id", b"job_id", "jpeg_quality", b"jpeg_quality", "output_prefix", b"output_prefix", "poses", b"poses", "requester", b"requester", "run_id", b"run_id", "scene_id", b"scene_id", "targets", b"targets", "width", b"width"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VideoJob: _TypeAlias = VideoJob  # noqa: Y015
+
+@_typing.final
+class VideoDone(_message.Message):
+    """Published on skyqa.v1.render.video_done.<requester>."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
+    REQUESTER_FIELD_NUMBER: _builtins.int
+    CORRELATION_FIELD_NUMBER: _builtins.int
+    SCENE_ID_FIELD_NUMBER: _builtins.int
+    VIDEO_FIELD_NUMBER: _builtins.int
+    FRAME_VISIBILITY_FIELD_NUMBER: _builtins.int
+    FRAME_COUNT_FIELD_NUMBER: _builtins.int
+    WIDTH_FIELD_NUMBER: _builtins.int
+    HEIGHT_FIELD_NUMBER: _builtins.int
+    FPS_FIELD_NUMBER: _builtins.int
+    REUSED_FIELD_NUMBER: _builtins.int
+    ARCHIVE_WIDTH_FIELD_NUMBER: _builtins.int
+    ARCHIVE_HEIGHT_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    job_id: _builtins.str
+    requester: _builtins.str
+    correlation: _builtins.str
+    scene_id: _builtins.str
+    frame_count: _builtins.int
+    width: _builtins.int
+    height: _builtins.int
+    fps: _builtins.float
+    reused: _builtins.bool
+    """the mission was already complete; nothing was rendered"""
+    archive_width: _builtins.int
+    """0: no archived frames"""
+    archive_height: _builtins.int
+    @_builtins.property
+    def video(self) -> _common_pb2.BlobRef:
+        """task_rgb.mp4"""
+
+    @_builtins.property
+    def frame_visibility(self) -> _common_pb2.BlobRef:
+        """frame_visibility.jsonl"""
+
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        job_id: _builtins.str = ...,
+        requester: _builtins.str = ...,
+        correlation: _builtins.str = ...,
+        scene_id: _builtins.str = ...,
+        video: _common_pb2.BlobRef | None = ...,
+        frame_visibility: _common_pb2.BlobRef | None = ...,
+        frame_count: _builtins.int = ...,
+        width: _builtins.int = ...,
+        height: _builtins.int = ...,
+        fps: _builtins.float = ...,
+        reused: _builtins.bool = ...,
+        archive_width: _builtins.int = ...,
+        archive_height: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["frame_visibility", b"frame_visibility", "video", b"video"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_height", b"archive_height", "archive_width", b"archive_width", "correlation", b"correlation", "fps", b"fps", "frame_count", b"frame_count", "frame_visibility", b"frame_visibility", "height", b"height", "job_id", b"job_id", "requester", b"requester", "reused", b"reused", "run_id", b"run_id", "scene_id", b"scene_id", "video", b"video", "width", b"width"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VideoDone: _TypeAlias = VideoDone  # noqa: Y015
