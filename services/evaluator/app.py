@@ -5,36 +5,20 @@ from __future__ import annotations
 
 import asyncio
 
-from skyqa import keys, scan
+from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.errors import InvalidInput
-from skyqa.models.endpoints import resolve
 from skyqa.runtime import Service, Settings
-from skyqa.settings import EvaluationSettings, ModelEndpoint
 from skyqa.v1 import common_pb2, eval_pb2, qa_pb2
 
-from services.evaluator.conditions import CONDITIONS
 from services.evaluator.evaluate import evaluate
+from services.evaluator.request import resolve_request
 
 NAME = "evaluator"
 STAGE = "eval"
 QA_DONE = topology.ConsumerSpec("evaluator", topology.EVENTS_STREAM, topology.QA_COMPLETED)
 REQUESTED = topology.ConsumerSpec("evaluator-requests", topology.EVENTS_STREAM, topology.EVAL_REQUESTED)
-
-
-def endpoints(spec: eval_pb2.EvaluationSpec, cfg: EvaluationSettings) -> list[ModelEndpoint]:
-    """Configured models plus the request's, each resolved through the operator's allow-list."""
-    scan.validate_evaluation(spec)
-    return [*cfg.models, *resolve(spec.models, cfg)]
-
-
-def conditions(spec: eval_pb2.EvaluationSpec, cfg: EvaluationSettings) -> list[str]:
-    wanted = list(spec.conditions) or list(cfg.conditions)
-    unknown = sorted(set(wanted) - set(CONDITIONS))
-    if unknown:
-        raise InvalidInput(f"unknown evaluation conditions {unknown}; known: {', '.join(CONDITIONS)}")
-    return wanted
 
 
 async def setup(svc: Service) -> None:
@@ -43,22 +27,25 @@ async def setup(svc: Service) -> None:
 
     async def run(run_id: str, scene_id: str, spec: eval_pb2.EvaluationSpec) -> None:
         keys.validate_id(run_id, "run id")
-        models, conds = endpoints(spec, cfg), conditions(spec, cfg)
+        req = resolve_request(spec, cfg)
         if not await asyncio.to_thread(svc.store.exists, keys.manifests(run_id, scene_id)["image_qa"]):
             raise InvalidInput(f"run {run_id!r} of scene {scene_id!r} has no QA manifests to evaluate")
         await progress.report(
-            run_id, STAGE, 0, 1, message=f"evaluating 3 baselines and {len(models)} models in {conds}"
+            run_id,
+            STAGE,
+            0,
+            1,
+            message=f"evaluating 3 baselines and {len(req.models)} models in {req.conditions}",
         )
         result = await evaluate(
             svc.store,
             run_id,
             scene_id,
-            models,
+            req.models,
             cfg.cache_dir,
             cfg.concurrency,
-            # a request may lower the operator's request cap, never raise it
-            min((b for b in (spec.budget, cfg.budget) if b), default=0) or None,
-            conds,
+            req.budget,
+            req.conditions,
         )
         top = result.leaderboard["models"][0]
         await progress.report(
