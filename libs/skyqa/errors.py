@@ -39,6 +39,13 @@ class InvalidScanRequest(InvalidInput):
     reason = "invalid_scan_request"
 
 
+class RunConflict(InvalidScanRequest):
+    """A scan request names a run that exists with other settings. It is dead-lettered, but the
+    run it names is not its to fail: that run goes on with the settings it was accepted with."""
+
+    reason = "run_conflict"
+
+
 class BlobNotFound(SkyqaError):
     """The requested object does not exist in the store."""
 

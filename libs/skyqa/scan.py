@@ -16,7 +16,7 @@ from google.protobuf import json_format
 
 from skyqa import keys
 from skyqa.blob import BlobStore
-from skyqa.errors import BlobNotFound, InvalidInput, InvalidScanRequest
+from skyqa.errors import BlobNotFound, InvalidInput, InvalidScanRequest, RunConflict
 from skyqa.keys import validate_id
 from skyqa.models.endpoints import resolve
 from skyqa.settings import EvaluationSettings
@@ -234,10 +234,26 @@ def stored(store: BlobStore, run_id: str) -> scan_pb2.ScanRequest:
     except BlobNotFound:
         raise InvalidScanRequest(f"run {run_id!r} has no stored scan request") from None
     try:
-        req = json_format.Parse(data, scan_pb2.ScanRequest())
-    except json_format.ParseError as exc:
+        # a field a newer capture wrote is skipped, as the binary wire format skips it: replicas
+        # of two versions must be able to read each other's runs during a rolling deploy
+        req = json_format.Parse(data, scan_pb2.ScanRequest(), ignore_unknown_fields=True)
+    except (json_format.ParseError, UnicodeDecodeError) as exc:
         raise InvalidScanRequest(f"the stored scan request of run {run_id!r} does not parse: {exc}") from None
     return carried(req, run_id, "the stored scan request")
+
+
+def store_once(store: BlobStore, req: scan_pb2.ScanRequest) -> None:
+    """Store a run's accepted request; the same request again (a redelivery) is a no-op, another
+    one under the same run id is refused: stages read these settings while the run is going."""
+    body = json_format.MessageToJson(req, sort_keys=True).encode()
+    key = keys.scan_request(req.run_id)
+    try:
+        if store.get(key) == body:
+            return
+    except BlobNotFound:
+        store.put(key, body, "application/json")
+        return
+    raise RunConflict(f"run {req.run_id!r} already exists with other settings; submit under another run id")
 
 
 def validate_evaluation(spec: eval_pb2.EvaluationSpec) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from google.protobuf import json_format
+# the renderer loads at start, so a broken install fails start-up instead of the first job
+import skyqa.sim.builtin  # noqa: F401
 from skyqa import keys, scan
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
+from skyqa.errors import InvalidScanRequest
 from skyqa.runtime import Service, Settings
 from skyqa.runtime.stage import Completion, Stage
 from skyqa.sim import SimulatorCache
@@ -36,15 +38,13 @@ async def setup(svc: Service) -> None:
             await progress.open(req.run_id, req.scene_id)
         full, jobs = await asyncio.to_thread(plan_jobs, req, svc.settings.scenes_dir, svc.settings.evaluation)
         frames = sum(len(j.poses) for j in jobs)
-        await asyncio.to_thread(
-            svc.store.put,
-            keys.scan_request(full.run_id),
-            json_format.MessageToJson(full, sort_keys=True).encode(),
-            "application/json",
-        )
+        await asyncio.to_thread(scan.store_once, svc.store, full)
         keyed = [(str(job.job_index), job) for job in jobs]
         message = f"{frames} poses in {len(jobs)} jobs"
-        await stage.scatter(full.run_id, topology.CAPTURE_JOB, keyed, d.trace_id, message, full.scene_id)
+        if not await stage.scatter(
+            full.run_id, topology.CAPTURE_JOB, keyed, d.trace_id, message, full.scene_id
+        ):
+            raise InvalidScanRequest(f"the scan of run {full.run_id!r} has no poses")
 
     async def on_job(job: capture_pb2.CaptureJob, d: Delivery) -> None:
         req = await asyncio.to_thread(scan.stored, svc.store, job.run_id)

@@ -59,7 +59,7 @@ class LandmarkPlan(BaseModel):
     dropped_small_instances: int
     dropped_view_insufficient: int
     candidates: list[PlannedCandidate]
-    scan: dict[str, Any]  # the scan request, as protobuf JSON, carried to later events
+    scan: dict[str, Any]  # the scan request the plan was made for, as protobuf JSON
 
 
 def _pose(p: Pose) -> CameraPose:

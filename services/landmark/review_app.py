@@ -121,6 +121,9 @@ class Reviewer:
         ``TAKEOVER_S``. Sooner, a web call gets :class:`AlreadyFinalized` (the first is still
         publishing), as does every call once the stage is announced.
         """
+        # the next stages read the run's settings from its stored scan request: a review is not
+        # finalized without one, so the reviewer hears it now instead of a dead letter later
+        await asyncio.to_thread(scan.stored, self.svc.store, run_id)
         claimed = False
         now = time.time()
 
@@ -138,9 +141,6 @@ class Reviewer:
             or (trigger == "web_finalize" and now - state.finalized_at < TAKEOVER_S)
         ):
             raise review.AlreadyFinalized(f"the review of run {run_id!r} is already finalized")
-        # the next stages read the run's settings from its stored scan request: a review is not
-        # finalized without one, so the reviewer hears it now instead of a dead letter later
-        await asyncio.to_thread(scan.stored, self.svc.store, run_id)
         doc = await self.instances(state)
         valid = review.valid_instances(state, doc, keys.review_state(run_id, state.scene_id), trigger)
         key = keys.valid_instances(run_id, state.scene_id)

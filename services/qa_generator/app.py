@@ -41,7 +41,7 @@ async def setup(svc: Service) -> None:
             qc_report=out["qc_report"],
             evaluation=json_format.ParseDict(p.scan.get("evaluation", {}), eval_pb2.EvaluationSpec()),
         )
-        total = len(p.requests.env_requests)
+        total = len({r.landmark_id for r in p.requests.env_requests})  # what gathering counts
         message = (
             f"{f.image_rows} image, {f.video_rows} video rows, {f.released_landmarks} landmarks released"
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+# the renderer loads at start, so a broken install fails start-up instead of the first job
+import skyqa.sim.builtin  # noqa: F401
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.runtime import Service, Settings

@@ -188,3 +188,10 @@ async def test_a_review_without_a_stored_scan_request_is_not_finalized(
         assert "scan request" in answer.json()["detail"]
         await asyncio.sleep(0.3)
         assert of(reviewed, run) == []
+        # the review stays open: once the request is back, it is finalized and published once
+        state = await book.get(run)
+        assert state is not None and not state.finalized
+        await put_review(book, store, run, seed=1)
+        assert (await http.post(f"/review/api/runs/{run}/finalize")).status_code == 200
+        await settle(reviewed, run, 1)
+        assert len(of(reviewed, run)) == 1

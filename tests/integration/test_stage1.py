@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from skyqa import keys, scan
 from skyqa.blob import BlobStore, S3BlobStore, sha256_hex
 from skyqa.bus import Bus, topology
 from skyqa.contracts import FrameRow, InstanceTable, load_json
@@ -240,3 +241,26 @@ async def _count_for_run(bus: Bus, subject: str, run_id: str) -> int:
 
 
 _ = (functools, BlobStore)
+
+
+async def test_a_second_request_under_a_running_run_id_is_refused_and_the_run_goes_on(
+    stage1: list[Service], settings: Settings, s3_store: S3BlobStore, unique: str, probe: Probe
+) -> None:
+    # every stage reads the run's settings from the stored request while the run goes on: a
+    # request with other settings under the same id must neither replace them nor fail the run
+    errors = await probe.collect(topology.error_subject("capture"), common_pb2.ErrorEvent)
+    run_id = f"twice-{unique}"
+    first = small_scan(run_id)
+    await probe.bus.publish(topology.SCAN_REQUESTED, first, msg_id=f"scan:{run_id}", run_id=run_id)
+    for _ in range(500):  # accepted (its request stored), while its capture jobs still run
+        if s3_store.exists(keys.scan_request(run_id)):
+            break
+        await asyncio.sleep(0.01)
+    other = small_scan(run_id)
+    other.seed = first.seed + 1
+    await probe.bus.publish(topology.SCAN_REQUESTED, other, msg_id=f"scan2:{run_id}", run_id=run_id)
+    event = await Probe.first(errors, lambda e: e.run_id == run_id)
+    assert event.reason == "run_conflict" and "already exists with other settings" in event.message
+    assert scan.stored(s3_store, run_id).seed == first.seed
+    state = await wait_for_run(settings.bus.nats_url, run_id, "fusion", 120)
+    assert state.status != "failed", state.errors

@@ -1,4 +1,6 @@
+import json
 import math
+from pathlib import Path
 
 import pytest
 from skyqa import scan
@@ -82,3 +84,40 @@ def test_lidar_auto_range() -> None:
     assert scan.lidar_range_auto(30, 30) == pytest.approx(63.64, abs=0.01)
     assert scan.lidar_range_auto(1, 1) == 60.0
     assert scan.lidar_range_auto(200, 200) == 140.0
+
+
+def test_a_run_keeps_the_settings_it_was_accepted_with(tmp_path: Path) -> None:
+    from skyqa import keys
+    from skyqa.blob import LocalBlobStore
+
+    store = LocalBlobStore(tmp_path)
+    with pytest.raises(InvalidScanRequest, match="no stored scan request"):
+        scan.stored(store, "r1")
+    scan.store_once(store, valid())
+    scan.store_once(store, valid())  # a redelivered request changes nothing
+    assert scan.stored(store, "r1") == valid()
+    with pytest.raises(InvalidScanRequest, match="already exists with other settings"):
+        scan.store_once(store, valid(seed=9))
+    assert scan.stored(store, "r1").seed == 0
+    # a newer version's field is skipped; a foreign run's or a corrupt file is refused
+    body = json.loads(store.get(keys.scan_request("r1")))
+    store.put(keys.scan_request("r1"), json.dumps({**body, "fieldOfTomorrow": 1}).encode())
+    assert scan.stored(store, "r1") == valid()
+    store.put(keys.scan_request("r1"), json.dumps({**body, "runId": "r2"}).encode())
+    with pytest.raises(InvalidScanRequest, match="scan request of run 'r2'"):
+        scan.stored(store, "r1")
+    store.put(keys.scan_request("r1"), b"\xff\xfe{")
+    with pytest.raises(InvalidScanRequest, match="does not parse"):
+        scan.stored(store, "r1")
+
+
+def test_constraint_reports_from_before_the_kinematic_check_still_load() -> None:
+    from skyqa.contracts.missions import Checks
+
+    legacy = {
+        "kinematics": {"checked": "false"},
+        "collision": {"collision_free": True, "min_distance": 3.0, "violation_count": 0, "violations": []},
+        "repair": {"repaired_segments": 0, "lifted_points": 0, "lifted_fraction": 0.0, "max_lift_m": 0.0},
+    }
+    kin = Checks.model_validate(legacy).kinematics
+    assert not kin.checked and kin.within_limits is None and kin.max_speed_mps is None

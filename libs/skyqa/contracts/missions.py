@@ -13,9 +13,9 @@ them side by side.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from skyqa.contracts.base import Contract
 
@@ -154,14 +154,24 @@ class RepairReport(Contract):
 
 
 class KinematicsCheck(Contract):
-    """Peaks of the flown path against ``limits`` (``exceeded`` names the limits it breaks)."""
+    """Peaks of the flown path against ``limits`` (``exceeded`` names the limits it breaks).
+
+    Reports written before the check existed say only ``{"checked": "false"}`` (UAV-DualCog's
+    form); they still load, with nothing measured."""
 
     checked: bool
-    max_speed_mps: float
-    max_accel_mps2: float
-    max_yaw_rate_dps: float
-    within_limits: bool
-    exceeded: list[str]
+    max_speed_mps: float | None = None
+    max_accel_mps2: float | None = None
+    max_yaw_rate_dps: float | None = None
+    within_limits: bool | None = None
+    exceeded: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unchecked(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("checked") == "false":
+            return {**data, "checked": False}
+        return data
 
 
 class Checks(Contract):
