@@ -19,6 +19,9 @@ class InvalidInput(SkyqaError):
     """Input that can never succeed; the message says what to fix."""
 
     reason = "invalid_input"
+    # a dead-lettered message fails the run its payload names, unless the error says the
+    # message has no say over that run
+    fails_run = True
 
 
 class InvalidKey(InvalidInput):
@@ -44,6 +47,7 @@ class RunConflict(InvalidScanRequest):
     run it names is not its to fail: that run goes on with the settings it was accepted with."""
 
     reason = "run_conflict"
+    fails_run = False
 
 
 class BlobNotFound(SkyqaError):

@@ -28,14 +28,10 @@ from services.landmark.views import measure_view
 REQUESTER = "landmark"  # the renderer answers on ``render.done.<requester>``
 
 
-def load_cloud(store: BlobStore, key: str) -> NDArray[np.void]:
-    return decode_cloud(store.get(key))
-
-
 def make_plan(done: fusion_pb2.FusionCompleted, store: BlobStore) -> LandmarkPlan:
     req = scan.stored(store, done.run_id)
     cfg = CollectConfig.for_scan(req)
-    cloud = load_cloud(store, done.cloud_npy.key)
+    cloud = decode_cloud(store.get(done.cloud_npy.key))
     table = load_json(InstanceTable, store.get(done.instances.key), "instance table")
     collected = collect(cloud, table, cfg)
     planned, dropped = plan_all(collected, cloud, cfg)
@@ -170,7 +166,7 @@ class RunData:
             if run_id not in self._cache:
                 key = keys.landmark_plan(run_id, scene_id)
                 plan = load_json(LandmarkPlan, self._store.get(key), "landmark plan")
-                self._cache[run_id] = (plan, load_cloud(self._store, plan.cloud_npy))
+                self._cache[run_id] = (plan, decode_cloud(self._store.get(plan.cloud_npy)))
                 while len(self._cache) > self._keep:
                     self._cache.popitem(last=False)
             return self._cache[run_id]

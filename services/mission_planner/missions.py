@@ -123,14 +123,10 @@ def plan_run(
     return plan, [jobs[k][1] for k in order]
 
 
-def _composed(store: BlobStore, run_id: str, traj_id: str) -> ComposedSegments:
-    key = keys.mission_file(run_id, traj_id, keys.COMPOSED_SEGMENTS)
-    return load_json(ComposedSegments, store.get(key), "composed segments")
-
-
 def bundle_mission(done: render_pb2.VideoDone, store: BlobStore, scan: scan_pb2.ScanRequest) -> None:
     lib = load_library()
-    composed = _composed(store, done.run_id, done.job_id)
+    composed_key = keys.mission_file(done.run_id, done.job_id, keys.COMPOSED_SEGMENTS)
+    composed = load_json(ComposedSegments, store.get(composed_key), "composed segments")
     report_key = keys.mission_file(done.run_id, done.job_id, keys.CONSTRAINT_REPORT)
     report = load_json(ConstraintReport, store.get(report_key), "constraint report")
     rows = load_jsonl(FrameVisibility, store.get(done.frame_visibility.key), "frame visibility")
@@ -140,6 +136,7 @@ def bundle_mission(done: render_pb2.VideoDone, store: BlobStore, scan: scan_pb2.
 
 
 def write_index(plan: MissionPlanFile, store: BlobStore) -> mission_pb2.MissionsCompleted:
+    lib = load_library()
     rows = []
     for traj_id in sorted(plan.missions):
         key = f"{keys.final_task(plan.run_id, traj_id)}/{keys.TASK_DATA}"
@@ -149,7 +146,7 @@ def write_index(plan: MissionPlanFile, store: BlobStore) -> mission_pb2.Missions
             MissionIndexRow(
                 traj_id=traj_id,
                 instance_id=next(iter(task.target_presence_targets)),
-                mission_kind=_composed(store, plan.run_id, traj_id).mission_kind,
+                mission_kind=lib.sets[composed.task_subtype].kind,
                 set_name=composed.task_subtype,
                 task_data=key,
                 video=f"{keys.final_task(plan.run_id, traj_id)}/{task.video.path}",

@@ -90,6 +90,7 @@ class Delivery:
 
 
 Handler = Callable[[M, Delivery], Awaitable[None]]
+# called after a dead letter whose error fails the run its payload names (InvalidInput.fails_run)
 FailureHook = Callable[[common_pb2.ErrorEvent], Awaitable[None]]
 
 
@@ -323,7 +324,7 @@ class Bus:
             await msg.ack()
         except InvalidInput as exc:
             outcome = "dlq"
-            await self._give_up(reg, msg, run_id, exc.reason, str(exc), num_delivered)
+            await self._give_up(reg, msg, run_id, exc.reason, str(exc), num_delivered, exc.fails_run)
         except Exception as exc:
             if num_delivered >= (reg.spec.max_deliver or 1):
                 outcome = "dlq"
@@ -366,6 +367,7 @@ class Bus:
         reason: str,
         message: str,
         deliveries: int,
+        fails_run: bool = True,
     ) -> None:
         digest = sha256_hex(msg.data)
         event = common_pb2.ErrorEvent(
@@ -406,7 +408,7 @@ class Bus:
             # Leave the message unacked: it is redelivered and rejected again later.
             log.exception("could not dead-letter %s; it will be redelivered", msg.subject)
             return
-        if self.failure_hook is not None:
+        if self.failure_hook is not None and fails_run:
             try:
                 await self.failure_hook(event)
             except Exception:

@@ -16,7 +16,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from skyqa.blob import BlobStore, open_store
 from skyqa.bus import Bus, FanInTracker, JsonKV, topology
-from skyqa.errors import RunConflict
 from skyqa.keys import is_valid_id
 from skyqa.runtime.metrics import ServiceMetrics
 from skyqa.runtime.progress import ProgressReporter
@@ -149,8 +148,6 @@ class Service:
         # The run id comes from the decoded payload (never a header); a payload that did not
         # decode, or names no existing run, leaves every run as it is.
         if not (event.run_id and is_valid_id(event.run_id) and self.progress is not None):
-            return
-        if event.reason == RunConflict.reason:
             return
         message = f"{event.reason}: {event.message}"
         if not await self.progress.fail(event.run_id, event.stage, message):
