@@ -6,12 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from skyqa import scan
-from skyqa.errors import InvalidInput
 from skyqa.models.endpoints import resolve
 from skyqa.settings import EvaluationSettings, ModelEndpoint
 from skyqa.v1 import eval_pb2
-
-from services.evaluator.conditions import CONDITIONS
 
 
 @dataclass(frozen=True)
@@ -23,12 +20,9 @@ class Request:
 
 def resolve_request(spec: eval_pb2.EvaluationSpec, cfg: EvaluationSettings) -> Request:
     """Configured models plus the request's; the request's conditions, else the configured ones
-    (checked too: settings are not validated against the evaluator's conditions)."""
-    scan.validate_evaluation(spec)
+    (checked the same way: settings are not validated against the evaluator's conditions)."""
     wanted = list(spec.conditions) or list(cfg.conditions)
-    unknown = sorted(set(wanted) - set(CONDITIONS))
-    if unknown:
-        raise InvalidInput(f"unknown evaluation conditions {unknown}; known: {', '.join(CONDITIONS)}")
+    scan.validate_evaluation(eval_pb2.EvaluationSpec(models=spec.models, conditions=wanted))
     # a request may lower the operator's request cap, never raise it
     budget = min((b for b in (spec.budget, cfg.budget) if b), default=0) or None
     return Request([*cfg.models, *resolve(spec.models, cfg)], wanted, budget)
