@@ -17,63 +17,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
-from skyqa.contracts.qa import ImageRow, VideoRow
+from skyqa.families import Item
 
 # scikit-learn is imported where the text model uses it: it holds much of the ~150 MB the gate
 # needs, which the qa-generator would otherwise carry from start while it waits for missions.
 
 WORD = re.compile(r"[a-z]+")
 K = TypeVar("K", str, int)
-
-
-@dataclass(frozen=True)
-class Item:
-    """One row as a blind solver sees it."""
-
-    sample_id: str
-    task: str
-    landmark: str
-    difficulty: str
-    kind: str  # "choice" | "multi" | "count"
-    prompt: str
-    options: tuple[tuple[str, str], ...]  # (option id, label); empty for counts
-    gold: frozenset[str]  # option ids, or the count as text
-    box: tuple[float, ...] = ()
-
-
-def image_item(r: ImageRow) -> Item:
-    return Item(
-        r.sample_id,
-        r.task_type,
-        r.landmark_id,
-        r.difficulty,
-        "choice",
-        r.prompt_text,
-        tuple((o.option_id, o.label) for o in r.label_options),
-        frozenset([r.answer_option_id]),
-        tuple(r.answer_bbox_xyxy_norm),
-    )
-
-
-def video_item(r: VideoRow) -> Item:
-    if r.form == "env_visibility_reasoning":
-        count = str(r.gold_environment_answer.get("visible_count", ""))
-        return Item(
-            r.sample_id, r.form, r.landmark_id, r.mission_kind, "count", r.prompt_text, (), frozenset([count])
-        )
-    return Item(
-        r.sample_id,
-        r.form,
-        r.landmark_id,
-        r.mission_kind,
-        "multi",
-        r.prompt_text,
-        tuple((o.option_id, o.label) for o in r.choice_options),
-        frozenset(r.answer_option_ids),
-    )
 
 
 Prediction = frozenset[str]

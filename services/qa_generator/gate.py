@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
-from skyqa.contracts.qa import ImageRow, SolverScore, TaskGate, VideoRow
+from skyqa.contracts.qa import SolverScore, TaskGate
+from skyqa.families import Item
 from skyqa.scoring import iou, set_f1
 
-from services.qa_generator.blind_solvers import SOLVERS, Item, Prediction, Solver, image_item, video_item
+from services.qa_generator.blind_solvers import SOLVERS, Prediction, Solver
 
 # scipy.stats is imported where the gate uses it (scikit-learn likewise in the solvers): together
 # they hold about 150 MB resident, which the qa-generator would otherwise carry from start while
@@ -95,7 +96,7 @@ def _holm(p: dict[str, float]) -> dict[str, float]:
 def _folds(items: list[Item]) -> list[set[str]]:
     """Landmark groups: each answered by solvers trained on the others. One landmark per group
     up to ``FOLDS`` landmarks (leave-one-landmark-out), else ``FOLDS`` seeded groups."""
-    landmarks = sorted({it.landmark for it in items}, key=lambda lm: hashlib.sha256(lm.encode()).digest())
+    landmarks = sorted({it.unit for it in items}, key=lambda lm: hashlib.sha256(lm.encode()).digest())
     k = min(FOLDS, len(landmarks))
     return [set(landmarks[i::k]) for i in range(k)]
 
@@ -103,8 +104,8 @@ def _folds(items: list[Item]) -> list[set[str]]:
 def _lolo(items: list[Item], solver: Solver, folds: list[set[str]]) -> list[Prediction | None]:
     out: dict[str, Prediction | None] = {}
     for fold in folds:
-        train = [t for t in items if t.landmark not in fold]
-        held = [it for it in items if it.landmark in fold]
+        train = [t for t in items if t.unit not in fold]
+        held = [it for it in items if it.unit in fold]
         out.update(zip((it.sample_id for it in held), solver(train, held), strict=True))
     return [out[it.sample_id] for it in items]
 
@@ -157,10 +158,10 @@ def _task_gate(task: str, items: list[Item]) -> tuple[TaskGate, set[str]]:
     if boxed and len(boxed) == len(items):
         hits = 0
         for fold in folds:
-            train = [t.box for t in boxed if t.landmark not in fold]
+            train = [t.box for t in boxed if t.unit not in fold]
             if train:
                 prior = np.mean(train, axis=0).tolist()
-                hits += sum(iou(prior, it.box) >= 0.5 for it in boxed if it.landmark in fold)
+                hits += sum(iou(prior, it.box) >= 0.5 for it in boxed if it.unit in fold)
         gate.box_prior_acc50 = round(hits / len(boxed), 4)
         from scipy.stats import binomtest
 
@@ -233,11 +234,9 @@ def shared_descriptions(descriptions: dict[str, str]) -> list[str]:
     ]
 
 
-def run_gate(
-    image_rows: list[ImageRow], video_rows: list[VideoRow], letters: dict[str, dict[str, float]]
-) -> GateResult:
-    """``letters``: QC's letter balance of the same image rows (:func:`qc.letter_balance`)."""
-    items = [image_item(r) for r in image_rows] + [video_item(r) for r in video_rows]
+def run_gate(items: list[Item], letters: dict[str, dict[str, float]]) -> GateResult:
+    """``items``: every family's rows as the gate sees them; ``letters``: QC's letter balance of
+    the same items (:func:`qc.letter_balance`). Folds are release units (landmarks)."""
     by_task: dict[str, list[Item]] = defaultdict(list)
     for it in items:
         by_task[it.task].append(it)
@@ -245,14 +244,13 @@ def run_gate(
     solved: set[str] = set()
     failures: list[str] = []
     for task in sorted(by_task):
-        if len({it.landmark for it in by_task[task]}) < 2:
+        if len({it.unit for it in by_task[task]}) < 2:
             continue  # leave-one-landmark-out needs another landmark to learn from
         gate, everyone = _task_gate(task, by_task[task])
         tasks[task] = gate
         solved |= everyone
         failures += gate.failures
-    rows: list[ImageRow | VideoRow] = [*image_rows, *video_rows]
-    descriptions = {r.landmark_id: r.landmark_description for r in rows}
+    descriptions = {it.unit: it.description for it in items}
     failures += shared_descriptions(descriptions)
     failures += letter_failures(letters)
     return GateResult(tasks, failures, sorted(solved))

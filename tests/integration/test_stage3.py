@@ -29,7 +29,6 @@ from skyqa.contracts.missions import (
     RejectedMission,
     TaskData,
 )
-from skyqa.contracts.qa import ImageRow, VideoRow
 from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
 from skyqa.sim import Intrinsics, Pose, project
@@ -329,18 +328,17 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     plan.valid_instances = f"{root}/planted_valid_instances.json"
     s3_store.put(plan.valid_instances, valid.model_dump_json().encode(), "application/json")
 
-    def twin_of(row: ImageRow | VideoRow) -> dict[str, str]:
+    def twin_of(row: dict[str, Any]) -> dict[str, Any]:
         # another question (prompt) about a landmark with the same description
         return {
+            **row,
             "landmark_id": "twin",
-            "sample_id": f"{row.sample_id}_twin",
-            "prompt_text": "again: " + row.prompt_text,
+            "sample_id": f"{row['sample_id']}_twin",
+            "prompt_text": "again: " + row["prompt_text"],
         }
 
-    for row in [row for row in plan.image_rows if row.landmark_id == lm]:
-        plan.image_rows.append(row.model_copy(deep=True, update=twin_of(row)))
-    for vrow in [vrow for vrow in plan.video_rows if vrow.landmark_id == lm]:
-        plan.video_rows.append(vrow.model_copy(deep=True, update=twin_of(vrow)))
+    for rows in plan.rows.values():
+        rows += [twin_of(row) for row in rows if row["landmark_id"] == lm]
     plan.landmarks.append("twin")
     with pytest.raises(ReleaseLeaks, match=r"landmarks .*twin share the description"):
         finish(plan, s3_store, "enforce")

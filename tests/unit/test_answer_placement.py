@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from partial_models import partial_model
 from scipy.stats import chi2_contingency
-from skyqa.contracts.qa import IMAGE_TASKS, ImageRow, Option
+from skyqa.contracts.qa import IMAGE_TASKS
+from skyqa.families import Item
+from skyqa.families.dualcog_image.placement import LETTERS, Placement
+from skyqa.families.dualcog_image.tasks import option_count
 
-from services.qa_generator import qc
-from services.qa_generator.image_tasks import option_count
-from services.qa_generator.placement import LETTERS, Placement
+from services.qa_generator.qc import letter_balance as balance
 
 # 60 landmarks: most have 4-way + 8-way slots, some only 4-way twice
 SLOTS = [["4way", "8way"] if i % 5 else ["4way", "4way"] for i in range(60)]
@@ -68,45 +68,48 @@ def test_the_seed_decides_and_replays() -> None:
     assert positions(a, "env_how") == positions(b, "env_how") != positions(c, "env_how")
 
 
-def rows(letters_4way: str, letters_8way: str, task: str = "env_how") -> list[ImageRow]:
-    options = [Option(option_id=x, label=x) for x in LETTERS]
+def choice(task: str, difficulty: str, gold: str, letters: str, n: int) -> Item:
+    """A single-answer row as QC's letter balance sees it."""
+    options = tuple((x, x) for x in letters)
+    return Item(f"{task}-{difficulty}-{n}", task, "lm", difficulty, "choice", "", options, frozenset(gold))
+
+
+def rows(letters_4way: str, letters_8way: str, task: str = "env_how") -> list[Item]:
     return [
-        partial_model(ImageRow, task_type=task, answer_option_id=x, difficulty=d, label_options=options)
+        choice(task, d, x, LETTERS, n)
         for d, letters in (("4way", letters_4way), ("8way", letters_8way))
-        for x in letters
+        for n, x in enumerate(letters)
     ]
 
 
 def test_qc_catches_a_letter_that_follows_the_difficulty_while_pooled_counts_look_perfect() -> None:
     # what the old placement produced: every 4-way gold A or C, every 8-way gold B or D
-    report = qc.letter_balance(rows("AC" * 10, "BD" * 10))["env_how"]
+    report = balance(rows("AC" * 10, "BD" * 10))["env_how"]
     assert report["chi2_p"] == 1.0  # pooled, it is perfectly uniform
     assert report["difficulty_independence_p"] < 0.001
     assert report["4way_chi2_p"] < 0.01 and report["8way_chi2_p"] < 0.01
-    fair = qc.letter_balance(rows("ABCD" * 5, "DCBA" * 5))["env_how"]
+    fair = balance(rows("ABCD" * 5, "DCBA" * 5))["env_how"]
     assert fair["difficulty_independence_p"] > 0.5 and fair["4way_chi2_p"] == 1.0
 
 
 def test_qc_reports_a_constant_letter() -> None:
-    report = qc.letter_balance(rows("A" * 20, ""))["env_how"]
+    report = balance(rows("A" * 20, ""))["env_how"]
     assert report["A"] == 20 and report["chi2_p"] < 0.001 and report["difficulty_independence_p"] == 1.0
 
 
 def test_three_option_rows_are_uniform_over_their_own_letters() -> None:
-    three = [Option(option_id=x, label=x) for x in "ABC"]
-    rows_3 = [
-        partial_model(ImageRow, task_type="env_where", answer_option_id=x, difficulty=d, label_options=three)
-        for d in ("4way", "8way")
-        for x in "ABC" * 6
-    ]
-    report = qc.letter_balance(rows_3)["env_where"]
-    assert report["D"] == 0 and report["chi2_p"] == 1.0 and report["4way_chi2_p"] == 1.0
-    skewed = qc.letter_balance([r for r in rows_3 if r.answer_option_id != "C"])["env_where"]
+    rows_3 = [choice("env_where", d, x, "ABC", n) for d in ("4way", "8way") for n, x in enumerate("ABC" * 6)]
+    report = balance(rows_3)["env_where"]
+    assert "D" not in report and report["chi2_p"] == 1.0 and report["4way_chi2_p"] == 1.0
+    # beside a 4-option task, the 3-option task reports D too, never as an answer
+    mixed = balance([*rows_3, *rows("ABCD", "")])["env_where"]
+    assert mixed["D"] == 0 and mixed["chi2_p"] == 1.0
+    skewed = balance([r for r in rows_3 if r.gold != {"C"}])["env_where"]
     assert skewed["chi2_p"] < 0.01 and skewed["4way_chi2_p"] < 0.05
 
 
 def test_no_visible_count_keeps_more_than_its_share_per_mission_kind() -> None:
-    from services.qa_generator.placement import count_surplus
+    from skyqa.families.dualcog_video.balance import count_surplus
 
     rows = [(f"a{i}", "atomic", 1) for i in range(5)] + [("a5", "atomic", 0), ("a6", "atomic", 2)]
     rows += [(f"c{i}", "composite", i % 3) for i in range(6)]

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from partial_models import partial_model
 from skyqa.contracts.qa import ImageRow, Option, VideoRow
+from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO, Item
+from skyqa.families.dualcog_image.placement import LETTERS
 
 from services.qa_generator import gate, qc
-from services.qa_generator.placement import LETTERS
 
 pytestmark = pytest.mark.unit
 
@@ -51,6 +52,7 @@ def release(
                 task_type="env_how",
                 landmark_id=f"lm{lm}",
                 landmark_description=(descriptions or {}).get(lm, f"landmark number {lm}"),
+                landmark_category="building",
                 difficulty="4way",
                 prompt_text="Image 1 shows the Front facade of the landmark. Which way should you fly?",
                 label_options=[Option(option_id=LETTERS[k], label=lab) for k, lab in enumerate(order)],
@@ -62,8 +64,13 @@ def release(
     return rows
 
 
+def items(rows: list[ImageRow], video: list[VideoRow] | None = None) -> list[Item]:
+    return [DUALCOG_IMAGE.item(r) for r in rows] + [DUALCOG_VIDEO.item(r) for r in video or []]
+
+
 def run(rows: list[ImageRow], video: list[VideoRow] | None = None) -> gate.GateResult:
-    return gate.run_gate(rows, video or [], qc.letter_balance(rows))
+    seen = items(rows, video)
+    return gate.run_gate(seen, qc.letter_balance(seen))
 
 
 def test_a_fair_release_passes_and_reports_every_solver() -> None:
@@ -143,6 +150,7 @@ def joint_rows(named: bool) -> list[VideoRow]:
                 form="self_instance_recognition_joint",
                 landmark_id=f"lm{i // 2}",
                 landmark_description=f"landmark number {i // 2}",
+                landmark_category="building",
                 mission_kind="composite",
                 prompt_text="Which of the following actions have you performed?",
                 choice_options=options,
@@ -153,8 +161,8 @@ def joint_rows(named: bool) -> list[VideoRow]:
 
 
 def test_a_gold_option_that_names_its_parts_fails_on_option_structure() -> None:
-    leaky = gate.run_gate([], joint_rows(named=True), {})
+    leaky = gate.run_gate(items([], joint_rows(named=True)), {})
     best = leaky.tasks["self_instance_recognition_joint"].solvers["most_specific"]
     assert best.score > 0.9 and any("most_specific" in f and "option structure" in f for f in leaky.failures)
-    fair = gate.run_gate([], joint_rows(named=False), {})
+    fair = gate.run_gate(items([], joint_rows(named=False)), {})
     assert not any("most_specific" in f for f in fair.failures), fair.failures

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from partial_models import partial_model
 from skyqa.contracts.qa import Option
+from skyqa.families import structure
+from skyqa.families.dualcog_image import checks
+from skyqa.families.dualcog_video.tasks import distractor_pool
 from skyqa.sim import Pose
 from skyqa.vocab import directions as L
 from skyqa.vocab.behaviors import element_label, load_library
-
-from services.qa_generator import qc
-from services.qa_generator.video_tasks import distractor_pool
 
 
 def test_observer_label_mirrors_left_and_right_only() -> None:
@@ -74,25 +74,27 @@ def test_bearing_is_measured_in_the_camera_frame() -> None:
     b = L.bearing(np.array([-10.0, 100.0, 10.0]), pose)  # west of the axis: the left
     assert b.horizontal_deg == pytest.approx(np.degrees(np.arctan2(10, 100)))
     assert abs(b.vertical_deg) < 1e-9
-    h, v = qc.world_bearing([-10.0, 100.0, 10.0], [0, 0, 10, 90.0, 0.0, 0.0])
+    h, v = checks.world_bearing([-10.0, 100.0, 10.0], [0, 0, 10, 90.0, 0.0, 0.0])
     assert h == pytest.approx(b.horizontal_deg) and v == pytest.approx(0.0)
 
 
 def test_label_spaces_have_no_near_duplicate_options() -> None:
     for space in (L.OBJECT_8, L.ENV_8, L.ACTION_8):
         worst = max(difflib.SequenceMatcher(None, a, b).ratio() for a, b in itertools.combinations(space, 2))
-        assert worst <= qc.MAX_SIMILARITY
+        assert worst <= structure.MAX_SIMILARITY
 
 
 def test_structure_check_catches_missing_answers_and_near_duplicate_distractors() -> None:
-    v = qc.Verdict()
-    qc._structure("a", ["Left", "Right"], ["A", "B"], ["C"], v)
+    v = structure.Verdict()
+    structure.check_options("a", ["Left", "Right"], ["A", "B"], ["C"], v)
     assert v.reasons["a"] == "answer not among the options"
     near = element_label("circular_orbit", "look_forward", {"arc_deg": 180, "direction": "cw"})
     nearer = element_label("circular_orbit", "look_forward", {"arc_deg": 270, "direction": "cw"})
-    qc._structure("b", [near, nearer], ["A", "B"], ["A"], v)
+    structure.check_options("b", [near, nearer], ["A", "B"], ["A"], v)
     assert v.reasons["b"] == "two options more similar than 0.85"
-    qc._structure("c", [near, nearer], ["A", "B"], ["A", "B"], v)  # two correct options may share wording
+    structure.check_options(
+        "c", [near, nearer], ["A", "B"], ["A", "B"], v
+    )  # two correct options may share wording
     assert "c" not in v.reasons
 
 
@@ -117,7 +119,7 @@ def test_joint_rows_do_not_tell_composite_golds_apart_by_their_text() -> None:
     assert "{how_many}" not in prompts.JOINT_USER and "Select one option" not in prompts.JOINT_USER
 
 
-def planted_env_row(h_deg: float, label: str, task: str = "env_where") -> tuple[qc.Verdict, str]:
+def planted_env_row(h_deg: float, label: str, task: str = "env_where") -> tuple[structure.Verdict, str]:
     """One environment row whose landmark sits ``h_deg`` left of the optical axis, checked by QC."""
     from skyqa.contracts import ValidInstance
     from skyqa.contracts.qa import EnvRequest, ImageRow
@@ -150,8 +152,8 @@ def planted_env_row(h_deg: float, label: str, task: str = "env_where") -> tuple[
         answer_bbox_xyxy_norm=[x0 / 640, y0 / 480, x1 / 640, y1 / 480],
     )
     lm = partial_model(ValidInstance, valid_view_ids=["view_00_front"])
-    v = qc.Verdict()
-    qc._recheck_env(row, lm, req, {"req": mask}, v)
+    v = structure.Verdict()
+    checks._recheck_env(row, lm, req, {"req": mask}, v)
     return v, v.reasons.get("row", "")
 
 
@@ -175,14 +177,13 @@ def test_option_similarity_is_the_same_both_ways_round() -> None:
     b = "depart, rising 25 m with the camera locked on the landmark"
     one_way = difflib.SequenceMatcher(None, b, a).ratio()
     other_way = difflib.SequenceMatcher(None, a, b).ratio()
-    assert one_way <= qc.MAX_SIMILARITY < other_way
+    assert one_way <= structure.MAX_SIMILARITY < other_way
     assert L.similarity(a, b) == L.similarity(b, a) == other_way
 
 
 def test_environment_perception_steps_follow_the_box_not_a_constant() -> None:
     from skyqa.contracts.qa import ImageRow
-
-    from services.qa_generator.reasoning import steps_for
+    from skyqa.families.dualcog_image.reasoning import steps_for
 
     def per(box: list[float]) -> str:
         row = partial_model(
@@ -202,8 +203,7 @@ def test_environment_perception_steps_follow_the_box_not_a_constant() -> None:
 
 def test_reasoning_steps_agree_with_the_paired_row_and_a_planted_contradiction_is_caught() -> None:
     from skyqa.contracts.qa import ImageRow
-
-    from services.qa_generator.reasoning import steps_for
+    from skyqa.families.dualcog_image.reasoning import steps_for
 
     box = [0.3, 0.3, 0.6, 0.7]
     common = {
@@ -246,7 +246,7 @@ def test_reasoning_steps_agree_with_the_paired_row_and_a_planted_contradiction_i
     rows = [where, what, env]
     for r in rows:
         r.reasoning_steps = steps_for(r)
-    assert qc.check_reasoning(rows).reasons == {}
+    assert checks.check_reasoning(rows).reasons == {}
 
     # the self_what step names the observer's side, which self_where calls the other facade
     what.reasoning_steps = [
@@ -262,12 +262,12 @@ def test_reasoning_steps_agree_with_the_paired_row_and_a_planted_contradiction_i
         s.model_copy(update={"answer": "[0.100, 0.300, 0.600, 0.700]"}) if s.operation == "GND" else s
         for s in where.reasoning_steps
     ]
-    assert qc.check_reasoning(rows).reasons == {
+    assert checks.check_reasoning(rows).reasons == {
         what.sample_id: "reasoning steps name other facades than the paired self_where row",
         env.sample_id: "reasoning steps place a left answer on the right",
         where.sample_id: "reasoning step grounds another box than the answer",
     }
     # without its pair, a self_what row cannot be checked and is not released
-    assert qc.check_reasoning([what]).reasons == {
+    assert checks.check_reasoning([what]).reasons == {
         what.sample_id: "reasoning steps have no paired self_where row"
     }

@@ -10,6 +10,7 @@ listed. Landmark Visibility Counting and Interval Reasoning asks for the count a
 from __future__ import annotations
 
 import numpy as np
+
 from skyqa.contracts.missions import ComposedSegments, SelfTrack, TaskData
 from skyqa.contracts.qa import AnswerItem, Option, VideoRow
 from skyqa.vocab import directions as L, prompts

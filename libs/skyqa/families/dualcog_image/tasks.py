@@ -18,15 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from skyqa import keys
 from skyqa.contracts import RgbView, ValidInstance
 from skyqa.contracts.landmarks import DIAGONALS, RING
 from skyqa.contracts.qa import Candidate, EnvRequest, ImageRow, Option, OverlayRequest
+from skyqa.families.dualcog_image.placement import LETTERS, LabelBalance, Placement
+from skyqa.families.dualcog_image.reasoning import steps_for
 from skyqa.sim import Intrinsics, Pose, look_at, project_box
 from skyqa.vocab import directions as L, prompts
-
-from services.qa_generator.placement import LETTERS, LabelBalance, Placement
-from services.qa_generator.reasoning import steps_for
 
 ENV_TRIES = 200
 SEED_STRIDE = 1009

@@ -1,0 +1,127 @@
+"""The task-family interface: what a benchmark family plans, checks, releases and exports.
+
+The qa-generator knows no family by name. It asks every registered family for its rows and the
+renders they need (:meth:`TaskFamily.plan`), lets each re-check its rows against what was
+rendered (:meth:`TaskFamily.check`), releases a unit (a landmark, for UAV-DualCog) only when
+every family of that unit kind has its whole share of clean rows for it, runs one blind gate
+over every family's rows seen as :class:`Item`, and writes each family's manifest and exports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from skyqa import keys
+from skyqa.contracts import ValidInstance
+from skyqa.contracts.missions import MissionIndex
+from skyqa.contracts.qa import EnvRequest, OverlayRequest
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from skyqa.blob import BlobStore
+    from skyqa.v1 import scan_pb2
+
+R = TypeVar("R", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One row as the release sees it: what a model could read without looking (prompt,
+    options, their ids) plus the row's gold and its release unit. The blind gate's solvers
+    read only this."""
+
+    sample_id: str
+    task: str
+    unit: str  # the release unit: a landmark for UAV-DualCog
+    difficulty: str
+    kind: str  # "choice" | "multi" | "count"
+    prompt: str
+    options: tuple[tuple[str, str], ...]  # (option id, label); empty for counts
+    gold: frozenset[str]  # option ids, or the count as text
+    box: tuple[float, ...] = ()
+    description: str = ""  # how the prompt names the unit
+    category: str = ""
+    texts: tuple[str, ...] = ()  # option labels that are words (not "Image 2"), for similarity
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What every family may plan from: the reviewed landmarks and the completed missions."""
+
+    run_id: str
+    scene_id: str
+    engine: str
+    seed: int
+    scan: scan_pb2.ScanRequest
+    store: BlobStore
+    landmarks: list[ValidInstance]  # reviewed, ordered by instance id
+    excluded: Mapping[str, str]  # units no family may release, with the reason
+    missions: MissionIndex
+
+    @property
+    def root(self) -> str:
+        return keys.run_prefix(self.run_id)
+
+    def rel(self, key: str) -> str:
+        """A stored key as a path relative to the release folder."""
+        return key.removeprefix(self.root + "/")
+
+
+@dataclass
+class Planned(Generic[R]):
+    rows: list[R]
+    env_requests: list[EnvRequest] = field(default_factory=list)
+    overlays: list[OverlayRequest] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # unit -> why it has no rows here
+    missions: dict[str, str] = field(default_factory=dict)  # mission the rows use -> unit
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What a family's check reads besides its rows: the environment observations as rendered
+    (instance masks by request id) and the reviewed landmarks."""
+
+    store: BlobStore
+    run_id: str
+    requests: Mapping[str, EnvRequest]
+    masks: Mapping[str, np.ndarray]
+    landmarks: Mapping[str, ValidInstance]
+
+
+@dataclass
+class Checked(Generic[R]):
+    rows: list[R]  # with what rendering decided filled in (e.g. boxes)
+    failed: dict[str, str] = field(default_factory=dict)  # sample id -> reason; costs its unit
+    uncertain: dict[str, str] = field(default_factory=dict)  # sample id -> reason; costs the row
+
+
+class TaskFamily(Protocol[R]):
+    name: str
+    noun: str  # as in "8 image rows"
+    manifest: str  # its manifest's name in skyqa.keys.manifests
+    row_model: type[R]
+    unit_kind: str  # families of one unit kind release a unit together
+    unit_rows: int  # rows a released unit has from this family
+    rows_field: str  # the QC funnel field counting its released rows
+    funnel: Mapping[str, str]  # row drop reason -> the QC funnel field that counts it
+
+    def plan(self, inputs: PlanInputs) -> Planned[R]: ...
+
+    def check(self, rows: list[R], rendered: Rendered) -> Checked[R]:
+        """Structure, and every answer re-derived by a code path the planner does not use."""
+        ...
+
+    def balance(self, rows: list[R]) -> dict[str, str]:
+        """Rows of released units to leave out so no answer is over-represented (id -> reason)."""
+        ...
+
+    def item(self, row: R) -> Item: ...
+
+    def exports(self, rows: list[R]) -> dict[str, bytes]:
+        """Extra release files by :func:`skyqa.keys.manifests` name."""
+        ...

@@ -1,0 +1,82 @@
+"""QC of the video rows: structure, behavior intervals that tile the video, and each visible
+count re-derived from the mission's stored segmentation frames (not the renderer's per-frame
+flags).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+
+from skyqa import keys, media
+from skyqa.blob import BlobStore
+from skyqa.contracts.qa import VideoRow
+from skyqa.errors import BlobNotFound
+from skyqa.families.structure import Verdict, check_options
+from skyqa.geometry import visibility as vis
+
+
+def check_video_rows(
+    rows: list[VideoRow], shares: Mapping[str, list[float] | None]
+) -> tuple[Verdict, Verdict]:
+    """Structure, and each visible count re-derived from its mission's segmentation frames
+    (``shares``: the landmark's instance-pixel share per frame, None when unreadable). The second
+    verdict holds the counts a viewer could fairly answer either way (not robust under the rule's
+    margin)."""
+    v, ambiguous = Verdict(), Verdict()
+    for r in rows:
+        if not (r.sample_id and r.video_path and r.prompt_text and r.frame_count > 0):
+            v.fail(r.sample_id, "missing required field")
+        if r.form == "self_instance_recognition_joint":
+            ids = [o.option_id for o in r.choice_options]
+            check_options(r.sample_id, [o.label for o in r.choice_options], ids, r.answer_option_ids, v)
+            if not 2 <= len(ids) <= 8:
+                v.fail(r.sample_id, "joint rows need 2..8 options")
+            spans = sorted((b["start_sec"], b["end_sec"]) for b in r.behavior_intervals_sec)
+            gaps = any(abs(float(b[0]) - float(a[1])) > 1e-6 for a, b in itertools.pairwise(spans))
+            if not spans or spans[0][0] != 0 or abs(float(spans[-1][1]) - r.duration_sec) > 1e-6 or gaps:
+                v.fail(r.sample_id, "behavior intervals do not tile the video")
+            continue
+        seen = shares.get(r.mission_id)
+        if not r.fps > 0:
+            v.fail(r.sample_id, "frame rate must be positive")
+            continue
+        if seen is None or len(seen) != r.frame_count:
+            v.fail(r.sample_id, "segmentation frames missing or unreadable")
+            continue
+        expected = [[a / r.fps, (b + 1) / r.fps] for a, b in vis.sightings(seen, r.fps)]
+        gold = r.gold_environment_answer
+        ivs = gold.get("visible_intervals_sec", [])
+        same = (
+            isinstance(ivs, list)
+            and len(ivs) == len(expected)
+            and all(
+                isinstance(iv, list)
+                and len(iv) == 2
+                and all(abs(float(x) - y) <= 0.5 / r.fps for x, y in zip(iv, e, strict=True))
+                for iv, e in zip(ivs, expected, strict=True)
+            )
+        )
+        if gold.get("visible_count") != len(expected) or not same:
+            v.fail(r.sample_id, "visible count disagrees with the segmentation frames")
+        elif not vis.count_is_robust(seen, r.fps):
+            ambiguous.fail(r.sample_id, "visible count within the margin of the sighting rule")
+    return v, ambiguous
+
+
+def pixel_shares(
+    store: BlobStore, run_id: str, mission_id: str, frames: int, iid: int | None
+) -> list[float] | None:
+    """The instance-pixel share of ``iid`` in each stored segmentation frame of a mission, or
+    None when a frame is missing or unreadable (QC then rejects the row)."""
+    if iid is None:
+        return None
+    root = keys.final_task(run_id, mission_id)
+    out = []
+    for i in range(frames):
+        try:
+            instance = media.decode_segmentation(store.get(f"{root}/{keys.video_frame('seg', i)}"))[1]
+        except (BlobNotFound, OSError, ValueError):
+            return None
+        out.append(float((instance == iid).mean()))
+    return out

@@ -1,0 +1,162 @@
+"""UAV-DualCog's video family: 2 rows per completed mission, 2 missions per landmark (flight
+behavior recognition with temporal localization; landmark visibility counting with intervals)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import numpy as np
+
+from skyqa import keys
+from skyqa.contracts import load_json
+from skyqa.contracts.missions import ComposedSegments, TaskData
+from skyqa.contracts.qa import OverlayRequest, VideoRow
+from skyqa.errors import BlobNotFound, InvalidInput
+from skyqa.families.base import Checked, Item, PlanInputs, Planned, Rendered
+from skyqa.families.dualcog_video.balance import count_surplus
+from skyqa.families.dualcog_video.checks import check_video_rows, pixel_shares
+from skyqa.families.dualcog_video.tasks import joint_row, visibility_row
+from skyqa.vocab.behaviors import element_label, load_library
+
+AMBIGUOUS = "visible count within the margin of the sighting rule"
+SURPLUS = "visible count over-represented"
+
+
+class DualCogVideo:
+    name = "dualcog_video"
+    noun = "video"
+    manifest = "video_qa"
+    row_model = VideoRow
+    unit_kind = "landmark"
+    unit_rows = 4
+    rows_field = "video_rows"
+    funnel: Mapping[str, str] = MappingProxyType(
+        {AMBIGUOUS: "count_margin_dropped", SURPLUS: "count_balance_dropped"}
+    )
+
+    def plan(self, inputs: PlanInputs) -> Planned[VideoRow]:
+        store, run_id = inputs.store, inputs.run_id
+        lib = load_library()
+        by_id = {v.instance_id: v for v in inputs.landmarks}
+        composed_all = {
+            m.traj_id: load_json(
+                ComposedSegments, store.get(keys.mission_file(run_id, m.traj_id, keys.COMPOSED_SEGMENTS))
+            )
+            for m in inputs.missions.missions
+        }
+        universe = sorted(
+            {
+                element_label(s.element_class, s.mode_key, s.params)
+                for c in composed_all.values()
+                for s in c.segments
+            }
+        )
+        out = Planned[VideoRow](rows=[])
+        for n, m in enumerate(inputs.missions.missions):
+            if m.instance_id not in by_id:
+                continue
+            vi = by_id[m.instance_id]
+            composed = composed_all[m.traj_id]
+            task = load_json(TaskData, store.get(m.task_data), "task data")
+            main = next((v for v in vi.rgb_views if v.view_id == vi.main_view), vi.rgb_views[0])
+            w, h = main.bbox_2d_image_size
+            ref_box = [round(a / b, 4) for a, b in zip(main.bbox_2d_xyxy, (w, h, w, h), strict=True)]
+            ref_out = keys.reference_overlay(vi.instance_id, main.view_id)
+            out.overlays.append(
+                OverlayRequest(
+                    output_image=ref_out, source_image=inputs.rel(main.path), bbox_xyxy_norm=ref_box
+                )
+            )
+            common: dict[str, object] = {
+                "scene_id": inputs.scene_id,
+                "engine": inputs.engine,
+                "mission_id": m.traj_id,
+                "mission_kind": composed.mission_kind,
+                "set_id": composed.task_subtype,
+                "set_name": composed.task_type,
+                "landmark_id": vi.instance_id,
+                "landmark_category": vi.landmark_category or vi.class_name,
+                "landmark_description": vi.landmark_description or vi.class_name,
+                "reference_image_with_bbox": ref_out,
+                "reference_bbox_xyxy_norm": ref_box,
+                "video_path": inputs.rel(m.video),
+                "fps": task.video.fps,
+                "frame_count": task.video.frame_count,
+                "duration_sec": task.video.duration_sec,
+                "video_width": task.video.width,
+                "video_height": task.video.height,
+            }
+            rng = np.random.default_rng(inputs.seed + n * 1009 + 29)
+            mine = {element_label(s.element_class, s.mode_key, s.params) for s in composed.segments}
+            others = [u for u in universe if u not in mine]
+            others = [others[k] for k in rng.permutation(len(others))]
+            out.rows.append(joint_row(lib, composed, task, others, common, rng))
+            out.rows.append(visibility_row(composed, task, common))
+            out.missions[m.traj_id] = vi.instance_id
+        return out
+
+    def check(self, rows: list[VideoRow], rendered: Rendered) -> Checked[VideoRow]:
+        shares = {
+            r.mission_id: pixel_shares(
+                rendered.store,
+                rendered.run_id,
+                r.mission_id,
+                r.frame_count,
+                _rendered_instance(rendered, r.mission_id),
+            )
+            for r in rows
+            if r.form == "env_visibility_reasoning"
+        }
+        verdict, ambiguous = check_video_rows(rows, shares)
+        return Checked(rows, verdict.reasons, {s: AMBIGUOUS for s in ambiguous.reasons})
+
+    def balance(self, rows: list[VideoRow]) -> dict[str, str]:
+        counts: list[tuple[str, str, int]] = [
+            (r.sample_id, r.mission_kind, _visible_count(r))
+            for r in rows
+            if r.form == "env_visibility_reasoning"
+        ]
+        return {s: SURPLUS for s in count_surplus(counts)}
+
+    def item(self, row: VideoRow) -> Item:
+        options = tuple((o.option_id, o.label) for o in row.choice_options)  # none for counts
+        if row.form == "env_visibility_reasoning":
+            kind, gold = "count", frozenset([str(row.gold_environment_answer.get("visible_count", ""))])
+        else:
+            kind, gold = "multi", frozenset(row.answer_option_ids)
+        return Item(
+            row.sample_id,
+            row.form,
+            row.landmark_id,
+            row.mission_kind,
+            kind,
+            row.prompt_text,
+            options,
+            gold,
+            description=row.landmark_description,
+            category=row.landmark_category,
+            texts=tuple(label for _, label in options),
+        )
+
+    def exports(self, rows: list[VideoRow]) -> dict[str, bytes]:
+        return {}
+
+
+def _visible_count(row: VideoRow) -> int:
+    """A visibility row's gold count (the answer's other entry is its intervals)."""
+    count = row.gold_environment_answer.get("visible_count", 0)
+    assert isinstance(count, int), row.sample_id
+    return count
+
+
+def _rendered_instance(rendered: Rendered, mission_id: str) -> int | None:
+    """The instance id the mission's segmentation frames label the landmark with."""
+    key = keys.mission_file(rendered.run_id, mission_id, keys.COMPOSED_SEGMENTS)
+    try:
+        return load_json(ComposedSegments, rendered.store.get(key)).rendered_instance_id
+    except (BlobNotFound, InvalidInput):
+        return None
+
+
+FAMILY = DualCogVideo()
