@@ -257,15 +257,13 @@ def env_observations(landmark_id: str) -> str:
     return f"image_tasks/assets/env_observations/{landmark_id}"
 
 
-def manifests(run_id: str, scene_id: str) -> dict[str, str]:
-    """What the QA stage releases, by output name."""
+def release_common(run_id: str, scene_id: str) -> dict[str, str]:
+    """The release files every run has whatever its task families (each family names its own
+    manifests and exports: ``skyqa.families.release_files`` gives them all)."""
     root = run_prefix(run_id)
     return {
-        "image_qa": f"{root}/image_tasks/manifests/{scene_id}.image_qa.jsonl",
-        "video_qa": f"{root}/video_tasks/manifests/{scene_id}.video_qa.jsonl",
         "render_requests": f"{root}/image_tasks/render_requests/{scene_id}.render_requests.json",
         "qc_report": f"{root}/qc_report.json",
-        "image_mcq_tsv": f"{root}/image_tasks/{scene_id}.image_mcq.tsv",
         "dataset_card": f"{root}/README.md",
     }
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from skyqa import keys
 from skyqa.blob import BlobStore
+from skyqa.families import release_files
 from skyqa.models import open_model
 from skyqa.settings import ModelEndpoint
 
@@ -66,7 +67,7 @@ async def blind_filter(
     apply: bool = False,
 ) -> BlindResult:
     root = keys.run_prefix(run_id)
-    out = keys.manifests(run_id, scene_id)
+    out = release_files(run_id, scene_id)
     raw = [line for line in store.get(out["image_qa"]).splitlines() if line.strip()]
     rows = [json.loads(line) for line in raw]
     responders: list[tuple[str, list[Responder]]] = [("text_prior", [TextPrior(rows)])]

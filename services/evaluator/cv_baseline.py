@@ -29,6 +29,7 @@ import cv2
 import numpy as np
 from skyqa import keys
 from skyqa.blob import BlobStore
+from skyqa.families import release_files
 from skyqa.vocab import directions as L
 
 from services.evaluator.baselines import TextPrior
@@ -152,7 +153,7 @@ class CVBaseline:
         self.store = store
         self.root = keys.run_prefix(run_id)
         self.prior = TextPrior(rows)
-        sidecar = json.loads(store.get(keys.manifests(run_id, scene_id)["render_requests"]))
+        sidecar = json.loads(store.get(release_files(run_id, scene_id)["render_requests"]))
         self.fov = {r["request_id"]: float(r["fov_deg"]) for r in sidecar["env_requests"]}
         # CircularEval asks the same images once per rotation: match them once
         self._found: dict[tuple[str, str, str], tuple[list[float] | None, dict[str, Any]]] = {}

@@ -10,6 +10,7 @@ from typing import Any
 
 from skyqa import keys
 from skyqa.blob import BlobStore
+from skyqa.families import release_files
 from skyqa.models import open_model
 from skyqa.settings import ModelEndpoint
 
@@ -30,7 +31,7 @@ class EvalResult:
 
 
 def load_rows(store: BlobStore, run_id: str, scene_id: str) -> list[dict[str, Any]]:
-    out = keys.manifests(run_id, scene_id)
+    out = release_files(run_id, scene_id)
     rows = []
     for key in (out["image_qa"], out["video_qa"]):
         rows += [json.loads(line) for line in store.get(key).splitlines() if line.strip()]

@@ -7,9 +7,12 @@ read the manifests.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from skyqa.contracts.qa import QCReport
+from skyqa.families import FAMILIES, TaskFamily
 
 
 @dataclass(frozen=True)
@@ -27,10 +30,30 @@ class Media:
 
 
 def dataset_card(
-    scene_id: str, run_id: str, report: QCReport, keys: dict[str, str], root: str, media: Media
+    scene_id: str,
+    run_id: str,
+    report: QCReport,
+    files: dict[str, str],
+    root: str,
+    media: Media,
+    families: Sequence[TaskFamily[Any]] = FAMILIES,
 ) -> bytes:
-    rel = {k: v.removeprefix(root + "/") for k, v in keys.items()}
+    """Front matter with one ``datasets`` config per family manifest; each family adds its funnel
+    lines, its files (manifests listed first) and its answer rules."""
+    rel = {k: v.removeprefix(root + "/") for k, v in files.items()}
     f = report.funnel
+    parts = [(fam, fam.card(rel, f)) for fam in families]
+    configs = "\n".join(
+        f'- config_name: {fam.manifest}\n  data_files: [{{split: test, path: "{rel[fam.manifest]}"}}]'
+        for fam, _ in parts
+    )
+    manifests = {fam.manifest for fam, _ in parts}
+    listed = [text for _, part in parts for name, text in part.files if name in manifests]
+    listed += [text for _, part in parts for name, text in part.files if name not in manifests]
+    family_files = "\n".join(listed)
+    counted = "\n".join(line for _, part in parts for line in part.funnel)
+    dropped = "\n".join(line for _, part in parts for line in part.drops)
+    notes = "".join(part.notes for _, part in parts)
     reasons = "\n".join(f"| {k} | {v} |" for k, v in report.drop_reasons.items()) or "| (none) | 0 |"
     g = report.blind_gate
     gate_rows = "\n".join(
@@ -47,10 +70,7 @@ pretty_name: skyqa {scene_id}
 license: cc-by-4.0
 task_categories: [visual-question-answering]
 configs:
-- config_name: image_qa
-  data_files: [{{split: test, path: "{rel["image_qa"]}"}}]
-- config_name: video_qa
-  data_files: [{{split: test, path: "{rel["video_qa"]}"}}]
+{configs}
 ---
 # skyqa benchmark: {scene_id} (run `{run_id}`)
 
@@ -69,11 +89,9 @@ segmentation frames, and reasoning steps checked against the paired rows (see
 | landmarks with enough valid views | {f.collected} |
 | reviewed (kept and labelled) | {f.reviewed} |
 | released landmarks (full lattice) | {f.released_landmarks} |
-| image rows (8 per landmark, less blind-dropped) | {f.image_rows} |
-| video rows (4 per landmark, less dropped below) | {f.video_rows} |
+{counted}
 | rows every blind solver answered (dropped) | {f.blind_dropped} |
-| visibility rows of an over-represented count (dropped) | {f.count_balance_dropped} |
-| visibility rows whose count changes within the sighting rule's margin (dropped) | {f.count_margin_dropped} |
+{dropped}
 
 Dropped rows by reason:
 
@@ -99,14 +117,7 @@ multiple-answer rows (chance: same-size random picks), with 95 % intervals.
 
 ## Files
 
-- `{rel["image_qa"]}`: image rows: `self_where` (Landmark-Relative Position Reasoning),
-  `self_what` (Future Observation Prediction), `env_where` (Self-Relative Position Reasoning),
-  `env_how` (Landmark-Driven Action Decision), each at 4-way and 8-way; answer
-  `{{"answer_option_id", "bbox_xyxy_norm"}}`; `reasoning_steps` give GND/PER/QUA/INT/INF steps.
-- `{rel["video_qa"]}`: video rows: Flight Behavior Recognition and Temporal Localization
-  (`answers[].intervals_sec`) and Landmark Visibility Counting and Interval Reasoning
-  (`visible_count`, `visible_intervals_sec`).
-- `{rel["image_mcq_tsv"]}`: the image MCQs in VLMEvalKit's TSV layout (`image_path` lists the images).
+{family_files}
 - `{rel["render_requests"]}`: camera pose and size of every rendered asset; `skyqa refresh`
   re-renders them without changing any id, option or answer.
 
@@ -116,12 +127,5 @@ This run ({media.profile} profile): stills {media.still_width}x{media.still_heig
 {media.jpeg_quality}; videos {media.video_width}x{media.video_height} H.264 (libx264, baseline),
 yuv420p, {media.fps} FPS, {media.video_bitrate / 1e6:g} Mb/s, MP4 with `+faststart`. (UAV-DualCog's
 release contract is 4096x3072 stills at JPEG 80 and 1440x1080 video at 10 Mb/s: the release
-profile.) Environment
-rows' `env_how` gold is the move that brings the landmark to the image centre: turn towards
-its side and climb or descend towards it (4-way: the dominant axis, at least 5 degrees off and
-1.5 times the other; 8-way: every axis at least 5 degrees off). `env_where` offers only the
-labels a forward camera that shows the landmark allows (left of, at, or right of the forward
-direction; straight ahead under 5 degrees). A row is asked only when its answer is at least 2
-degrees from every angle boundary and its dominant axis at least 1.95 times the other, and
-gives the same answer when the landmark's centre is taken as the centre of its visible pixels.
+profile.){notes}
 """.encode()

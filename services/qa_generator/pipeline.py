@@ -9,6 +9,7 @@ the release.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from google.protobuf import json_format
@@ -41,7 +42,9 @@ class QAPlan(Contract):
         return [family.row_model.model_validate(r) for r in self.rows.get(family.name, [])]
 
 
-def plan(event: mission_pb2.MissionsCompleted, store: BlobStore) -> QAPlan:
+def plan(
+    event: mission_pb2.MissionsCompleted, store: BlobStore, families: Sequence[TaskFamily[Any]] = FAMILIES
+) -> QAPlan:
     run_id, scene_id = event.run_id, event.scene_id
     scan = scan_rules.stored(store, run_id)
     root = keys.run_prefix(run_id)
@@ -72,7 +75,7 @@ def plan(event: mission_pb2.MissionsCompleted, store: BlobStore) -> QAPlan:
     env_requests: list[EnvRequest] = []
     overlays: dict[str, OverlayRequest] = {}
     missions: dict[str, str] = {}
-    for family in FAMILIES:
+    for family in families:
         planned = family.plan(inputs)
         rows[family.name] = [r.model_dump(mode="json") for r in planned.rows]
         env_requests += planned.env_requests

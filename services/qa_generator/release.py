@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import mimetypes
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -21,7 +22,7 @@ from skyqa.contracts import ValidInstancesFile, load_json
 from skyqa.contracts.base import dump_json
 from skyqa.contracts.qa import BlindGate, Funnel, QCReport
 from skyqa.errors import InvalidInput
-from skyqa.families import FAMILIES, Checked, Item, Rendered, TaskFamily
+from skyqa.families import FAMILIES, Checked, Item, Rendered, TaskFamily, release_files
 from skyqa.families.structure import max_similarity
 from skyqa.scan import stills
 
@@ -43,11 +44,15 @@ class ReleaseLeaks(InvalidInput):
 
 
 def finish(
-    p: QAPlan, store: BlobStore, gate_mode: Literal["enforce", "report"]
+    p: QAPlan,
+    store: BlobStore,
+    gate_mode: Literal["enforce", "report"],
+    families: Sequence[TaskFamily[Any]] = FAMILIES,
 ) -> tuple[QCReport, dict[str, str]]:
     """Fill env boxes, run QC and the blind gate, keep complete units, write manifests and
     exports. With ``gate_mode="enforce"`` a leaking release raises :class:`ReleaseLeaks` after
-    writing its QC report and before writing any manifest."""
+    writing its QC report and before writing any manifest. ``families`` must be those that
+    planned ``p``."""
     root = keys.run_prefix(p.run_id)
     for o in p.requests.overlays:
         if not store.exists(f"{root}/{o.output_image}"):
@@ -65,13 +70,13 @@ def finish(
         masks=masks,
         landmarks={v.instance_id: v for v in valid.valid_instances},
     )
-    checked = {f.name: f.check(p.rows_of(f), rendered) for f in FAMILIES}
-    items = {r.sample_id: f.item(r) for f in FAMILIES for r in checked[f.name].rows}
+    checked = {f.name: f.check(p.rows_of(f), rendered) for f in families}
+    items = {r.sample_id: f.item(r) for f in families for r in checked[f.name].rows}
     failed = {s: why for c in checked.values() for s, why in c.failed.items()}
-    incomplete = _incomplete(checked, items, failed, dict(p.skipped))
+    incomplete = _incomplete(families, checked, items, failed, dict(p.skipped))
     final: dict[str, list[Any]] = {}
     alone: dict[str, str] = {}  # rows of released units dropped on their own, with the reason
-    for f in FAMILIES:
+    for f in families:
         c = checked[f.name]
         keep = [r for r in c.rows if items[r.sample_id].unit not in incomplete]
         # an uncertain answer costs its row, not the unit (like an over-represented one)
@@ -80,7 +85,7 @@ def finish(
         mine.update(f.balance(keep))
         final[f.name] = [r for r in keep if r.sample_id not in mine]
         alone.update(mine)
-    released_items = [items[r.sample_id] for f in FAMILIES for r in final[f.name]]
+    released_items = [items[r.sample_id] for f in families for r in final[f.name]]
     blind = gate.run_gate(released_items, qc.letter_balance(released_items))
     solved = set(blind.solved_by_all)
     final = {name: [r for r in rows if r.sample_id not in solved] for name, rows in final.items()}
@@ -91,11 +96,13 @@ def finish(
     reasons.update({"landmark incomplete": len(lost)} if lost else {})
     reasons.update({"every blind solver answers it": len(solved)} if solved else {})
     released = {it.unit: it.category for it in released_items}
-    dropped = {field: 0 for f in FAMILIES for field in f.funnel.values()}
-    for f in FAMILIES:
+    counts: dict[str, Any] = {field: 0 for f in families for field in f.funnel.values()}
+    for f in families:
         for why in alone.values():
             if why in f.funnel:
-                dropped[f.funnel[why]] += 1
+                counts[f.funnel[why]] += 1
+    own = {f.rows_field: len(final[f.name]) for f in families if f.rows_field}
+    others = {f.name: len(final[f.name]) for f in families if not f.rows_field}
     report = QCReport(
         scene_id=p.scene_id,
         run_id=p.run_id,
@@ -105,8 +112,9 @@ def finish(
             reviewed=len(p.landmarks),
             released_landmarks=len(released),
             blind_dropped=len(solved),
-            **{f.rows_field: len(final[f.name]) for f in FAMILIES},
-            **dropped,
+            family_rows=others,
+            **own,
+            **counts,
         ),
         blind_gate=BlindGate(
             mode=gate_mode,
@@ -127,14 +135,14 @@ def finish(
         max_option_similarity=max_similarity([it.texts for it in released_items]),
         duplicate_questions=sum(1 for x in failed.values() if x == "duplicate question"),
     )
-    out = keys.manifests(p.run_id, p.scene_id)
+    out = release_files(p.run_id, p.scene_id, families)
     if not blind.passed and gate_mode == "enforce":
         # the report says what leaks and nothing new is released
         store.put(out["qc_report"], dump_json(report), "application/json")
         raise ReleaseLeaks(
             "the blind gate failed, nothing was released (see qc_report.json): " + "; ".join(blind.failures)
         )
-    for f in FAMILIES:
+    for f in families:
         store.put(out[f.manifest], _jsonl(final[f.name]), "application/x-ndjson")
         for name, data in f.exports(final[f.name]).items():
             store.put(out[name], data, mimetypes.guess_type(out[name])[0] or "application/octet-stream")
@@ -142,35 +150,39 @@ def finish(
     store.put(out["qc_report"], dump_json(report), "application/json")
     store.put(
         out["dataset_card"],
-        export.dataset_card(p.scene_id, p.run_id, report, out, root, media_of(p)),
+        export.dataset_card(p.scene_id, p.run_id, report, out, root, media_of(p), families),
         "text/markdown",
     )
     return report, out
 
 
 def _incomplete(
-    checked: dict[str, Checked[Any]], items: dict[str, Item], failed: dict[str, str], skipped: dict[str, str]
+    families: Sequence[TaskFamily[Any]],
+    checked: dict[str, Checked[Any]],
+    items: dict[str, Item],
+    failed: dict[str, str],
+    skipped: dict[str, str],
 ) -> dict[str, str]:
     """Units no family releases, with the reason: skipped while planning, a failed row, or not
     the whole share of rows from every family of the unit's kind."""
     out = dict(skipped)
-    for kind in sorted({f.unit_kind for f in FAMILIES}):
-        families: list[TaskFamily[Any]] = [f for f in FAMILIES if f.unit_kind == kind]
+    for kind in sorted({f.unit_kind for f in families}):
+        of_kind = [f for f in families if f.unit_kind == kind]
         by_unit: dict[str, dict[str, list[str]]] = {}
-        for f in families:
+        for f in of_kind:
             for r in checked[f.name].rows:
                 by_unit.setdefault(items[r.sample_id].unit, {}).setdefault(f.name, []).append(r.sample_id)
         for unit, rows in by_unit.items():
             if unit in out:
                 continue
-            bad = [failed[s] for f in families for s in rows.get(f.name, []) if s in failed]
-            have = [len(rows.get(f.name, [])) for f in families]
+            bad = [failed[s] for f in of_kind for s in rows.get(f.name, []) if s in failed]
+            have = [len(rows.get(f.name, [])) for f in of_kind]
             if bad:
                 out[unit] = bad[0]
-            elif have != [f.unit_rows for f in families]:
+            elif have != [f.unit_rows for f in of_kind]:
                 out[unit] = (
-                    " and ".join(f"{n} {f.noun} rows" for n, f in zip(have, families, strict=True))
-                    + f" (needs {' and '.join(str(f.unit_rows) for f in families)})"
+                    " and ".join(f"{n} {f.noun} rows" for n, f in zip(have, of_kind, strict=True))
+                    + f" (needs {' and '.join(str(f.unit_rows) for f in of_kind)})"
                 )
     return out
 

@@ -22,9 +22,9 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from PIL import Image
-from skyqa import keys as skyqa_keys
 from skyqa.blob import LocalBlobStore
 from skyqa.bus import Bus, topology
+from skyqa.families import release_files
 from skyqa.models import serve_grpc
 from skyqa.servers import ServedApp
 from skyqa.settings import ModelEndpoint, Settings
@@ -99,7 +99,7 @@ def write_manifest(store: LocalBlobStore, n: int = 6, run: str = RUN) -> list[di
             }
         )
         env.append({"request_id": f"env{i}", "fov_deg": 90.0})
-    keys = skyqa_keys.manifests(run, SCENE)
+    keys = release_files(run, SCENE)
     store.put(keys["image_qa"], b"".join(json.dumps(r).encode() + b"\n" for r in rows))
     store.put(keys["video_qa"], b"")
     store.put(
@@ -356,7 +356,7 @@ def leaky_server() -> FastAPI:
 async def test_blind_filter_flags_rows_text_only_models_solve(tmp_path: Path) -> None:
     store = LocalBlobStore(tmp_path / "store")
     rows = write_manifest(store, 6)
-    original = store.get(skyqa_keys.manifests(RUN, SCENE)["image_qa"])
+    original = store.get(release_files(RUN, SCENE)["image_qa"])
     with ServedApp(leaky_server()) as a, ServedApp(leaky_server()) as b:
         eps = [
             ModelEndpoint(kind="openai", url=s.url + "/v1", model=name)
@@ -371,7 +371,7 @@ async def test_blind_filter_flags_rows_text_only_models_solve(tmp_path: Path) ->
     assert set(result.flagged) == {"s0", "s1", "s2"} | lucky
     report = json.loads(store.get(result.report_key))
     assert report["responders"] == ["text_prior", "leaky1", "leaky2"] and report["samples_per_model"] == 2
-    assert store.get(skyqa_keys.manifests(RUN, SCENE)["image_qa"]) == original  # nothing stored is changed
+    assert store.get(release_files(RUN, SCENE)["image_qa"]) == original  # nothing stored is changed
     kept = [json.loads(x)["sample_id"] for x in store.get(result.filtered_key or "").splitlines()]
     assert kept == [r["sample_id"] for r in rows if r["sample_id"] not in set(result.flagged)]
 

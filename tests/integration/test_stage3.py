@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from category_family import LandmarkCategory
 from PIL import Image
 from skyqa import keys, media
 from skyqa.blob import S3BlobStore
@@ -29,10 +30,11 @@ from skyqa.contracts.missions import (
     RejectedMission,
     TaskData,
 )
+from skyqa.families import FAMILIES
 from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
 from skyqa.sim import Intrinsics, Pose, project
-from skyqa.v1 import common_pb2, render_pb2
+from skyqa.v1 import common_pb2, mission_pb2, render_pb2
 from skyqa.video import probe
 from stage_helpers import Probe, small_scan
 
@@ -44,7 +46,7 @@ from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.mission_planner import app as mission_app
 from services.qa_generator import app as qa_app
-from services.qa_generator.pipeline import QAPlan
+from services.qa_generator.pipeline import QAPlan, plan
 from services.qa_generator.release import ReleaseLeaks, finish
 from services.renderer import app as renderer_app
 
@@ -346,6 +348,41 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     assert failed["mode"] == "enforce" and not failed["passed"]
     assert any("ambiguous reference" in f for f in failed["failures"])
     assert s3_store.get(run["image_qa"]) == manifests["image_qa"]
+
+
+async def test_a_task_family_plugs_in_and_releases_with_the_others(
+    run: dict[str, str], s3_store: S3BlobStore
+) -> None:
+    """A family added beside UAV-DualCog's two plans rows, passes the blind gate's view of it,
+    gets its manifest and card share, and a landmark it has no row for is released by nobody."""
+    run_id = run["run_id"]
+    released = sorted({r["landmark_id"] for r in rows_of(s3_store, run["image_qa"])})
+    stored = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
+    extra = LandmarkCategory(without=released[0])
+    families = (*FAMILIES, extra)
+    event = mission_pb2.MissionsCompleted(
+        run_id=run_id,
+        scene_id=stored.scene_id,
+        index=common_pb2.BlobRef(key=keys.missions_index(run_id)),
+        valid_instances=common_pb2.BlobRef(key=stored.valid_instances),
+    )
+    p = plan(event, s3_store, families)
+    assert [r["sample_id"] for r in p.rows["dualcog_image"]] == [
+        r["sample_id"] for r in stored.rows["dualcog_image"]
+    ]
+    report, out = finish(p, s3_store, "report", families)
+
+    assert report.dropped_landmarks[released[0]] == (
+        "8 image rows and 4 video rows and 0 category rows (needs 8 and 4 and 1)"
+    )
+    now = {r["landmark_id"] for r in rows_of(s3_store, out["image_qa"])}
+    assert now == set(released) - {released[0]}
+    category = rows_of(s3_store, out["category_qa"])
+    assert category and {r["landmark_id"] for r in category} <= now
+    assert report.funnel.family_rows == {"landmark_category": len(category)}
+    assert "landmark_category" in report.blind_gate.tasks
+    card = s3_store.get(out["dataset_card"]).decode()
+    assert "config_name: category_qa" in card and f"| category rows | {len(category)} |" in card
 
 
 def decode(data: bytes) -> np.ndarray:

@@ -155,6 +155,8 @@ class Funnel(Contract):
     blind_dropped: int = 0  # rows every blind solver answered right, removed after the gate
     count_balance_dropped: int = 0  # visibility rows of a count the kind already has enough of
     count_margin_dropped: int = 0  # visibility rows whose count changes within the rule's margin
+    # released rows of the task families that have no field above, by family (left out when none)
+    family_rows: dict[str, int] = Field(default_factory=dict, exclude_if=lambda rows: not rows)
 
 
 class SolverScore(Contract):

@@ -7,9 +7,11 @@ qa-generator loops over :data:`FAMILIES` and knows none of them by name.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from skyqa.families.base import Checked, Item, PlanInputs, Planned, Rendered, TaskFamily
+from skyqa import keys
+from skyqa.families.base import CardPart, Checked, Item, PlanInputs, Planned, Rendered, TaskFamily
 from skyqa.families.dualcog_image import FAMILY as DUALCOG_IMAGE
 from skyqa.families.dualcog_video import FAMILY as DUALCOG_VIDEO
 
@@ -17,6 +19,16 @@ FAMILIES: tuple[TaskFamily[Any], ...] = (
     DUALCOG_IMAGE,
     DUALCOG_VIDEO,
 )
+
+
+def release_files(
+    run_id: str, scene_id: str, families: Sequence[TaskFamily[Any]] = FAMILIES
+) -> dict[str, str]:
+    """Every file the QA stage releases, by name: each family's manifest and exports, then the
+    shared render_requests sidecar, QC report and dataset card."""
+    root = keys.run_prefix(run_id)
+    out = {name: f"{root}/{path.format(scene=scene_id)}" for f in families for name, path in f.files.items()}
+    return out | keys.release_common(run_id, scene_id)
 
 
 def family(name: str) -> TaskFamily[Any]:
@@ -30,6 +42,7 @@ __all__ = [
     "DUALCOG_IMAGE",
     "DUALCOG_VIDEO",
     "FAMILIES",
+    "CardPart",
     "Checked",
     "Item",
     "PlanInputs",
@@ -37,4 +50,5 @@ __all__ = [
     "Rendered",
     "TaskFamily",
     "family",
+    "release_files",
 ]

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from skyqa import keys
 from skyqa.contracts import ValidInstance
 from skyqa.contracts.missions import MissionIndex
-from skyqa.contracts.qa import EnvRequest, OverlayRequest
+from skyqa.contracts.qa import EnvRequest, Funnel, OverlayRequest
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,6 +47,16 @@ class Item:
     description: str = ""  # how the prompt names the unit
     category: str = ""
     texts: tuple[str, ...] = ()  # option labels that are words (not "Image 2"), for similarity
+
+
+@dataclass(frozen=True)
+class CardPart:
+    """A family's share of the dataset card."""
+
+    funnel: list[str]  # release-funnel table lines counting its rows
+    drops: list[str]  # funnel table lines of the rows it drops on its own
+    files: list[tuple[str, str]]  # (file name, markdown list item describing it)
+    notes: str = ""  # its answer rules, appended to the media-contract paragraph
 
 
 @dataclass(frozen=True)
@@ -103,11 +113,12 @@ class Checked(Generic[R]):
 class TaskFamily(Protocol[R]):
     name: str
     noun: str  # as in "8 image rows"
-    manifest: str  # its manifest's name in skyqa.keys.manifests
+    manifest: str  # the name of its manifest among ``files``
+    files: Mapping[str, str]  # release file name -> path under the run, with ``{scene}``
     row_model: type[R]
     unit_kind: str  # families of one unit kind release a unit together
     unit_rows: int  # rows a released unit has from this family
-    rows_field: str  # the QC funnel field counting its released rows
+    rows_field: str | None  # the QC funnel field counting its released rows; None: family_rows
     funnel: Mapping[str, str]  # row drop reason -> the QC funnel field that counts it
 
     def plan(self, inputs: PlanInputs) -> Planned[R]: ...
@@ -123,5 +134,9 @@ class TaskFamily(Protocol[R]):
     def item(self, row: R) -> Item: ...
 
     def exports(self, rows: list[R]) -> dict[str, bytes]:
-        """Extra release files by :func:`skyqa.keys.manifests` name."""
+        """Its files besides the manifest, by name in ``files``."""
+        ...
+
+    def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
+        """``rel``: every release file by name, relative to the release folder."""
         ...

@@ -7,8 +7,8 @@ import copy
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from skyqa.contracts.qa import ImageRow, OverlayRequest
-from skyqa.families.base import Checked, Item, PlanInputs, Planned, Rendered
+from skyqa.contracts.qa import Funnel, ImageRow, OverlayRequest
+from skyqa.families.base import CardPart, Checked, Item, PlanInputs, Planned, Rendered
 from skyqa.families.dualcog_image.checks import check_image_rows, check_reasoning
 from skyqa.families.dualcog_image.export import mcq_tsv
 from skyqa.families.dualcog_image.placement import LabelBalance, Placement
@@ -30,10 +30,16 @@ class DualCogImage:
     name = "dualcog_image"
     noun = "image"
     manifest = "image_qa"
+    files: Mapping[str, str] = MappingProxyType(
+        {
+            "image_qa": "image_tasks/manifests/{scene}.image_qa.jsonl",
+            "image_mcq_tsv": "image_tasks/{scene}.image_mcq.tsv",
+        }
+    )
     row_model = ImageRow
     unit_kind = "landmark"
     unit_rows = 8
-    rows_field = "image_rows"
+    rows_field: str | None = "image_rows"
     funnel: Mapping[str, str] = MappingProxyType({})
 
     def plan(self, inputs: PlanInputs) -> Planned[ImageRow]:
@@ -109,6 +115,37 @@ class DualCogImage:
 
     def exports(self, rows: list[ImageRow]) -> dict[str, bytes]:
         return {"image_mcq_tsv": mcq_tsv(rows)}
+
+    def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
+        return CardPart(
+            funnel=[f"| image rows (8 per landmark, less blind-dropped) | {funnel.image_rows} |"],
+            drops=[],
+            files=[
+                (
+                    "image_qa",
+                    f"- `{rel['image_qa']}`: image rows: `self_where` "
+                    "(Landmark-Relative Position Reasoning),\n"
+                    "  `self_what` (Future Observation Prediction), `env_where` (Self-Relative Position "
+                    "Reasoning),\n  `env_how` (Landmark-Driven Action Decision), each at 4-way and 8-way; "
+                    'answer\n  `{"answer_option_id", "bbox_xyxy_norm"}`; `reasoning_steps` give '
+                    "GND/PER/QUA/INT/INF steps.",
+                ),
+                (
+                    "image_mcq_tsv",
+                    f"- `{rel['image_mcq_tsv']}`: the image MCQs in VLMEvalKit's TSV layout "
+                    "(`image_path` lists the images).",
+                ),
+            ],
+            # continues the media paragraph's last line
+            notes=""" Environment
+rows' `env_how` gold is the move that brings the landmark to the image centre: turn towards
+its side and climb or descend towards it (4-way: the dominant axis, at least 5 degrees off and
+1.5 times the other; 8-way: every axis at least 5 degrees off). `env_where` offers only the
+labels a forward camera that shows the landmark allows (left of, at, or right of the forward
+direction; straight ahead under 5 degrees). A row is asked only when its answer is at least 2
+degrees from every angle boundary and its dominant axis at least 1.95 times the other, and
+gives the same answer when the landmark's centre is taken as the centre of its visible pixels.""",
+        )
 
 
 FAMILY = DualCogImage()

@@ -11,9 +11,9 @@ import numpy as np
 from skyqa import keys
 from skyqa.contracts import load_json
 from skyqa.contracts.missions import ComposedSegments, TaskData
-from skyqa.contracts.qa import OverlayRequest, VideoRow
+from skyqa.contracts.qa import Funnel, OverlayRequest, VideoRow
 from skyqa.errors import BlobNotFound, InvalidInput
-from skyqa.families.base import Checked, Item, PlanInputs, Planned, Rendered
+from skyqa.families.base import CardPart, Checked, Item, PlanInputs, Planned, Rendered
 from skyqa.families.dualcog_video.balance import count_surplus
 from skyqa.families.dualcog_video.checks import check_video_rows, pixel_shares
 from skyqa.families.dualcog_video.tasks import joint_row, visibility_row
@@ -27,10 +27,11 @@ class DualCogVideo:
     name = "dualcog_video"
     noun = "video"
     manifest = "video_qa"
+    files: Mapping[str, str] = MappingProxyType({"video_qa": "video_tasks/manifests/{scene}.video_qa.jsonl"})
     row_model = VideoRow
     unit_kind = "landmark"
     unit_rows = 4
-    rows_field = "video_rows"
+    rows_field: str | None = "video_rows"
     funnel: Mapping[str, str] = MappingProxyType(
         {AMBIGUOUS: "count_margin_dropped", SURPLUS: "count_balance_dropped"}
     )
@@ -141,6 +142,25 @@ class DualCogVideo:
 
     def exports(self, rows: list[VideoRow]) -> dict[str, bytes]:
         return {}
+
+    def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
+        return CardPart(
+            funnel=[f"| video rows (4 per landmark, less dropped below) | {funnel.video_rows} |"],
+            drops=[
+                "| visibility rows of an over-represented count (dropped) | "
+                f"{funnel.count_balance_dropped} |",
+                "| visibility rows whose count changes within the sighting rule's margin (dropped) | "
+                f"{funnel.count_margin_dropped} |",
+            ],
+            files=[
+                (
+                    "video_qa",
+                    f"- `{rel['video_qa']}`: video rows: Flight Behavior Recognition and Temporal "
+                    "Localization\n  (`answers[].intervals_sec`) and Landmark Visibility Counting and "
+                    "Interval Reasoning\n  (`visible_count`, `visible_intervals_sec`).",
+                )
+            ],
+        )
 
 
 def _visible_count(row: VideoRow) -> int:

@@ -1,0 +1,105 @@
+"""A task family written for the tests the way a new one is written: a row model, a plan from
+the reviewed landmarks, a check against the review, a blind-gate view, a card share. Plugged
+into the qa-generator by passing it with the registered families."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from skyqa.contracts.base import Contract
+from skyqa.contracts.qa import Funnel, Option
+from skyqa.families import CardPart, Checked, Item, PlanInputs, Planned, Rendered
+
+LETTERS = "ABCD"
+
+
+class CategoryRow(Contract):
+    sample_id: str
+    landmark_id: str
+    landmark_description: str
+    prompt_text: str
+    options: list[Option]
+    answer_option_id: str
+    answer: str
+
+
+class LandmarkCategory:
+    """ "Which category is the landmark described as ...?", one row per landmark, except for
+    ``without``, which therefore must not be released by any family."""
+
+    name = "landmark_category"
+    noun = "category"
+    manifest = "category_qa"
+    files: Mapping[str, str] = MappingProxyType({"category_qa": "category_tasks/{scene}.category_qa.jsonl"})
+    row_model = CategoryRow
+    unit_kind = "landmark"
+    unit_rows = 1
+    rows_field: str | None = None
+    funnel: Mapping[str, str] = MappingProxyType({})
+
+    def __init__(self, without: str) -> None:
+        self.without = without
+
+    def plan(self, inputs: PlanInputs) -> Planned[CategoryRow]:
+        cats = sorted({v.landmark_category or v.class_name for v in inputs.landmarks} | {"tree", "tower"})
+        out = Planned[CategoryRow](rows=[])
+        for i, vi in enumerate(inputs.landmarks):
+            if vi.instance_id == self.without:
+                continue
+            gold = vi.landmark_category or vi.class_name
+            labels = [c for c in cats if c != gold][:3]
+            labels.insert(i % 4, gold)
+            out.rows.append(
+                CategoryRow(
+                    sample_id=f"{vi.instance_id}_category",
+                    landmark_id=vi.instance_id,
+                    landmark_description=vi.landmark_description or vi.class_name,
+                    prompt_text=f"Which category is the landmark described as '{vi.landmark_description}'?",
+                    options=[Option(option_id=LETTERS[k], label=lab) for k, lab in enumerate(labels)],
+                    answer_option_id=LETTERS[labels.index(gold)],
+                    answer=gold,
+                )
+            )
+        return out
+
+    def check(self, rows: list[CategoryRow], rendered: Rendered) -> Checked[CategoryRow]:
+        def reviewed(lm: str) -> str:
+            vi = rendered.landmarks[lm]
+            return vi.landmark_category or vi.class_name
+
+        failed = {
+            r.sample_id: "category is not the reviewed one"
+            for r in rows
+            if r.answer != reviewed(r.landmark_id)
+        }
+        return Checked(rows, failed)
+
+    def balance(self, rows: list[CategoryRow]) -> dict[str, str]:
+        return {}
+
+    def item(self, row: CategoryRow) -> Item:
+        options = tuple((o.option_id, o.label) for o in row.options)
+        return Item(
+            row.sample_id,
+            self.name,
+            row.landmark_id,
+            "4way",
+            "choice",
+            row.prompt_text,
+            options,
+            frozenset([row.answer_option_id]),
+            description=row.landmark_description,
+            category=row.answer,
+            texts=tuple(label for _, label in options),
+        )
+
+    def exports(self, rows: list[CategoryRow]) -> dict[str, bytes]:
+        return {}
+
+    def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
+        return CardPart(
+            funnel=[f"| category rows | {funnel.family_rows.get(self.name, 0)} |"],
+            drops=[],
+            files=[("category_qa", f"- `{rel['category_qa']}`: which category each landmark is.")],
+        )
