@@ -224,10 +224,13 @@ def evaluator_concurrency(latency_s: float = 0.1, items: int = 48) -> dict[str, 
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
     from PIL import Image
+    from skyqa.contracts.qa import ImageRow
+    from skyqa.families import DUALCOG_IMAGE
     from skyqa.models import open_model
     from skyqa.servers import ServedApp
     from skyqa.settings import ModelEndpoint
 
+    from services.evaluator.questions import Question
     from services.evaluator.runner import Cache, ModelResponder, run_items
 
     app = FastAPI()
@@ -243,20 +246,39 @@ def evaluator_concurrency(latency_s: float = 0.1, items: int = 48) -> dict[str, 
         Image.new("RGB", (640, 480), (90, 120, 60)).save(buf, "JPEG")
         store.put("runs/bench/img.jpg", buf.getvalue())
         opts = [{"option_id": x, "label": x} for x in "ABCD"]
+        row = {
+            "scene_id": "bench",
+            "engine": "builtin",
+            "landmark_category": "building",
+            "landmark_description": "a building",
+            "task_group": "environment-aware",
+            "view_definition": "Environment-Aware",
+            "task_type": "env_where",
+            "task_display_name": "Self-Relative Position Reasoning",
+            "difficulty": "4way",
+            "reference_image": "img.jpg",
+            "reference_image_with_bbox": "img.jpg",
+            "reference_bbox_xyxy_norm": [0, 0, 1, 1],
+            "reference_object_view": "Front",
+            "target_image": "img.jpg",
+            "images": ["img.jpg"],
+            "label_options": opts,
+            "answer_option_id": "A",
+            "answer_label": "A",
+            "answer_bbox_xyxy_norm": [0, 0, 1, 1],
+            "metadata": {},
+            "reasoning_steps": [],
+            "prompt_text": "q",
+            "system_prompt": "s",
+        }
         rows = [
-            {
-                "sample_id": f"s{i}",
-                "landmark_id": f"l{i}",
-                "task_type": "env_where",
-                "difficulty": "4way",
-                "label_options": opts,
-                "answer_option_id": "A",
-                "answer_bbox_xyxy_norm": [0, 0, 1, 1],
-                "images": ["img.jpg"],
-                "system_prompt": "s",
-                "user_prompt": f"q{i}",
-            }
-            for i in range(items)
+            Question(DUALCOG_IMAGE, r, r.sample_id)
+            for r in (
+                ImageRow.model_validate(
+                    {**row, "sample_id": f"s{i}", "landmark_id": f"l{i}", "user_prompt": f"q{i}"}
+                )
+                for i in range(items)
+            )
         ]
         out: dict[str, float] = {"latency_s": latency_s, "items": items}
         for conc in (1, 8):

@@ -4,12 +4,16 @@ into the qa-generator by passing it with the registered families."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
+import numpy as np
+from skyqa.answers import Parsed, parse_choice
 from skyqa.contracts.base import Contract
-from skyqa.contracts.qa import Funnel, Option
+from skyqa.contracts.qa import Funnel, Option, ReasoningStep
 from skyqa.families import CardPart, Checked, Item, PlanInputs, Planned, Rendered
+from skyqa.families.base import MediaRef
 
 LETTERS = "ABCD"
 
@@ -96,6 +100,42 @@ class LandmarkCategory:
 
     def exports(self, rows: list[CategoryRow]) -> dict[str, bytes]:
         return {}
+
+    metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({"landmark_category": ("option_correct",)})
+
+    def difficulty(self, row: CategoryRow) -> str:
+        return "4way"
+
+    def prompts(self, row: CategoryRow) -> tuple[str, str]:
+        options = "\n".join(f"{o.option_id}. {o.label}" for o in row.options)
+        return (
+            'Reply with one JSON object: {"answer_option_id": "A"}',
+            f"{row.prompt_text}\nOptions:\n{options}",
+        )
+
+    def media(self, row: CategoryRow) -> list[MediaRef]:
+        return []  # asked in words alone: a fine family for testing, a poor benchmark
+
+    def steps(self, row: CategoryRow) -> list[ReasoningStep]:
+        return []
+
+    def parse(self, row: CategoryRow, text: str) -> Parsed:
+        return parse_choice(text, [o.option_id for o in row.options], [o.label for o in row.options])
+
+    def score(self, row: CategoryRow, parsed: Parsed, steps: bool) -> dict[str, Any]:
+        return {"option_correct": float(parsed.kind == "choice" and parsed.option == row.answer_option_id)}
+
+    def rotations(self, row: CategoryRow) -> list[CategoryRow]:
+        return []
+
+    def with_steps(self, row: CategoryRow) -> CategoryRow | None:
+        return None
+
+    def guess(self, row: CategoryRow, rng: np.random.Generator) -> dict[str, Any]:
+        return {"answer_option_id": row.options[int(rng.integers(len(row.options)))].option_id}
+
+    def prior(self, row: CategoryRow, rows: Sequence[CategoryRow]) -> dict[str, Any]:
+        return {"answer_option_id": row.options[0].option_id}
 
     def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
         return CardPart(

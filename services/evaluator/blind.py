@@ -18,11 +18,14 @@ from pathlib import Path
 
 from skyqa import keys
 from skyqa.blob import BlobStore
-from skyqa.families import release_files
+from skyqa.contracts.base import load_jsonl
+from skyqa.contracts.qa import ImageRow
+from skyqa.families import DUALCOG_IMAGE, release_files
 from skyqa.models import open_model
 from skyqa.settings import ModelEndpoint
 
 from services.evaluator.baselines import Responder, TextPrior
+from services.evaluator.questions import Question
 from services.evaluator.runner import Cache, ModelResponder, run_items
 
 SAMPLE_TEMPERATURE = 0.7
@@ -69,10 +72,13 @@ async def blind_filter(
     root = keys.run_prefix(run_id)
     out = release_files(run_id, scene_id)
     raw = [line for line in store.get(out["image_qa"]).splitlines() if line.strip()]
-    rows = [json.loads(line) for line in raw]
+    rows = [
+        Question(DUALCOG_IMAGE, r, r.sample_id)
+        for r in load_jsonl(ImageRow, b"\n".join(raw), "image manifest")
+    ]
     responders: list[tuple[str, list[Responder]]] = [("text_prior", [TextPrior(rows)])]
     responders += _samplers(endpoints, store, root, samples)
-    rates: dict[str, dict[str, float]] = {r["sample_id"]: {} for r in rows}
+    rates: dict[str, dict[str, float]] = {q.sample_id: {} for q in rows}
     for name, copies in responders:
         cache = Cache(cache_dir / f"{name.replace('/', '_')}.jsonl")
         right: dict[str, list[float]] = {}
@@ -87,18 +93,18 @@ async def blind_filter(
             rates[sid][name] = round(sum(vals) / len(vals), 4)
     need = math.ceil(quorum * len(responders) - 1e-9)
     report_rows, flagged = [], []
-    for r in rows:
-        per = rates[r["sample_id"]]
+    for q in rows:
+        per = rates[q.sample_id]
         solvers = sum(1 for v in per.values() if v > 0.5)
         flag = bool(per) and solvers >= need
         if flag:
-            flagged.append(r["sample_id"])
+            flagged.append(q.sample_id)
         report_rows.append(
             {
-                "sample_id": r["sample_id"],
-                "task_type": r["task_type"],
-                "difficulty": r["difficulty"],
-                "chance": round(1 / len(r["label_options"]), 4),
+                "sample_id": q.sample_id,
+                "task_type": q.row.task_type,
+                "difficulty": q.row.difficulty,
+                "chance": round(1 / len(q.row.label_options), 4),
                 "correct_rate": per,
                 "solvers": solvers,
                 "flagged": flag,
@@ -126,6 +132,6 @@ async def blind_filter(
     if apply:
         filtered_key = keys.blind_filtered_manifest(run_id, scene_id)
         keep = set(flagged)
-        kept = [line + b"\n" for line, r in zip(raw, rows, strict=True) if r["sample_id"] not in keep]
+        kept = [line + b"\n" for line, q in zip(raw, rows, strict=True) if q.sample_id not in keep]
         store.put(filtered_key, b"".join(kept), "application/x-ndjson")
     return BlindResult(report_key, filtered_key, flagged, len(rows))

@@ -13,7 +13,7 @@ render_requests sidecar (a UAV knows its own camera). It never reads gold fields
   the peak, closing, and the blob with the most support. Neither: the ``text_prior`` box.
 - Decisions: for ``env_where`` and ``env_how`` the box centre becomes horizontal and vertical
   angles through the pinhole model and the benchmark's documented label rules
-  (``qa_generator.labels.env_direction`` / ``env_action``) pick the option.
+  (``skyqa.vocab.directions.env_direction`` / ``env_action``) pick the option.
 - ``self_where`` and ``self_what`` ask which facade or future view, which matching alone does
   not decide: the option comes from ``text_prior`` (the box is still matched), as do video rows.
   Per-task numbers in the report show where matching helps and where it defers.
@@ -29,10 +29,12 @@ import cv2
 import numpy as np
 from skyqa import keys
 from skyqa.blob import BlobStore
+from skyqa.contracts.qa import ImageRow
 from skyqa.families import release_files
 from skyqa.vocab import directions as L
 
 from services.evaluator.baselines import TextPrior
+from services.evaluator.questions import Question
 
 RATIO = 0.75
 MIN_HOMOGRAPHY = 8
@@ -145,14 +147,14 @@ def match_features(
 class CVBaseline:
     """Classical grounding with the text prior for the decisions matching cannot make."""
 
-    def __init__(self, rows: list[dict[str, Any]], store: BlobStore, run_id: str, scene_id: str) -> None:
+    def __init__(self, questions: list[Question], store: BlobStore, run_id: str, scene_id: str) -> None:
         self.name = "cv_grounding"
         # part of the cache key: bump ``implementation`` whenever this code's answers change
         self.params = {"implementation": 2, "ratio": RATIO, "min_inliers": MIN_INLIERS}
         self.conditions = frozenset({"full", "circular"})
         self.store = store
         self.root = keys.run_prefix(run_id)
-        self.prior = TextPrior(rows)
+        self.prior = TextPrior(questions)
         sidecar = json.loads(store.get(release_files(run_id, scene_id)["render_requests"]))
         self.fov = {r["request_id"]: float(r["fov_deg"]) for r in sidecar["env_requests"]}
         # CircularEval asks the same images once per rotation: match them once
@@ -161,35 +163,36 @@ class CVBaseline:
     def _image(self, path: str) -> np.ndarray:
         return _decode(self.store.get(f"{self.root}/{path}"))
 
-    async def answer(self, row: dict[str, Any], condition: str = "full") -> tuple[str, dict[str, Any]]:
-        prior_text, _ = await self.prior.answer(row, condition)
-        if "label_options" not in row:
+    async def answer(self, q: Question, condition: str = "full") -> tuple[str, dict[str, Any]]:
+        prior_text, _ = await self.prior.answer(q, condition)
+        row = q.row
+        if not isinstance(row, ImageRow):
             return prior_text, {"status": "ok", "cv_method": "deferred"}
         body = json.loads(prior_text)
-        by_label = {o["label"]: o["option_id"] for o in row["label_options"]}
-        by_id = {o["option_id"]: o["label"] for o in row["label_options"]}
-        if row["task_type"] == "self_what":
+        by_label = {o.label: o.option_id for o in row.label_options}
+        by_id = {o.option_id: o.label for o in row.label_options}
+        if row.task_type == "self_what":
             # options name candidates "Image k": the k-th image of the row
-            target_path = row["images"][int(by_id[body["answer_option_id"]].split()[-1]) - 1]
+            target_path = row.images[int(by_id[body["answer_option_id"]].split()[-1]) - 1]
         else:
-            target_path = row["images"][1]
-        key = (row["reference_image"], json.dumps(row["reference_bbox_xyxy_norm"]), target_path)
+            target_path = row.images[1]
+        key = (row.reference_image, json.dumps(row.reference_bbox_xyxy_norm), target_path)
         target = self._image(target_path)
         if key not in self._found:
-            ref = self._image(row["reference_image"])
-            self._found[key] = await asyncio.to_thread(locate, ref, row["reference_bbox_xyxy_norm"], target)
+            ref = self._image(row.reference_image)
+            self._found[key] = await asyncio.to_thread(locate, ref, row.reference_bbox_xyxy_norm, target)
         box, found = self._found[key]
         stats = dict(found)
         if box is not None:
             body["bbox_xyxy_norm"] = box
-            if row["task_type"] in ("env_where", "env_how"):
-                fov = self.fov[row["metadata"]["env_request_id"]]
+            if row.task_type in ("env_where", "env_how"):
+                fov = self.fov[str(row.metadata["env_request_id"])]
                 b = L.box_bearing(box, fov, target.shape[1], target.shape[0])
                 # the bare rules: the margins keep golds fair, an estimate answers regardless
-                if row["task_type"] == "env_where":
-                    label = L.env_direction(b, row["difficulty"], margin=0.0)
+                if row.task_type == "env_where":
+                    label = L.env_direction(b, row.difficulty, margin=0.0)
                 else:
-                    label = L.env_action(b, row["difficulty"], margin=0.0, dominance_margin=1.0)
+                    label = L.env_action(b, row.difficulty, margin=0.0, dominance_margin=1.0)
                 if label in by_label:
                     body["answer_option_id"] = by_label[label]
                     stats["cv_decided"] = True

@@ -10,7 +10,7 @@ from typing import Any
 
 from skyqa import keys
 from skyqa.blob import BlobStore
-from skyqa.families import release_files
+from skyqa.families import FAMILIES, TaskFamily
 from skyqa.models import open_model
 from skyqa.settings import ModelEndpoint
 
@@ -20,6 +20,7 @@ from services.evaluator.cv_baseline import CVBaseline
 from services.evaluator.html_report import html_page
 from services.evaluator.leaderboard import leaderboard
 from services.evaluator.metrics_csv import image_csv, video_csv
+from services.evaluator.questions import Question, load_questions
 from services.evaluator.runner import Cache, ModelResponder, RunStats, run_items
 
 
@@ -30,16 +31,8 @@ class EvalResult:
     leaderboard: dict[str, Any]
 
 
-def load_rows(store: BlobStore, run_id: str, scene_id: str) -> list[dict[str, Any]]:
-    out = release_files(run_id, scene_id)
-    rows = []
-    for key in (out["image_qa"], out["video_qa"]):
-        rows += [json.loads(line) for line in store.get(key).splitlines() if line.strip()]
-    return rows
-
-
 def responders_for(
-    rows: list[dict[str, Any]],
+    rows: list[Question],
     endpoints: list[ModelEndpoint],
     store: BlobStore,
     run_id: str,
@@ -66,12 +59,13 @@ async def evaluate(
     concurrency: int = 4,
     budget: int | None = None,
     conditions: Sequence[str] = ("full",),
+    families: Sequence[TaskFamily[Any]] = FAMILIES,
 ) -> EvalResult:
     """Every responder in every condition it supports; ``budget`` caps each model's requests
-    over all its conditions together."""
+    over all its conditions together. ``families``: those the release was built with."""
     if "full" not in conditions:
         conditions = ("full", *conditions)  # every other number is read against it
-    rows = load_rows(store, run_id, scene_id)
+    rows = load_questions(store, run_id, scene_id, families)
     root = keys.run_prefix(run_id)
     items: list[dict[str, Any]] = []
     stats: dict[str, RunStats] = {}
@@ -88,7 +82,7 @@ async def evaluate(
             items += got
             total = total + st
         stats[responder.name] = total
-    board = leaderboard(items)
+    board = leaderboard(items, families)
     outputs = keys.eval_outputs(run_id, scene_id)
     lines = b"".join(json.dumps(i, sort_keys=True).encode() + b"\n" for i in items)
     store.put(outputs["eval_items"], lines, "application/x-ndjson")

@@ -4,14 +4,17 @@ CircularEval and the correlation of models' scores across tasks."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from skyqa.contracts.qa import IMAGE_TASKS
+from skyqa.families import FAMILIES, TaskFamily
+from skyqa.families.dualcog_image.evaluation import METRICS as IMAGE_METRICS
+from skyqa.families.dualcog_video.evaluation import JOINT_METRICS, VISIBILITY_METRICS
 
 from services.evaluator.metrics import summarize
 from services.evaluator.metrics_csv import element_instance_f1
-from services.evaluator.scoring import IMAGE_METRICS, JOINT_METRICS, VISIBILITY_METRICS
 from services.evaluator.steps import summarize_steps
 
 PRIMARY: dict[str, str] = {
@@ -22,7 +25,7 @@ PRIMARY: dict[str, str] = {
 ACCESS = ("text_only", "thumbnail", "full", "crop", "full_crop")
 
 
-def _entry(model: str, mine: list[dict[str, Any]]) -> dict[str, Any]:
+def _entry(model: str, mine: list[dict[str, Any]], families: Sequence[TaskFamily[Any]]) -> dict[str, Any]:
     full = [i for i in mine if i["condition"] == "full"]
     image = [i for i in full if i["task"] in IMAGE_TASKS]
     entry: dict[str, Any] = {
@@ -44,6 +47,13 @@ def _entry(model: str, mine: list[dict[str, Any]]) -> dict[str, Any]:
         ),
     }
     entry["video_behavior"]["element_instance_f1"] = element_instance_f1(entry["video_behavior"])
+    # every registered family's tasks by the family's own metrics (the sections above keep
+    # UAV-DualCog's report layout)
+    entry["per_family"] = {
+        f.name: {t: summarize([i for i in full if i["task"] == t], m) for t, m in f.metrics.items()}
+        for f in families
+        if any(i["task"] in f.metrics for i in full)
+    }
     access = {
         c: summarize([i for i in mine if i["condition"] == c and i["task"] in IMAGE_TASKS], IMAGE_METRICS)
         for c in ACCESS
@@ -129,8 +139,11 @@ def task_correlation(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"method": "spearman over (model, landmark) units", "units": len(units), "matrix": matrix}
 
 
-def leaderboard(items: list[dict[str, Any]]) -> dict[str, Any]:
-    board = [_entry(m, [i for i in items if i["model"] == m]) for m in sorted({i["model"] for i in items})]
+def leaderboard(
+    items: list[dict[str, Any]], families: Sequence[TaskFamily[Any]] = FAMILIES
+) -> dict[str, Any]:
+    models = sorted({i["model"] for i in items})
+    board = [_entry(m, [i for i in items if i["model"] == m], families) for m in models]
     board.sort(key=lambda e: -float(e["image"].get("joint_correct", 0.0)))
     prior = next((e for e in board if e["model"] == "text_prior"), None)
     if prior is not None:

@@ -1,5 +1,6 @@
-"""Scores: per-item values, then aggregates with cluster-bootstrap confidence intervals.
-(Box IoU and option-set F1 live in ``skyqa.scoring``, shared with the blind gate.)
+"""Aggregates of per-item scores with cluster-bootstrap confidence intervals. (The per-item
+scores live in ``skyqa.scoring``, shared with the blind gate, and each task family scores its
+rows with them.)
 
 Image (UAV-DualCog stage 4): option accuracy, bbox Acc@0.5 and mean IoU (a missing or invalid
 box scores IoU 0), and joint accuracy (option right *and* IoU >= 0.5). Video (stage 3): exact
@@ -13,42 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-Interval = Sequence[float]
-
-
-def tiou(a: Interval, b: Interval) -> float:
-    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    union = max(a[1], b[1]) - min(a[0], b[0])
-    return float(inter / union) if union > 0 else 0.0
-
-
-def match_prf(
-    gold: Sequence[Interval], pred: Sequence[Interval], threshold: float
-) -> tuple[float, float, float]:
-    """Greedy one-to-one matching: each gold takes its best unused prediction; TP needs tIoU >= t."""
-    if not gold and not pred:
-        return 1.0, 1.0, 1.0
-    used: set[int] = set()
-    tp = 0
-    for g in gold:
-        best, best_j = 0.0, -1
-        for j, p in enumerate(pred):
-            if j not in used and (v := tiou(g, p)) > best:
-                best, best_j = v, j
-        if best_j >= 0 and best >= threshold:
-            used.add(best_j)
-            tp += 1
-    precision = tp / len(pred) if pred else 0.0
-    recall = tp / len(gold) if gold else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return precision, recall, f1
-
-
-def mean_best_tiou(gold: Sequence[Interval], pred: Sequence[Interval]) -> float:
-    if not gold:
-        return 1.0 if not pred else 0.0
-    return float(np.mean([max((tiou(g, p) for p in pred), default=0.0) for g in gold]))
 
 
 def bootstrap_ci(

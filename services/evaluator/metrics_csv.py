@@ -8,9 +8,10 @@ import io
 from typing import Any
 
 from skyqa.contracts.qa import IMAGE_TASKS
+from skyqa.families.dualcog_image.evaluation import METRICS as IMAGE_METRICS
+from skyqa.families.dualcog_video.evaluation import JOINT_METRICS, VISIBILITY_METRICS
 
 from services.evaluator.metrics import summarize
-from services.evaluator.scoring import IMAGE_METRICS, JOINT_METRICS, VISIBILITY_METRICS
 
 IMAGE_CSV = [
     "model",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from PIL import Image
+from skyqa.answers import Parsed
 from skyqa.blob import BlobStore
 from skyqa.models.base import VisionModel
 from skyqa.v1 import model_pb2
@@ -29,8 +30,7 @@ from skyqa.video import decode_frames
 
 from services.evaluator.baselines import Responder
 from services.evaluator.conditions import CONDITIONS, MEDIA
-from services.evaluator.parsing import Parsed
-from services.evaluator.scoring import parse_for, score
+from services.evaluator.questions import Question
 
 VIDEO_FRAMES = 8
 UPLOAD_MAX = (640, 480)
@@ -94,32 +94,32 @@ class ModelResponder:
         self.root = run_root
         self.params = params
 
-    def request(self, row: dict[str, Any], condition: str = "full") -> model_pb2.GenerateRequest:
-        req = model_pb2.GenerateRequest(
-            system=row["system_prompt"], prompt=row["user_prompt"], request_id=row["sample_id"]
-        )
+    def request(self, q: Question, condition: str = "full") -> model_pb2.GenerateRequest:
+        req = model_pb2.GenerateRequest(system=q.system, prompt=q.user, request_id=q.sample_id)
         req.params.temperature = float(self.params.get("temperature", 0.0))
         req.params.max_tokens = int(self.params.get("max_tokens", 500))
         if "seed" in self.params:
             req.params.seed = int(self.params["seed"])
-        for label, data in self.media(row):
+        for label, data in self.media(q):
             for part_label, part in _variants(data, label, MEDIA[condition]):
                 req.images.add(data=part, mime_type="image/jpeg", label=part_label)
         return req
 
-    def media(self, row: dict[str, Any]) -> list[tuple[str, bytes]]:
-        """The row's images in prompt order, each with the label the prompt uses for it."""
-        if "label_options" in row:
-            return [
-                (f"Image {i}", self.store.get(f"{self.root}/{p}")) for i, p in enumerate(row["images"], 1)
-            ]
-        out = [("reference image", self.store.get(f"{self.root}/{row['reference_image_with_bbox']}"))]
-        frames = sample_frames(self.store.get(f"{self.root}/{row['video_path']}"), fps=row["fps"])
-        return out + [(f"video frame at {t:.1f} s", data) for t, data in frames]
+    def media(self, q: Question) -> list[tuple[str, bytes]]:
+        """The row's images in prompt order, each with the label the prompt uses for it; a video
+        becomes its sampled frames, each labelled with its time."""
+        out = []
+        for m in q.family.media(q.row):
+            data = self.store.get(f"{self.root}/{m.path}")
+            if m.fps is None:
+                out.append((m.label, data))
+            else:
+                out += [(f"video frame at {t:.1f} s", f) for t, f in sample_frames(data, fps=m.fps)]
+        return out
 
-    async def answer(self, row: dict[str, Any], condition: str = "full") -> tuple[str, dict[str, Any]]:
+    async def answer(self, q: Question, condition: str = "full") -> tuple[str, dict[str, Any]]:
         # decoding and re-encoding images is CPU work: off the loop, so requests overlap
-        resp = await self.model.generate(await asyncio.to_thread(self.request, row, condition))
+        resp = await self.model.generate(await asyncio.to_thread(self.request, q, condition))
         meta = {
             "status": "ok" if resp.error_class == model_pb2.ERROR_CLASS_UNSPECIFIED else "failed",
             "error_class": model_pb2.ErrorClass.Name(resp.error_class),
@@ -131,22 +131,21 @@ class ModelResponder:
         return resp.text, meta
 
 
-def media_hashes(row: dict[str, Any], store: BlobStore, root: str) -> list[str]:
-    paths = row["images"] if "label_options" in row else [row["reference_image_with_bbox"], row["video_path"]]
+def media_hashes(q: Question, store: BlobStore, root: str) -> list[str]:
     out = []
-    for p in paths:
-        info = store.head(f"{root}/{p}")
+    for m in q.family.media(q.row):
+        info = store.head(f"{root}/{m.path}")
         out.append(info.sha256 if info else "missing")
     return out
 
 
-def cache_key(responder: Responder, row: dict[str, Any], media: list[str], condition: str) -> str:
+def cache_key(responder: Responder, q: Question, media: list[str], condition: str) -> str:
     body = {
         "responder": responder.name,
         "params": getattr(responder, "params", {}),
         "condition": condition,
-        "system": row["system_prompt"],
-        "prompt": row["user_prompt"],
+        "system": q.system,
+        "prompt": q.user,
         "media": media,
     }
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -195,7 +194,7 @@ class RunStats:
 
 async def run_items(
     responder: Responder,
-    rows: list[dict[str, Any]],
+    rows: list[Question],
     store: BlobStore,
     root: str,
     cache: Cache,
@@ -213,19 +212,20 @@ async def run_items(
     lock = asyncio.Lock()
     steps = condition == "schema_cot"
 
-    async def one(row: dict[str, Any]) -> dict[str, Any]:
-        media = media_hashes(row, store, root)
-        key = cache_key(responder, row, media, condition)
+    async def one(q: Question) -> dict[str, Any]:
+        media = media_hashes(q, store, root)
+        key = cache_key(responder, q, media, condition)
+        item = q.item()
         base = {
             "model": responder.name,
             "condition": condition,
-            "sample_id": row["sample_id"],
-            "base_sample_id": row.get("base_sample_id", row["sample_id"]),
-            "rotation": row.get("rotation", 0),
-            "landmark_id": row["landmark_id"],
-            "task": row.get("task_type") or row["form"],
-            "category": row.get("landmark_category", ""),
-            "difficulty": row.get("difficulty") or row.get("difficulty_band", ""),
+            "sample_id": q.sample_id,
+            "base_sample_id": q.base_sample_id,
+            "rotation": q.rotation,
+            "landmark_id": item.unit,
+            "task": item.task,
+            "category": item.category,
+            "difficulty": q.family.difficulty(q.row),
             "request_hash": key,
         }
         text = cache.get(key)
@@ -241,7 +241,7 @@ async def run_items(
             async with sem:
                 started = time.perf_counter()
                 try:
-                    text, meta = await responder.answer(row, condition)
+                    text, meta = await responder.answer(q, condition)
                 except Exception as exc:  # a responder bug must not lose the other items
                     text, meta = (
                         "",
@@ -256,13 +256,13 @@ async def run_items(
                     "parse_kind": "request_failed",
                     "parse_stage": "",
                     "raw_text": "",
-                    **score(row, Parsed("request_failed"), steps),
+                    **q.family.score(q.row, Parsed("request_failed"), steps),
                 }
             cache.put(key, text)
         else:
             stats.cached += 1
-        parsed = parse_for(row, text)
-        labels = {o["option_id"]: o["label"] for o in row.get("label_options", [])}
+        parsed = q.family.parse(q.row, text)
+        labels = dict(item.options) if item.kind == "choice" else {}
         return {
             **base,
             **meta,
@@ -273,7 +273,7 @@ async def run_items(
             "pred_bbox": parsed.bbox,
             "pred_count": parsed.count,
             "pred_label": labels.get(parsed.option, ""),
-            **score(row, parsed, steps),
+            **q.family.score(q.row, parsed, steps),
         }
 
     items = await asyncio.gather(*(one(r) for r in rows))

@@ -22,6 +22,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from PIL import Image
+from rows import image_row
 from skyqa.blob import LocalBlobStore
 from skyqa.bus import Bus, topology
 from skyqa.families import release_files
@@ -70,34 +71,33 @@ def write_manifest(store: LocalBlobStore, n: int = 6, run: str = RUN) -> list[di
         opts = [{"option_id": x, "label": lab} for x, lab in zip("ABCD", LABELS, strict=True)]
         gold = next(o["option_id"] for o in opts if o["label"] == gold_label)
         head = f"Question {i}: where is the landmark? (target {gold_label})"
-        rows.append(
-            {
-                "sample_id": f"s{i}",
-                "landmark_id": f"lm{i // 2}",
-                "task_type": "env_where",
-                "difficulty": "4way",
-                "label_options": opts,
-                "answer_option_id": gold,
-                "answer_label": gold_label,
-                "answer_bbox_xyxy_norm": PLACES[gold_label],
-                "images": ["ref.jpg", f"env{i}.jpg"],
-                "reference_image": "ref.jpg",
-                "reference_bbox_xyxy_norm": REF_BOX,
-                "metadata": {"env_request_id": f"env{i}"},
-                "reasoning_steps": [
-                    {
-                        "question": "Where is the landmark in image 2?",
-                        "answer": str(PLACES[gold_label]),
-                        "operation": "GND",
-                    },
-                    {"question": "Where is the landmark?", "answer": gold_label, "operation": "INF"},
-                ],
-                "system_prompt": "[TASK] Answer.\n[OUTPUT] Return JSON.",
-                "user_prompt": head
-                + "\nOptions:\n"
-                + "\n".join(f"{o['option_id']}. {o['label']}" for o in opts),
-            }
+        row = image_row(
+            sample_id=f"s{i}",
+            landmark_id=f"lm{i // 2}",
+            task_type="env_where",
+            difficulty="4way",
+            label_options=opts,
+            answer_option_id=gold,
+            answer_label=gold_label,
+            answer_bbox_xyxy_norm=PLACES[gold_label],
+            images=["ref.jpg", f"env{i}.jpg"],
+            target_image=f"env{i}.jpg",
+            reference_image="ref.jpg",
+            reference_image_with_bbox="ref.jpg",
+            reference_bbox_xyxy_norm=REF_BOX,
+            metadata={"env_request_id": f"env{i}"},
+            reasoning_steps=[
+                {
+                    "question": "Where is the landmark in image 2?",
+                    "answer": str(PLACES[gold_label]),
+                    "operation": "GND",
+                },
+                {"question": "Where is the landmark?", "answer": gold_label, "operation": "INF"},
+            ],
+            system_prompt="[TASK] Answer.\n[OUTPUT] Return JSON.",
+            user_prompt=head + "\nOptions:\n" + "\n".join(f"{o['option_id']}. {o['label']}" for o in opts),
         )
+        rows.append(row.model_dump(mode="json"))
         env.append({"request_id": f"env{i}", "fov_deg": 90.0})
     keys = release_files(run, SCENE)
     store.put(keys["image_qa"], b"".join(json.dumps(r).encode() + b"\n" for r in rows))
@@ -316,6 +316,9 @@ async def test_conditions_circular_eval_and_process_steps_over_grpc(tmp_path: Pa
     o = board["oracle"]
     assert o["image"]["option_correct"] == 1.0 and o["image"]["option_correct_strict"] == 0.0
     assert o["parse_stages"] == {"embedded_json": 6}
+    # each family's tasks by its own metrics: only the image family has rows here
+    assert list(o["per_family"]) == ["dualcog_image"]
+    assert o["per_family"]["dualcog_image"]["env_where"]["option_correct"] == 1.0
     assert set(o["evidence_access"]) == {"text_only", "thumbnail", "full", "crop", "full_crop"}
     assert o["access_gaps"]["visual"] == 0.0  # the oracle reads the answer from the text
     # CircularEval: an oracle that tracks content is right in every rotation; chance is not

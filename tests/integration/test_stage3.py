@@ -41,6 +41,7 @@ from stage_helpers import Probe, small_scan
 from services.capture import app as capture_app
 from services.cli.rerender import rerender as refresh
 from services.embedded import publish_scan, wait_for_run
+from services.evaluator.evaluate import evaluate
 from services.fusion import app as fusion_app
 from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
@@ -351,7 +352,7 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
 
 
 async def test_a_task_family_plugs_in_and_releases_with_the_others(
-    run: dict[str, str], s3_store: S3BlobStore
+    run: dict[str, str], s3_store: S3BlobStore, tmp_path: Path
 ) -> None:
     """A family added beside UAV-DualCog's two plans rows, passes the blind gate's view of it,
     gets its manifest and card share, and a landmark it has no row for is released by nobody."""
@@ -383,6 +384,12 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
     assert "landmark_category" in report.blind_gate.tasks
     card = s3_store.get(out["dataset_card"]).decode()
     assert "config_name: category_qa" in card and f"| category rows | {len(category)} |" in card
+
+    # its rows are asked and scored through its own parse and score (baselines: no model here)
+    result = await evaluate(s3_store, run_id, stored.scene_id, [], tmp_path / "cache", families=families)
+    scored = {e["model"]: e["per_family"] for e in result.leaderboard["models"]}
+    assert scored["random"]["landmark_category"]["landmark_category"]["count"] == len(category)
+    assert set(scored["random"]) == {"dualcog_image", "dualcog_video", "landmark_category"}
 
 
 def decode(data: bytes) -> np.ndarray:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from rows import image_row, video_row
+from skyqa import scoring
+from skyqa.answers import Parsed, parse_choice, parse_joint, parse_visibility
+from skyqa.contracts.qa import ImageRow
+from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO
 from skyqa.scoring import iou, set_f1
 
 from services.evaluator import metrics as M
-from services.evaluator.parsing import parse_choice, parse_joint, parse_visibility
-from services.evaluator.scoring import score
 
 IDS = ["A", "B", "C", "D"]
 LABELS = ["Front", "Front-Left", "Right", "Back"]
@@ -69,11 +74,11 @@ def test_joint_and_visibility_replies() -> None:
 def test_iou_tiou_and_greedy_matching_on_known_fixtures() -> None:
     assert iou([0, 0, 0.5, 0.5], [0.25, 0.25, 0.75, 0.75]) == pytest.approx(1 / 7)
     assert iou(None, [0, 0, 1, 1]) == 0.0
-    assert M.tiou([0, 10], [5, 15]) == pytest.approx(1 / 3)
+    assert scoring.tiou([0, 10], [5, 15]) == pytest.approx(1 / 3)
     # one gold matched at 0.6, the other prediction misses: P = 1/2, R = 1/2
-    assert M.match_prf([[0, 10], [20, 30]], [[0, 6], [50, 60]], 0.5) == pytest.approx((0.5, 0.5, 0.5))
-    assert M.match_prf([[0, 10]], [[0, 10], [0, 9]], 0.5)[0] == pytest.approx(0.5)  # one-to-one
-    assert M.mean_best_tiou([[0, 10], [20, 30]], [[0, 5]]) == pytest.approx(0.25)
+    assert scoring.match_prf([[0, 10], [20, 30]], [[0, 6], [50, 60]], 0.5) == pytest.approx((0.5, 0.5, 0.5))
+    assert scoring.match_prf([[0, 10]], [[0, 10], [0, 9]], 0.5)[0] == pytest.approx(0.5)  # one-to-one
+    assert scoring.mean_best_tiou([[0, 10], [20, 30]], [[0, 5]]) == pytest.approx(0.25)
     assert set_f1({"A", "B"}, {"B", "C"}) == pytest.approx(0.5)
 
 
@@ -88,11 +93,12 @@ def test_bootstrap_resamples_clusters_with_a_seed() -> None:
 
 
 def test_scores_keep_failures_in_the_denominator() -> None:
-    row = {
-        "label_options": [{"option_id": x, "label": lab} for x, lab in zip(IDS, LABELS, strict=True)],
-        "answer_option_id": "B",
-        "answer_bbox_xyxy_norm": [0.1, 0.1, 0.5, 0.5],
-    }
+    options = [{"option_id": x, "label": lab} for x, lab in zip(IDS, LABELS, strict=True)]
+    row = image_row(label_options=options, answer_option_id="B", answer_bbox_xyxy_norm=[0.1, 0.1, 0.5, 0.5])
+
+    def score(r: ImageRow, p: Parsed) -> dict[str, Any]:
+        return DUALCOG_IMAGE.score(r, p, False)
+
     good = score(row, parse_choice('{"answer_option_id": "B", "bbox_xyxy_norm": [0.1, 0.1, 0.5, 0.5]}', IDS))
     assert good["joint_correct"] == 1.0 and good["option_correct_strict"] == 1.0
     lenient = score(row, parse_choice("Answer: B", IDS))
@@ -103,12 +109,11 @@ def test_scores_keep_failures_in_the_denominator() -> None:
     )
     failed = score(row, parse_choice("", IDS))
     assert failed == {k: 0.0 for k in failed}
-    vis = {
-        "form": "env_visibility_reasoning",
-        "gold_environment_answer": {"visible_count": 2, "visible_intervals_sec": [[0, 2], [5, 7]]},
-    }
-    s = score(
-        vis, parse_visibility('{"visible_count": 3, "visible_intervals_sec": [[0, 2], [5, 7], [9, 9.5]]}')
+    vis = video_row(gold_environment_answer={"visible_count": 2, "visible_intervals_sec": [[0, 2], [5, 7]]})
+    s = DUALCOG_VIDEO.score(
+        vis,
+        parse_visibility('{"visible_count": 3, "visible_intervals_sec": [[0, 2], [5, 7], [9, 9.5]]}'),
+        False,
     )
     assert s["count_exact"] == 0.0 and s["count_within1"] == 1.0 and s["count_abs_error"] == 1.0
     assert s["segment_f1@0.5"] == pytest.approx(0.8)

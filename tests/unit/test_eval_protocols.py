@@ -8,54 +8,43 @@ import json
 from typing import Any
 
 import pytest
+from rows import image_row, video_row
+from skyqa.contracts.qa import ReasoningStep, VideoRow
+from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO
 from skyqa.models import openai_http
+from skyqa.steps import score_steps, step_correct
 from skyqa.v1 import model_pb2
 
-from services.evaluator.conditions import rotations, rows_for, with_step_schema
+from services.evaluator.conditions import rows_for
 from services.evaluator.leaderboard import access_gaps, circular_summary, task_correlation
-from services.evaluator.steps import score_steps, step_correct, summarize_steps
+from services.evaluator.questions import Question
+from services.evaluator.steps import summarize_steps
 
 pytestmark = pytest.mark.unit
 
 
-def _row(**extra: Any) -> dict[str, Any]:
-    opts = [
-        {"option_id": x, "label": lab}
-        for x, lab in zip("ABCD", ["Front", "Left", "Right", "Back"], strict=True)
-    ]
-    return {
-        "sample_id": "s1",
-        "landmark_id": "lm",
-        "task_type": "env_where",
-        "label_options": opts,
-        "answer_option_id": "C",
-        "answer_label": "Right",
-        "system_prompt": "[TASK] t\n[OUTPUT] one JSON",
-        "user_prompt": "Where?\nOptions:\nA. Front\nB. Left\nC. Right\nD. Back",
-        "reasoning_steps": [{"question": "Where is it?", "answer": "Right", "operation": "INF"}],
-        **extra,
-    }
-
-
 def test_rotations_move_every_label_through_every_letter() -> None:
-    rots = rotations(_row())
-    assert [r["sample_id"] for r in rots] == [f"s1#rot{k}" for k in range(4)]
-    assert rots[0]["user_prompt"] == _row()["user_prompt"] and rots[0]["answer_option_id"] == "C"
-    assert [r["answer_option_id"] for r in rots] == ["C", "B", "A", "D"]
-    for r in rots:
-        gold = next(o for o in r["label_options"] if o["option_id"] == r["answer_option_id"])
-        assert gold["label"] == "Right" and f"{r['answer_option_id']}. Right" in r["user_prompt"]
-        assert r["user_prompt"].startswith("Where?\nOptions:\n") and r["base_sample_id"] == "s1"
-    video = {"sample_id": "v", "form": "env_visibility_reasoning"}
-    assert rows_for("circular", [_row(), video]) == rots
-    assert rows_for("crop", [_row(), video]) == [_row()]  # quadrants are for images only
-    assert rows_for("text_only", [_row(), video]) == [_row(), video]
+    row = image_row(user_prompt="Where?\nOptions:\nA. Front\nB. Left\nC. Right\nD. Back")
+    image = Question(DUALCOG_IMAGE, row, "s1")
+    video = Question(DUALCOG_VIDEO, video_row(), "v1")
+    rots = rows_for("circular", [image, video])  # a count has no letter to rotate
+    assert [q.sample_id for q in rots] == [f"s1#rot{k}" for k in range(4)]
+    assert [(q.base_sample_id, q.rotation) for q in rots] == [("s1", k) for k in range(4)]
+    assert rots[0].user == row.user_prompt and rots[0].row.answer_option_id == "C"
+    assert [q.row.answer_option_id for q in rots] == ["C", "B", "A", "D"]
+    for q in rots:
+        gold = next(o for o in q.row.label_options if o.option_id == q.row.answer_option_id)
+        assert gold.label == "Right" and f"{q.row.answer_option_id}. Right" in q.user
+        assert q.user.startswith("Where?\nOptions:\n")
+    assert rows_for("crop", [image, video]) == [image]  # quadrants are for stills only
+    assert rows_for("text_only", [image, video]) == [image, video]
 
 
 def test_step_schema_lists_the_steps_and_asks_for_them() -> None:
-    r = with_step_schema(_row())
-    assert "1. Where is it?" in r["user_prompt"] and '"steps"' in r["system_prompt"]
-    assert r["system_prompt"].startswith("[TASK] t\n") and r["sample_id"] == "s1"
+    (q,) = rows_for("schema_cot", [Question(DUALCOG_IMAGE, image_row(), "s1")])
+    assert "1. Where is it?" in q.user and '"steps"' in q.system
+    assert q.system.startswith("[TASK] t\n") and q.sample_id == "s1" == q.base_sample_id
+    assert rows_for("schema_cot", [Question(DUALCOG_IMAGE, image_row(reasoning_steps=[]), "s1")]) == []
 
 
 @pytest.mark.parametrize(
@@ -84,9 +73,9 @@ def test_step_answers_match_by_the_kind_of_their_gold(gold: str, pred: Any, ok: 
 
 def test_step_scores_and_their_summary() -> None:
     gold = [
-        {"question": "q1", "answer": "[0.1, 0.1, 0.5, 0.5]", "operation": "GND"},
-        {"question": "q2", "answer": "Back", "operation": "PER"},
-        {"question": "q3", "answer": "Left", "operation": "INF"},
+        ReasoningStep(question="q1", answer="[0.1, 0.1, 0.5, 0.5]", operation="GND"),
+        ReasoningStep(question="q2", answer="Back", operation="PER"),
+        ReasoningStep(question="q3", answer="Left", operation="INF"),
     ]
     a = score_steps(gold, [[0.1, 0.1, 0.5, 0.5], "Front", "Left"])
     assert a["step_correct"] == [1, 0, 1] and a["first_error"] == "PER"
@@ -222,30 +211,33 @@ def test_token_estimate_counts_text_images_and_output() -> None:
 
 
 def test_joint_rows_score_composite_and_atomic_levels_like_uav_dualcog() -> None:
-    from services.evaluator.metrics_csv import element_instance_f1
-    from services.evaluator.parsing import parse_joint
-    from services.evaluator.scoring import score
+    from skyqa.answers import parse_joint
 
-    row = {
-        "form": "self_instance_recognition_joint",
-        "mission_kind": "composite",
-        "choice_options": [
-            {"option_id": "A", "label": "a circular inspection mission: gradual approach, circular orbit"},
-            {"option_id": "B", "label": "a spiral inspection mission"},
-            {"option_id": "C", "label": "approach, descending 10 m with the camera locked on the landmark"},
-            {"option_id": "D", "label": "circle clockwise 360° with the camera locked on the landmark"},
-            {"option_id": "E", "label": "depart, rising 20 m with the camera looking ahead along the path"},
-        ],
-        "answer_items": [
-            {"option_id": "A", "intervals_sec": [[0.0, 20.0]]},
-            {"option_id": "C", "intervals_sec": [[0.0, 5.0]]},
-            {"option_id": "D", "intervals_sec": [[5.0, 20.0]]},
-        ],
+    from services.evaluator.metrics_csv import element_instance_f1
+
+    labels = {
+        "A": "a circular inspection mission: gradual approach, circular orbit",
+        "B": "a spiral inspection mission",
+        "C": "approach, descending 10 m with the camera locked on the landmark",
+        "D": "circle clockwise 360° with the camera locked on the landmark",
+        "E": "depart, rising 20 m with the camera looking ahead along the path",
     }
+    gold = {"A": [[0.0, 20.0]], "C": [[0.0, 5.0]], "D": [[5.0, 20.0]]}
+    row = video_row(
+        form="self_instance_recognition_joint",
+        mission_kind="composite",
+        choice_options=[{"option_id": k, "label": v} for k, v in labels.items()],
+        answer_option_ids=list(gold),
+        answer_items=[{"option_id": k, "label": labels[k], "intervals_sec": v} for k, v in gold.items()],
+        gold_environment_answer={},
+    )
+
+    def score(r: VideoRow, text: str) -> dict[str, Any]:
+        return DUALCOG_VIDEO.score(r, parse_joint(text, list("ABCDE")), False)
 
     def reply(*answers: tuple[str, list[list[float]]]) -> dict[str, Any]:
         body = {"answers": [{"option_id": o, "intervals_sec": iv} for o, iv in answers]}
-        return score(row, parse_joint(json.dumps(body), list("ABCDE")))
+        return score(row, json.dumps(body))
 
     right = reply(("A", [[0, 20]]), ("C", [[0, 5]]), ("D", [[5, 20]]))
     assert right["composite_correct"] == 1.0 and right["set_exact"] == 1.0
@@ -258,5 +250,5 @@ def test_joint_rows_score_composite_and_atomic_levels_like_uav_dualcog() -> None
     assert element_instance_f1({"atomic_precision": 1.0, "atomic_recall": 0.5}) == pytest.approx(
         0.6667, abs=1e-4
     )
-    atomic_row = {**row, "mission_kind": "atomic"}
-    assert "composite_correct" not in score(atomic_row, parse_joint('{"answers": ["C"]}', list("ABCDE")))
+    atomic_row = row.model_copy(update={"mission_kind": "atomic"})
+    assert "composite_correct" not in score(atomic_row, '{"answers": ["C"]}')

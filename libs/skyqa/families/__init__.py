@@ -11,7 +11,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from skyqa import keys
-from skyqa.families.base import CardPart, Checked, Item, PlanInputs, Planned, Rendered, TaskFamily
+from skyqa.families.base import (
+    CardPart,
+    Checked,
+    Item,
+    MediaRef,
+    PlanInputs,
+    Planned,
+    Rendered,
+    TaskFamily,
+)
 from skyqa.families.dualcog_image import FAMILY as DUALCOG_IMAGE
 from skyqa.families.dualcog_video import FAMILY as DUALCOG_VIDEO
 
@@ -45,6 +54,7 @@ __all__ = [
     "CardPart",
     "Checked",
     "Item",
+    "MediaRef",
     "PlanInputs",
     "Planned",
     "Rendered",

@@ -5,20 +5,23 @@ renders they need (:meth:`TaskFamily.plan`), lets each re-check its rows against
 rendered (:meth:`TaskFamily.check`), releases a unit (a landmark, for UAV-DualCog) only when
 every family of that unit kind has its whole share of clean rows for it, runs one blind gate
 over every family's rows seen as :class:`Item`, and writes each family's manifest and exports.
+The evaluator asks every row through its family (prompts, media, parse, score, baselines).
+A family's row model is a pydantic contract with a ``sample_id`` unique in the release.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from skyqa import keys
+from skyqa.answers import Parsed
 from skyqa.contracts import ValidInstance
 from skyqa.contracts.missions import MissionIndex
-from skyqa.contracts.qa import EnvRequest, Funnel, OverlayRequest
+from skyqa.contracts.qa import EnvRequest, Funnel, OverlayRequest, ReasoningStep
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,6 +50,15 @@ class Item:
     description: str = ""  # how the prompt names the unit
     category: str = ""
     texts: tuple[str, ...] = ()  # option labels that are words (not "Image 2"), for similarity
+
+
+@dataclass(frozen=True)
+class MediaRef:
+    """One input a row shows a model, in prompt order."""
+
+    label: str  # how the prompt names it ("Image 2", "reference image")
+    path: str  # relative to the release folder
+    fps: float | None = None  # a video: the evaluator sends frames sampled from it
 
 
 @dataclass(frozen=True)
@@ -139,4 +151,45 @@ class TaskFamily(Protocol[R]):
 
     def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
         """``rel``: every release file by name, relative to the release folder."""
+        ...
+
+    # -- evaluation: how a model is asked a row and how its reply is scored --
+
+    metrics: Mapping[str, tuple[str, ...]]  # task -> its metrics, in report order
+
+    def difficulty(self, row: R) -> str:
+        """The difficulty results are reported by."""
+        ...
+
+    def prompts(self, row: R) -> tuple[str, str]:
+        """The system and the user prompt the row is asked with."""
+        ...
+
+    def media(self, row: R) -> list[MediaRef]: ...
+
+    def steps(self, row: R) -> list[ReasoningStep]:
+        """Its ground-truth reasoning steps (process-level protocols); none when it has none."""
+        ...
+
+    def parse(self, row: R, text: str) -> Parsed: ...
+
+    def score(self, row: R, parsed: Parsed, steps: bool) -> dict[str, Any]:
+        """Metric values of one reply; ``steps``: score the reasoning steps too."""
+        ...
+
+    def rotations(self, row: R) -> list[R]:
+        """CircularEval's copies of the row, one per rotation of its options; none when its
+        answers do not rotate."""
+        ...
+
+    def with_steps(self, row: R) -> R | None:
+        """The row asking for its reasoning steps before the answer, or None without steps."""
+        ...
+
+    def guess(self, row: R, rng: np.random.Generator) -> dict[str, Any]:
+        """A reply body drawn uniformly from the answer space: the chance level."""
+        ...
+
+    def prior(self, row: R, rows: Sequence[R]) -> dict[str, Any]:
+        """A reply body from ``rows``' golds of other units alone: the text-only prior."""
         ...

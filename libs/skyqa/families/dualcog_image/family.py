@@ -4,11 +4,16 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
-from skyqa.contracts.qa import Funnel, ImageRow, OverlayRequest
-from skyqa.families.base import CardPart, Checked, Item, PlanInputs, Planned, Rendered
+import numpy as np
+
+from skyqa.answers import Parsed
+from skyqa.contracts.qa import IMAGE_TASKS, Funnel, ImageRow, OverlayRequest, ReasoningStep
+from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
+from skyqa.families.dualcog_image import evaluation
 from skyqa.families.dualcog_image.checks import check_image_rows, check_reasoning
 from skyqa.families.dualcog_image.export import mcq_tsv
 from skyqa.families.dualcog_image.placement import LabelBalance, Placement
@@ -115,6 +120,38 @@ class DualCogImage:
 
     def exports(self, rows: list[ImageRow]) -> dict[str, bytes]:
         return {"image_mcq_tsv": mcq_tsv(rows)}
+
+    metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({t: evaluation.METRICS for t in IMAGE_TASKS})
+
+    def difficulty(self, row: ImageRow) -> str:
+        return row.difficulty
+
+    def prompts(self, row: ImageRow) -> tuple[str, str]:
+        return row.system_prompt, row.user_prompt
+
+    def media(self, row: ImageRow) -> list[MediaRef]:
+        return evaluation.media(row)
+
+    def steps(self, row: ImageRow) -> list[ReasoningStep]:
+        return row.reasoning_steps
+
+    def parse(self, row: ImageRow, text: str) -> Parsed:
+        return evaluation.parse(row, text)
+
+    def score(self, row: ImageRow, parsed: Parsed, steps: bool) -> dict[str, Any]:
+        return evaluation.score(row, parsed, steps)
+
+    def rotations(self, row: ImageRow) -> list[ImageRow]:
+        return evaluation.rotations(row)
+
+    def with_steps(self, row: ImageRow) -> ImageRow | None:
+        return evaluation.with_steps(row)
+
+    def guess(self, row: ImageRow, rng: np.random.Generator) -> dict[str, Any]:
+        return evaluation.guess(row, rng)
+
+    def prior(self, row: ImageRow, rows: Sequence[ImageRow]) -> dict[str, Any]:
+        return evaluation.prior(row, rows)
 
     def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
         return CardPart(

@@ -3,17 +3,20 @@ behavior recognition with temporal localization; landmark visibility counting wi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
 from skyqa import keys
+from skyqa.answers import Parsed
 from skyqa.contracts import load_json
 from skyqa.contracts.missions import ComposedSegments, TaskData
-from skyqa.contracts.qa import Funnel, OverlayRequest, VideoRow
+from skyqa.contracts.qa import Funnel, OverlayRequest, ReasoningStep, VideoRow
 from skyqa.errors import BlobNotFound, InvalidInput
-from skyqa.families.base import CardPart, Checked, Item, PlanInputs, Planned, Rendered
+from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
+from skyqa.families.dualcog_video import evaluation
 from skyqa.families.dualcog_video.balance import count_surplus
 from skyqa.families.dualcog_video.checks import check_video_rows, pixel_shares
 from skyqa.families.dualcog_video.tasks import joint_row, visibility_row
@@ -142,6 +145,40 @@ class DualCogVideo:
 
     def exports(self, rows: list[VideoRow]) -> dict[str, bytes]:
         return {}
+
+    metrics: Mapping[str, tuple[str, ...]] = MappingProxyType(
+        {evaluation.JOINT: evaluation.JOINT_METRICS, evaluation.VISIBILITY: evaluation.VISIBILITY_METRICS}
+    )
+
+    def difficulty(self, row: VideoRow) -> str:
+        return row.difficulty_band
+
+    def prompts(self, row: VideoRow) -> tuple[str, str]:
+        return row.system_prompt, row.user_prompt
+
+    def media(self, row: VideoRow) -> list[MediaRef]:
+        return evaluation.media(row)
+
+    def steps(self, row: VideoRow) -> list[ReasoningStep]:
+        return []
+
+    def parse(self, row: VideoRow, text: str) -> Parsed:
+        return evaluation.parse(row, text)
+
+    def score(self, row: VideoRow, parsed: Parsed, steps: bool) -> dict[str, Any]:
+        return evaluation.score(row, parsed)
+
+    def rotations(self, row: VideoRow) -> list[VideoRow]:
+        return []  # a multi-select answer set with intervals has no single gold letter to move
+
+    def with_steps(self, row: VideoRow) -> VideoRow | None:
+        return None
+
+    def guess(self, row: VideoRow, rng: np.random.Generator) -> dict[str, Any]:
+        return evaluation.guess(row, rng)
+
+    def prior(self, row: VideoRow, rows: Sequence[VideoRow]) -> dict[str, Any]:
+        return evaluation.prior(row, rows)
 
     def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
         return CardPart(

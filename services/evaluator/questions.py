@@ -1,0 +1,52 @@
+"""A manifest row as the evaluator asks it: the row (its family's contract model), the family
+that parses and scores it, and the released row it stands for (CircularEval rotations and
+step prompts are copies of one)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skyqa.blob import BlobStore
+from skyqa.contracts.base import load_jsonl
+from skyqa.families import FAMILIES, Item, TaskFamily, release_files
+
+
+@dataclass(frozen=True)
+class Question:
+    family: TaskFamily[Any]
+    row: Any  # the family's row model: every one has a sample_id
+    base_sample_id: str
+    rotation: int = 0
+
+    @property
+    def sample_id(self) -> str:
+        return str(self.row.sample_id)
+
+    @property
+    def system(self) -> str:
+        return self.family.prompts(self.row)[0]
+
+    @property
+    def user(self) -> str:
+        return self.family.prompts(self.row)[1]
+
+    def item(self) -> Item:
+        return self.family.item(self.row)
+
+
+def load_questions(
+    store: BlobStore, run_id: str, scene_id: str, families: Sequence[TaskFamily[Any]] = FAMILIES
+) -> list[Question]:
+    """Every released row, validated by its family's contract model; a family the release
+    predates (no manifest) has none."""
+    files = release_files(run_id, scene_id, families)
+    out: list[Question] = []
+    for family in families:
+        key = files[family.manifest]
+        if not store.exists(key):
+            continue
+        rows = load_jsonl(family.row_model, store.get(key), f"{family.manifest} manifest")
+        out += [Question(family, r, r.sample_id) for r in rows]
+    return out
