@@ -95,6 +95,7 @@ class LandmarkCategory:
             frozenset([row.answer_option_id]),
             description=row.landmark_description,
             category=row.answer,
+            family=self.name,
             texts=tuple(label for _, label in options),
         )
 

@@ -9,11 +9,11 @@ from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.errors import InvalidInput
-from skyqa.families import release_files
 from skyqa.runtime import Service, Settings
 from skyqa.v1 import common_pb2, eval_pb2, qa_pb2
 
 from services.evaluator.evaluate import evaluate
+from services.evaluator.questions import released
 from services.evaluator.request import resolve_request
 
 NAME = "evaluator"
@@ -29,7 +29,7 @@ async def setup(svc: Service) -> None:
     async def run(run_id: str, scene_id: str, spec: eval_pb2.EvaluationSpec) -> None:
         keys.validate_id(run_id, "run id")
         req = resolve_request(spec, cfg)
-        if not await asyncio.to_thread(svc.store.exists, release_files(run_id, scene_id)["image_qa"]):
+        if not await asyncio.to_thread(released, svc.store, run_id, scene_id):
             raise InvalidInput(f"run {run_id!r} of scene {scene_id!r} has no QA manifests to evaluate")
         await progress.report(
             run_id,

@@ -10,6 +10,7 @@ from typing import Any
 
 from skyqa.blob import BlobStore
 from skyqa.contracts.base import load_jsonl
+from skyqa.errors import InvalidInput
 from skyqa.families import FAMILIES, Item, TaskFamily, release_files
 
 
@@ -36,12 +37,22 @@ class Question:
         return self.family.item(self.row)
 
 
+def released(
+    store: BlobStore, run_id: str, scene_id: str, families: Sequence[TaskFamily[Any]] = FAMILIES
+) -> bool:
+    """Whether the run has released any family's manifest."""
+    files = release_files(run_id, scene_id, families)
+    return any(store.exists(files[f.manifest]) for f in families)
+
+
 def load_questions(
     store: BlobStore, run_id: str, scene_id: str, families: Sequence[TaskFamily[Any]] = FAMILIES
 ) -> list[Question]:
     """Every released row, validated by its family's contract model; a family the release
     predates (no manifest) has none."""
     files = release_files(run_id, scene_id, families)
+    if not released(store, run_id, scene_id, families):
+        raise InvalidInput(f"run {run_id!r} of scene {scene_id!r} has no QA manifests to evaluate")
     out: list[Question] = []
     for family in families:
         key = files[family.manifest]

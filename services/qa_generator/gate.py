@@ -250,7 +250,8 @@ def run_gate(items: list[Item], letters: dict[str, dict[str, float]]) -> GateRes
         tasks[task] = gate
         solved |= everyone
         failures += gate.failures
-    descriptions = {it.unit: it.description for it in items}
+    # a family that names no unit in words has nothing to compare
+    descriptions = {it.unit: it.description for it in items if it.description}
     failures += shared_descriptions(descriptions)
     failures += letter_failures(letters)
     return GateResult(tasks, failures, sorted(solved))

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from google.protobuf import json_format
+from pydantic import ValidationError, model_validator
 from skyqa import keys, scan as scan_rules
 from skyqa.blob import BlobStore
 from skyqa.contracts import Contract, InstancesFile, ValidInstance, ValidInstancesFile, load_json
 from skyqa.contracts.missions import MissionIndex
 from skyqa.contracts.qa import EnvRequest, OverlayRequest, RenderRequests
+from skyqa.errors import InvalidInput
 from skyqa.families import FAMILIES, PlanInputs, TaskFamily
 from skyqa.v1 import common_pb2, mission_pb2, render_pb2, scan_pb2
 
@@ -38,8 +40,40 @@ class QAPlan(Contract):
     valid_instances: str
     scan: dict[str, Any]  # the scan request, as protobuf JSON
 
+    @model_validator(mode="before")
+    @classmethod
+    def _rows_by_family(cls, data: Any) -> Any:
+        """Plans written before the task families kept image and video rows in two fields."""
+        if isinstance(data, dict) and "image_rows" in data and "rows" not in data:
+            data = dict(data)
+            data["rows"] = {
+                "dualcog_image": data.pop("image_rows"),
+                "dualcog_video": data.pop("video_rows", []),
+            }
+            data.pop("mission_instance_ids", None)
+        return data
+
     def rows_of(self, family: TaskFamily[Any]) -> list[Any]:
-        return [family.row_model.model_validate(r) for r in self.rows.get(family.name, [])]
+        out = []
+        for i, r in enumerate(self.rows.get(family.name, [])):
+            try:
+                out.append(family.row_model.model_validate(r))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                why = f"qa plan row {i} of {family.name} is invalid at {where}: {first['msg']}"
+                raise InvalidInput(why) from None
+        return out
+
+    def families(self, registered: Sequence[TaskFamily[Any]]) -> list[TaskFamily[Any]]:
+        """The families that planned this plan. One that was registered later has no rows here
+        and takes no part (an older run refreshes as it was built); rows of a family that is
+        not registered cannot be checked, which is an error."""
+        names = {f.name for f in registered}
+        unknown = sorted(set(self.rows) - names)
+        if unknown:
+            raise InvalidInput(f"qa plan has rows of unregistered task families: {', '.join(unknown)}")
+        return [f for f in registered if f.name in self.rows]
 
 
 def plan(

@@ -11,9 +11,19 @@ import numpy as np
 from skyqa.families import Item
 
 
-def _gold(it: Item) -> str:
-    (letter,) = it.gold
-    return letter
+def _alphabets(items: list[Item]) -> dict[str, list[str]]:
+    """Each family's letters: the option ids of its widest row, in order. A row's gold counts
+    as the letter at its position among the row's own options (3-option rows have no D)."""
+    out: dict[str, list[str]] = {}
+    for it in items:
+        if len(it.options) > len(out.get(it.family, [])):
+            out[it.family] = [oid for oid, _ in it.options]
+    return out
+
+
+def _position(it: Item) -> int:
+    (gold,) = it.gold  # Item.problem keeps malformed golds out of a release
+    return [oid for oid, _ in it.options].index(gold)
 
 
 def letter_balance(items: list[Item]) -> dict[str, dict[str, float]]:
@@ -31,11 +41,12 @@ def letter_balance(items: list[Item]) -> dict[str, dict[str, float]]:
     from scipy.stats import chisquare
 
     rows = [it for it in items if it.kind == "choice"]
-    letters = sorted({oid for it in rows for oid, _ in it.options})
+    alphabets = _alphabets(rows)
     out: dict[str, dict[str, float]] = {}
     for task in sorted({r.task for r in rows}):
         of_task = [r for r in rows if r.task == task]
-        counts = Counter(_gold(r) for r in of_task)
+        letters = alphabets[of_task[0].family]
+        counts = Counter(letters[_position(r)] for r in of_task)
         report = {x: float(counts.get(x, 0)) for x in letters}
         expected = np.zeros(len(letters))
         table, widths = [], set()
@@ -43,7 +54,7 @@ def letter_balance(items: list[Item]) -> dict[str, dict[str, float]]:
             of_d = [r for r in of_task if r.difficulty == d]
             k = max(len(r.options) for r in of_d)
             widths.add(k)
-            by_d = Counter(_gold(r) for r in of_d)
+            by_d = Counter(letters[_position(r)] for r in of_d)
             table.append([by_d.get(x, 0) for x in letters[:k]])
             expected[:k] += len(of_d) / k
             report[f"{d}_chi2_p"] = _uniform_p(table[-1])

@@ -70,9 +70,13 @@ def finish(
         masks=masks,
         landmarks={v.instance_id: v for v in valid.valid_instances},
     )
+    families = p.families(families)
     checked = {f.name: f.check(p.rows_of(f), rendered) for f in families}
-    items = {r.sample_id: f.item(r) for f in families for r in checked[f.name].rows}
+    items = _items(families, checked)
     failed = {s: why for c in checked.values() for s, why in c.failed.items()}
+    for s, it in items.items():
+        if (problem := it.problem()) is not None:
+            failed.setdefault(s, problem)
     incomplete = _incomplete(families, checked, items, failed, dict(p.skipped))
     final: dict[str, list[Any]] = {}
     alone: dict[str, str] = {}  # rows of released units dropped on their own, with the reason
@@ -98,8 +102,8 @@ def finish(
     released = {it.unit: it.category for it in released_items}
     counts: dict[str, Any] = {field: 0 for f in families for field in f.funnel.values()}
     for f in families:
-        for why in alone.values():
-            if why in f.funnel:
+        for s, why in alone.items():
+            if why in f.funnel and items[s].family == f.name:
                 counts[f.funnel[why]] += 1
     own = {f.rows_field: len(final[f.name]) for f in families if f.rows_field}
     others = {f.name: len(final[f.name]) for f in families if not f.rows_field}
@@ -156,6 +160,24 @@ def finish(
     return report, out
 
 
+def _items(families: Sequence[TaskFamily[Any]], checked: dict[str, Checked[Any]]) -> dict[str, Item]:
+    """Every checked row as the release sees it, by sample id; ids are unique in a release and
+    a unit id names one unit kind."""
+    items: dict[str, Item] = {}
+    kinds: dict[str, str] = {}
+    for f in families:
+        for r in checked[f.name].rows:
+            it = f.item(r)
+            if it.sample_id in items:
+                raise InvalidInput(
+                    f"sample id {it.sample_id!r} is planned by {items[it.sample_id].family} and {f.name}"
+                )
+            if kinds.setdefault(it.unit, f.unit_kind) != f.unit_kind:
+                raise InvalidInput(f"unit id {it.unit!r} names a {kinds[it.unit]} and a {f.unit_kind}")
+            items[it.sample_id] = it
+    return items
+
+
 def _incomplete(
     families: Sequence[TaskFamily[Any]],
     checked: dict[str, Checked[Any]],
@@ -191,7 +213,8 @@ def media_of(p: QAPlan) -> export.Media:
     scan = scan_of(p)
     size = stills(scan)
     # rows that play a video carry its frame rate
-    rates = sorted({float(r["fps"]) for rows in p.rows.values() for r in rows if "fps" in r})
+    fps = [r.get("fps") for rows in p.rows.values() for r in rows]
+    rates = sorted({float(f) for f in fps if isinstance(f, int | float)})
     return export.Media(
         profile=scan.profile,
         still_width=size.width,

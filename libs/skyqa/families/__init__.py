@@ -35,9 +35,27 @@ def release_files(
 ) -> dict[str, str]:
     """Every file the QA stage releases, by name: each family's manifest and exports, then the
     shared render_requests sidecar, QC report and dataset card."""
+    check_registry(families)
     root = keys.run_prefix(run_id)
     out = {name: f"{root}/{path.format(scene=scene_id)}" for f in families for name, path in f.files.items()}
     return out | keys.release_common(run_id, scene_id)
+
+
+def check_registry(families: Sequence[TaskFamily[Any]]) -> None:
+    """Families must not overwrite each other: distinct names, release file names (the shared
+    ones included) and task names. A ``ValueError`` names the clash."""
+    seen: dict[str, str] = {}
+    shared = {n: "every release" for n in keys.release_common("run", "scene")}
+    for f in families:
+        for kind, names in (("family", [f.name]), ("file", list(f.files)), ("task", list(f.metrics))):
+            for name in names:
+                owner = shared.get(name) if kind == "file" else None
+                owner = owner or seen.get(f"{kind}:{name}")
+                if owner is not None:
+                    raise ValueError(f"task family {f.name!r}: {kind} {name!r} is already used by {owner}")
+                seen[f"{kind}:{name}"] = f"family {f.name!r}"
+        if f.manifest not in f.files:
+            raise ValueError(f"task family {f.name!r}: its manifest {f.manifest!r} is not among its files")
 
 
 def family(name: str) -> TaskFamily[Any]:
@@ -59,6 +77,7 @@ __all__ = [
     "Planned",
     "Rendered",
     "TaskFamily",
+    "check_registry",
     "family",
     "release_files",
 ]

@@ -50,6 +50,21 @@ class Item:
     description: str = ""  # how the prompt names the unit
     category: str = ""
     texts: tuple[str, ...] = ()  # option labels that are words (not "Image 2"), for similarity
+    family: str = ""  # the family's name; its option ids form one letter alphabet
+
+    def problem(self) -> str | None:
+        """What makes the gold unusable for its kind, or None: a single answer is exactly one
+        option, a multi-select answer one or more options, a count one value."""
+        ids = [oid for oid, _ in self.options]
+        if self.kind == "choice" and (len(self.gold) != 1 or not self.gold <= set(ids)):
+            return "answer not among the options"
+        if self.kind == "multi" and (not self.gold or not self.gold <= set(ids)):
+            return "answer not among the options"
+        if self.kind == "count" and len(self.gold) != 1:
+            return "answer is not one count"
+        if self.kind not in ("choice", "multi", "count"):
+            return f"unknown answer kind {self.kind!r}"
+        return None
 
 
 @dataclass(frozen=True)

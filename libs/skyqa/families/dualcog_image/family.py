@@ -114,6 +114,7 @@ class DualCogImage:
             tuple(row.answer_bbox_xyxy_norm),
             description=row.landmark_description,
             category=row.landmark_category,
+            family=self.name,
             # self_what's options name candidate images ("Image 2"), not answers
             texts=() if row.task_type == "self_what" else tuple(label for _, label in options),
         )

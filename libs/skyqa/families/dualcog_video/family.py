@@ -140,6 +140,7 @@ class DualCogVideo:
             gold,
             description=row.landmark_description,
             category=row.landmark_category,
+            family=self.name,
             texts=tuple(label for _, label in options),
         )
 
