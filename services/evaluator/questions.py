@@ -10,7 +10,7 @@ from typing import Any
 
 from skyqa.blob import BlobStore
 from skyqa.contracts.base import load_jsonl
-from skyqa.errors import InvalidInput
+from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families import FAMILIES, Item, TaskFamily, release_files
 
 
@@ -52,12 +52,17 @@ def load_questions(
     predates (no manifest) has none."""
     files = release_files(run_id, scene_id, families)
     if not released(store, run_id, scene_id, families):
-        raise InvalidInput(f"run {run_id!r} of scene {scene_id!r} has no QA manifests to evaluate")
+        # missing, not malformed: the run has not reached the qa stage (the CLI exits 1)
+        raise BlobNotFound(f"run {run_id!r} of scene {scene_id!r} has no QA manifests to evaluate")
     out: list[Question] = []
     for family in families:
         key = files[family.manifest]
         if not store.exists(key):
             continue
         rows = load_jsonl(family.row_model, store.get(key), f"{family.manifest} manifest")
+        for r in rows:
+            # a row that validates can still have no answer to score against
+            if (problem := family.item(r).problem()) is not None:
+                raise InvalidInput(f"{family.manifest} manifest row {r.sample_id!r}: {problem}")
         out += [Question(family, r, r.sample_id) for r in rows]
     return out

@@ -4,14 +4,18 @@ alphabet, plans name the families that made them."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from category_family import LandmarkCategory
 from rows import image_row
-from skyqa.errors import InvalidInput
+from skyqa.blob import LocalBlobStore
+from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO, FAMILIES, Item, check_registry, release_files
 
+from services.evaluator.questions import load_questions
 from services.qa_generator import gate
 from services.qa_generator.pipeline import QAPlan
 from services.qa_generator.qc import letter_balance
@@ -59,6 +63,10 @@ def test_a_gold_that_is_not_one_of_the_options_is_a_problem() -> None:
     count = Item("c", "t", "lm", "atomic", "count", "", (), frozenset({"2"}))
     assert count.problem() is None
     assert Item("c", "t", "lm", "atomic", "count", "", (), frozenset()).problem() == "answer is not one count"
+    assert (
+        Item("c", "t", "lm", "atomic", "count", "", (), frozenset({""})).problem()
+        == "answer is not one count"
+    )
 
 
 def test_letters_are_balanced_over_each_familys_own_alphabet() -> None:
@@ -150,3 +158,26 @@ def test_a_plan_names_the_families_that_made_it() -> None:
     broken = QAPlan.model_validate(plan({"dualcog_image": [{**row, "answer_option_id": 7}]}))
     with pytest.raises(InvalidInput, match="qa plan row 0 of dualcog_image is invalid at answer_option_id"):
         broken.rows_of(DUALCOG_IMAGE)
+
+
+def test_the_evaluator_reads_manifests_through_the_family_contracts(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path)
+    files = release_files("r", "s")
+    with pytest.raises(BlobNotFound, match="has no QA manifests"):
+        load_questions(store, "r", "s")
+    good = image_row().model_dump(mode="json")
+    store.put(files["image_qa"], json.dumps(good).encode() + b"\n")
+    (q,) = load_questions(store, "r", "s")  # a family without a manifest has no rows
+    assert q.family is DUALCOG_IMAGE and q.row == image_row()
+    bad = {
+        "answer not among the options": {**good, "label_options": []},
+        "invalid at extra": {**good, "extra": 1},
+        "invalid at top level": "not a row",
+    }
+    for message, row in bad.items():
+        store.put(files["image_qa"], json.dumps(row).encode() + b"\n")
+        with pytest.raises(InvalidInput, match=message):
+            load_questions(store, "r", "s")
+    lost = {**good, "answer_label": "Nowhere"}
+    with pytest.raises(InvalidInput, match="answer label is not one of its options"):
+        DUALCOG_IMAGE.rotations(image_row(**{k: lost[k] for k in ("answer_label",)}))

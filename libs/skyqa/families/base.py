@@ -60,7 +60,7 @@ class Item:
             return "answer not among the options"
         if self.kind == "multi" and (not self.gold or not self.gold <= set(ids)):
             return "answer not among the options"
-        if self.kind == "count" and len(self.gold) != 1:
+        if self.kind == "count" and (len(self.gold) != 1 or not next(iter(self.gold)).isdigit()):
             return "answer is not one count"
         if self.kind not in ("choice", "multi", "count"):
             return f"unknown answer kind {self.kind!r}"

@@ -12,6 +12,7 @@ import numpy as np
 
 from skyqa.answers import Parsed, parse_choice
 from skyqa.contracts.qa import ImageRow, Option
+from skyqa.errors import InvalidInput
 from skyqa.families.base import MediaRef
 from skyqa.scoring import iou
 from skyqa.steps import score_steps
@@ -66,6 +67,8 @@ def rotations(row: ImageRow) -> list[ImageRow]:
     names which answer moves, so a model that tracks content answers every copy the same way.
     """
     labels = [o.label for o in row.label_options]
+    if row.answer_label not in labels:
+        raise InvalidInput(f"image row {row.sample_id!r}: its answer label is not one of its options")
     head = row.user_prompt.rsplit("\nOptions:\n", 1)[0]
     out = []
     for k in range(len(labels)):
