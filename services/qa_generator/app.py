@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import asyncio
 
-from google.protobuf import json_format
 from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import dump_json, load_json
 from skyqa.runtime import Service, Settings
 from skyqa.runtime.stage import Completion, Stage
-from skyqa.v1 import eval_pb2, mission_pb2, qa_pb2, render_pb2
+from skyqa.v1 import mission_pb2, render_pb2
 
 from services.qa_generator.pipeline import REQUESTER, QAPlan, plan, render_jobs
-from services.qa_generator.release import finish
+from services.qa_generator.release import completion, finish
 
 NAME = "qa_generator"
 STAGE = "qa"
@@ -29,22 +28,8 @@ async def setup(svc: Service) -> None:
 
     async def complete(p: QAPlan, trace_id: str) -> None:
         report, out = await asyncio.to_thread(finish, p, svc.store, svc.settings.qa.blind_gate)
-        f = report.funnel
-        event = qa_pb2.QACompleted(
-            run_id=p.run_id,
-            scene_id=p.scene_id,
-            image_rows=f.image_rows,
-            video_rows=f.video_rows,
-            released_landmarks=f.released_landmarks,
-            image_manifest=out["image_qa"],
-            video_manifest=out["video_qa"],
-            qc_report=out["qc_report"],
-            evaluation=json_format.ParseDict(p.scan.get("evaluation", {}), eval_pb2.EvaluationSpec()),
-        )
+        event, message = completion(p, report, out)
         total = len({r.landmark_id for r in p.requests.env_requests})  # what gathering counts
-        message = (
-            f"{f.image_rows} image, {f.video_rows} video rows, {f.released_landmarks} landmarks released"
-        )
         await stage.announce(
             p.run_id, trace_id, Completion(topology.QA_COMPLETED, event, total, total, message, out)
         )

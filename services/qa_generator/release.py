@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
+from google.protobuf import json_format
 from pydantic import BaseModel
 from skyqa import keys, media
 from skyqa.blob import BlobStore
@@ -25,6 +26,7 @@ from skyqa.errors import InvalidInput
 from skyqa.families import FAMILIES, Checked, Item, Rendered, TaskFamily, release_files
 from skyqa.families.structure import max_similarity
 from skyqa.scan import stills
+from skyqa.v1 import eval_pb2, qa_pb2
 
 from services.qa_generator import export, gate, qc
 from services.qa_generator.assets import draw_overlay
@@ -158,6 +160,32 @@ def finish(
         "text/markdown",
     )
     return report, out
+
+
+def completion(
+    p: QAPlan, report: QCReport, out: dict[str, str], families: Sequence[TaskFamily[Any]] = FAMILIES
+) -> tuple[qa_pb2.QACompleted, str]:
+    """The QA stage's completion event and its one-line progress message."""
+    f = report.funnel
+    rows = {
+        fam.name: int(getattr(f, fam.rows_field)) if fam.rows_field else f.family_rows.get(fam.name, 0)
+        for fam in p.families(families)
+    }
+    event = qa_pb2.QACompleted(
+        run_id=p.run_id,
+        scene_id=p.scene_id,
+        image_rows=f.image_rows,
+        video_rows=f.video_rows,
+        released_landmarks=f.released_landmarks,
+        image_manifest=out.get("image_qa", ""),
+        video_manifest=out.get("video_qa", ""),
+        qc_report=out["qc_report"],
+        evaluation=json_format.ParseDict(p.scan.get("evaluation", {}), eval_pb2.EvaluationSpec()),
+        family_rows=rows,
+        manifests={fam.name: out[fam.manifest] for fam in p.families(families)},
+    )
+    counts = ", ".join(f"{rows[fam.name]} {fam.noun}" for fam in p.families(families))
+    return event, f"{counts} rows, {f.released_landmarks} landmarks released"
 
 
 def _items(families: Sequence[TaskFamily[Any]], checked: dict[str, Checked[Any]]) -> dict[str, Item]:

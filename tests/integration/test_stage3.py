@@ -48,7 +48,7 @@ from services.landmark import app as landmark_app
 from services.mission_planner import app as mission_app
 from services.qa_generator import app as qa_app
 from services.qa_generator.pipeline import QAPlan, plan
-from services.qa_generator.release import ReleaseLeaks, finish
+from services.qa_generator.release import ReleaseLeaks, completion, finish
 from services.renderer import app as renderer_app
 
 pytestmark = pytest.mark.timeout(900)
@@ -384,6 +384,11 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
     assert "landmark_category" in report.blind_gate.tasks
     card = s3_store.get(out["dataset_card"]).decode()
     assert "config_name: category_qa" in card and f"| category rows | {len(category)} |" in card
+    done, message = completion(p, report, out, families)
+    assert done.family_rows["landmark_category"] == len(category)
+    assert done.image_rows == done.family_rows["dualcog_image"] > 0
+    assert done.manifests["landmark_category"] == out["category_qa"]
+    assert f"{len(category)} category rows" in message
 
     # its rows are asked and scored through its own parse and score (baselines: no model here)
     result = await evaluate(s3_store, run_id, stored.scene_id, [], tmp_path / "cache", families=families)

@@ -25,13 +25,21 @@ _sym_db = _symbol_database.Default()
 from skyqa.v1 import eval_pb2 as skyqa_dot_v1_dot_eval__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11skyqa/v1/qa.proto\x12\x08skyqa.v1\x1a\x13skyqa/v1/eval.proto\"\xe4\x01\n\x0bQACompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12\x12\n\nimage_rows\x18\x03 \x01(\r\x12\x12\n\nvideo_rows\x18\x04 \x01(\r\x12\x1a\n\x12released_landmarks\x18\x05 \x01(\r\x12\x16\n\x0eimage_manifest\x18\x06 \x01(\t\x12\x16\n\x0evideo_manifest\x18\x07 \x01(\t\x12\x11\n\tqc_report\x18\x08 \x01(\t\x12,\n\nevaluation\x18\t \x01(\x0b\x32\x18.skyqa.v1.EvaluationSpecb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11skyqa/v1/qa.proto\x12\x08skyqa.v1\x1a\x13skyqa/v1/eval.proto\"\xbe\x03\n\x0bQACompleted\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12\x12\n\nimage_rows\x18\x03 \x01(\r\x12\x12\n\nvideo_rows\x18\x04 \x01(\r\x12\x1a\n\x12released_landmarks\x18\x05 \x01(\r\x12\x16\n\x0eimage_manifest\x18\x06 \x01(\t\x12\x16\n\x0evideo_manifest\x18\x07 \x01(\t\x12\x11\n\tqc_report\x18\x08 \x01(\t\x12,\n\nevaluation\x18\t \x01(\x0b\x32\x18.skyqa.v1.EvaluationSpec\x12:\n\x0b\x66\x61mily_rows\x18\n \x03(\x0b\x32%.skyqa.v1.QACompleted.FamilyRowsEntry\x12\x37\n\tmanifests\x18\x0b \x03(\x0b\x32$.skyqa.v1.QACompleted.ManifestsEntry\x1a\x31\n\x0f\x46\x61milyRowsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\r:\x02\x38\x01\x1a\x30\n\x0eManifestsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'skyqa.v1.qa_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_QACOMPLETED_FAMILYROWSENTRY']._loaded_options = None
+  _globals['_QACOMPLETED_FAMILYROWSENTRY']._serialized_options = b'8\001'
+  _globals['_QACOMPLETED_MANIFESTSENTRY']._loaded_options = None
+  _globals['_QACOMPLETED_MANIFESTSENTRY']._serialized_options = b'8\001'
   _globals['_QACOMPLETED']._serialized_start=53
-  _globals['_QACOMPLETED']._serialized_end=281
+  _globals['_QACOMPLETED']._serialized_end=499
+  _globals['_QACOMPLETED_FAMILYROWSENTRY']._serialized_start=400
+  _globals['_QACOMPLETED_FAMILYROWSENTRY']._serialized_end=449
+  _globals['_QACOMPLETED_MANIFESTSENTRY']._serialized_start=451
+  _globals['_QACOMPLETED_MANIFESTSENTRY']._serialized_end=499
 # @@protoc_insertion_point(module_scope)

@@ -3,8 +3,10 @@
 isort:skip_file
 """
 
+from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf.internal import containers as _containers
 from skyqa.v1 import eval_pb2 as _eval_pb2
 import builtins as _builtins
 import sys
@@ -23,6 +25,46 @@ class QACompleted(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class FamilyRowsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class ManifestsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     RUN_ID_FIELD_NUMBER: _builtins.int
     SCENE_ID_FIELD_NUMBER: _builtins.int
     IMAGE_ROWS_FIELD_NUMBER: _builtins.int
@@ -32,6 +74,8 @@ class QACompleted(_message.Message):
     VIDEO_MANIFEST_FIELD_NUMBER: _builtins.int
     QC_REPORT_FIELD_NUMBER: _builtins.int
     EVALUATION_FIELD_NUMBER: _builtins.int
+    FAMILY_ROWS_FIELD_NUMBER: _builtins.int
+    MANIFESTS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     image_rows: _builtins.int
@@ -45,6 +89,14 @@ class QACompleted(_message.Message):
     def evaluation(self) -> _eval_pb2.EvaluationSpec:
         """copied from the scan request"""
 
+    @_builtins.property
+    def family_rows(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """released rows by task family (image_rows and video_rows are UAV-DualCog's two)"""
+
+    @_builtins.property
+    def manifests(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """manifest store key by task family"""
+
     def __init__(
         self,
         *,
@@ -57,10 +109,12 @@ class QACompleted(_message.Message):
         video_manifest: _builtins.str = ...,
         qc_report: _builtins.str = ...,
         evaluation: _eval_pb2.EvaluationSpec | None = ...,
+        family_rows: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+        manifests: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["evaluation", b"evaluation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["evaluation", b"evaluation", "image_manifest", b"image_manifest", "image_rows", b"image_rows", "qc_report", b"qc_report", "released_landmarks", b"released_landmarks", "run_id", b"run_id", "scene_id", b"scene_id", "video_manifest", b"video_manifest", "video_rows", b"video_rows"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["evaluation", b"evaluation", "family_rows", b"family_rows", "image_manifest", b"image_manifest", "image_rows", b"image_rows", "manifests", b"manifests", "qc_report", b"qc_report", "released_landmarks", b"released_landmarks", "run_id", b"run_id", "scene_id", b"scene_id", "video_manifest", b"video_manifest", "video_rows", b"video_rows"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
