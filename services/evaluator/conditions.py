@@ -27,7 +27,6 @@ from skyqa import scan
 
 from services.evaluator.questions import Question
 
-Condition = scan.EvalCondition
 CONDITIONS = scan.EVAL_CONDITIONS
 
 # what each condition uploads of every image: the whole image at one of two sizes, its quadrants

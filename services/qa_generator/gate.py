@@ -19,10 +19,8 @@ dropped.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 from skyqa.contracts.qa import SolverScore, TaskGate
@@ -40,8 +38,6 @@ ALPHA = 0.05
 BOX_PRIOR_MAX = 0.15
 MONTE_CARLO = 2000
 FOLDS = 10
-WORD = re.compile(r"[a-z]+")
-K = TypeVar("K", str, int)
 
 
 @dataclass

@@ -82,6 +82,7 @@ def finish(
     incomplete = _incomplete(families, checked, items, failed, dict(p.skipped))
     final: dict[str, list[Any]] = {}
     alone: dict[str, str] = {}  # rows of released units dropped on their own, with the reason
+    counts: dict[str, Any] = {field: 0 for f in families for field in f.funnel.values()}
     for f in families:
         c = checked[f.name]
         keep = [r for r in c.rows if items[r.sample_id].unit not in incomplete]
@@ -91,6 +92,9 @@ def finish(
         mine.update(f.balance(keep))
         final[f.name] = [r for r in keep if r.sample_id not in mine]
         alone.update(mine)
+        for why in mine.values():
+            if why in f.funnel:
+                counts[f.funnel[why]] += 1
     released_items = [items[r.sample_id] for f in families for r in final[f.name]]
     blind = gate.run_gate(released_items, qc.letter_balance(released_items))
     solved = set(blind.solved_by_all)
@@ -102,11 +106,6 @@ def finish(
     reasons.update({"landmark incomplete": len(lost)} if lost else {})
     reasons.update({"every blind solver answers it": len(solved)} if solved else {})
     released = {it.unit: it.category for it in released_items}
-    counts: dict[str, Any] = {field: 0 for f in families for field in f.funnel.values()}
-    for f in families:
-        for s, why in alone.items():
-            if why in f.funnel and items[s].family == f.name:
-                counts[f.funnel[why]] += 1
     own = {f.rows_field: len(final[f.name]) for f in families if f.rows_field}
     others = {f.name: len(final[f.name]) for f in families if not f.rows_field}
     report = QCReport(
@@ -167,9 +166,10 @@ def completion(
 ) -> tuple[qa_pb2.QACompleted, str]:
     """The QA stage's completion event and its one-line progress message."""
     f = report.funnel
+    planned = p.families(families)
     rows = {
         fam.name: int(getattr(f, fam.rows_field)) if fam.rows_field else f.family_rows.get(fam.name, 0)
-        for fam in p.families(families)
+        for fam in planned
     }
     event = qa_pb2.QACompleted(
         run_id=p.run_id,
@@ -182,9 +182,9 @@ def completion(
         qc_report=out["qc_report"],
         evaluation=json_format.ParseDict(p.scan.get("evaluation", {}), eval_pb2.EvaluationSpec()),
         family_rows=rows,
-        manifests={fam.name: out[fam.manifest] for fam in p.families(families)},
+        manifests={fam.name: out[fam.manifest] for fam in planned},
     )
-    counts = ", ".join(f"{rows[fam.name]} {fam.noun}" for fam in p.families(families))
+    counts = ", ".join(f"{rows[fam.name]} {fam.noun}" for fam in planned)
     return event, f"{counts} rows, {f.released_landmarks} landmarks released"
 
 

@@ -25,6 +25,7 @@ from skyqa.contracts.landmarks import DIAGONALS, RING
 from skyqa.contracts.qa import Candidate, EnvRequest, ImageRow, Option, OverlayRequest
 from skyqa.families.dualcog_image.placement import LETTERS, LabelBalance, Placement
 from skyqa.families.dualcog_image.reasoning import steps_for
+from skyqa.families.views import norm_box, reference_overlay
 from skyqa.sim import Intrinsics, Pose, look_at, project_box
 from skyqa.vocab import directions as L, prompts
 
@@ -65,12 +66,6 @@ def usable_views(vi: ValidInstance) -> list[RgbView]:
 
 def difficulty_plan(views: list[RgbView]) -> list[str]:
     return ["4way", "8way"] if any(v.view_direction in DIAGONALS for v in views) else ["4way", "4way"]
-
-
-def norm_box(v: RgbView) -> list[float]:
-    w, h = v.bbox_2d_image_size
-    x0, y0, x1, y1 = v.bbox_2d_xyxy
-    return [round(x0 / w, 4), round(y0 / h, 4), round(x1 / w, 4), round(y1 / h, 4)]
 
 
 def option_count(task: str, difficulty: str) -> int:
@@ -161,9 +156,9 @@ def plan_landmark(
         return key.removeprefix(run_root + "/")
 
     def overlay(v: RgbView) -> str:
-        out = keys.reference_overlay(lm, v.view_id)
-        overlays[out] = OverlayRequest(output_image=out, source_image=rel(v.path), bbox_xyxy_norm=norm_box(v))
-        return out
+        req = reference_overlay(lm, v, rel(v.path))
+        overlays[req.output_image] = req
+        return req.output_image
 
     used_targets: set[str] = set()
     for slot, difficulty in enumerate(difficulty_plan(views)):

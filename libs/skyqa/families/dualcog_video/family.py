@@ -13,13 +13,14 @@ from skyqa import keys
 from skyqa.answers import Parsed
 from skyqa.contracts import load_json
 from skyqa.contracts.missions import ComposedSegments, TaskData
-from skyqa.contracts.qa import Funnel, OverlayRequest, ReasoningStep, VideoRow
+from skyqa.contracts.qa import Funnel, ReasoningStep, VideoRow
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.dualcog_video import evaluation
 from skyqa.families.dualcog_video.balance import count_surplus
 from skyqa.families.dualcog_video.checks import check_video_rows, pixel_shares
 from skyqa.families.dualcog_video.tasks import joint_row, visibility_row
+from skyqa.families.views import reference_overlay
 from skyqa.vocab.behaviors import element_label, load_library
 
 AMBIGUOUS = "visible count within the margin of the sighting rule"
@@ -64,14 +65,8 @@ class DualCogVideo:
             composed = composed_all[m.traj_id]
             task = load_json(TaskData, store.get(m.task_data), "task data")
             main = next((v for v in vi.rgb_views if v.view_id == vi.main_view), vi.rgb_views[0])
-            w, h = main.bbox_2d_image_size
-            ref_box = [round(a / b, 4) for a, b in zip(main.bbox_2d_xyxy, (w, h, w, h), strict=True)]
-            ref_out = keys.reference_overlay(vi.instance_id, main.view_id)
-            out.overlays.append(
-                OverlayRequest(
-                    output_image=ref_out, source_image=inputs.rel(main.path), bbox_xyxy_norm=ref_box
-                )
-            )
+            ref = reference_overlay(vi.instance_id, main, inputs.rel(main.path))
+            out.overlays.append(ref)
             common: dict[str, object] = {
                 "scene_id": inputs.scene_id,
                 "engine": inputs.engine,
@@ -82,8 +77,8 @@ class DualCogVideo:
                 "landmark_id": vi.instance_id,
                 "landmark_category": vi.landmark_category or vi.class_name,
                 "landmark_description": vi.landmark_description or vi.class_name,
-                "reference_image_with_bbox": ref_out,
-                "reference_bbox_xyxy_norm": ref_box,
+                "reference_image_with_bbox": ref.output_image,
+                "reference_bbox_xyxy_norm": ref.bbox_xyxy_norm,
                 "video_path": inputs.rel(m.video),
                 "fps": task.video.fps,
                 "frame_count": task.video.frame_count,

@@ -13,12 +13,12 @@ import numpy as np
 
 from skyqa.contracts.missions import ComposedSegments, SelfTrack, TaskData
 from skyqa.contracts.qa import AnswerItem, Option, VideoRow
+from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.vocab import directions as L, prompts
 from skyqa.vocab.behaviors import Library, composite_label, element_label
 
 LETTERS = "ABCDEFGH"
 MAX_OPTIONS = 8
-MAX_SIMILARITY = 0.85
 
 
 def distractor_pool(lib: Library, rng: np.random.Generator) -> list[str]:
