@@ -10,6 +10,9 @@ Stages for options: ``strict_json`` (the whole reply is the contract's JSON obje
 reply names exactly one option's text), ``bare_letter`` (the reply is essentially one letter).
 Boxes are normalized [x1, y1, x2, y2] in [0, 1] as the prompt states; a box outside [0, 1] is
 invalid, never rescaled by guessing a convention.
+
+Standard library only, on purpose: ``skyqa export lmms-eval`` ships this file verbatim so the
+exported task parses replies exactly as the evaluator does.
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from skyqa.labels import balanced_objects
 
 Kind = Literal["choice", "abstain", "unparseable", "request_failed", "not_run"]
 STRICT = "strict_json"
@@ -50,6 +51,29 @@ class Parsed:
     @property
     def strict(self) -> bool:
         return self.kind == "choice" and self.stage == STRICT
+
+
+def balanced_objects(text: str) -> list[str]:
+    """Every top-level ``{...}`` span, skipping braces inside JSON strings."""
+    out, depth, start = [], 0, -1
+    in_str = escape = False
+    for i, ch in enumerate(text):
+        if in_str:
+            escape = ch == "\\" and not escape
+            if ch == '"' and not escape:
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                out.append(text[start : i + 1])
+    return out
 
 
 def _clean(text: str) -> tuple[str, bool]:

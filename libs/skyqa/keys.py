@@ -52,6 +52,22 @@ def run_prefix(run_id: str) -> str:
     return f"runs/{validate_id(run_id, 'run id')}"
 
 
+def release_path(key: str) -> str:
+    """A run's store key as handoff files write it: relative to the release folder (the run
+    prefix), so the file still points at the right file once the folder is copied out."""
+    parts = validate_key(key).split("/", 2)
+    if len(parts) < 3 or parts[0] != "runs":
+        raise InvalidKey(f"{key!r} is not a key inside a run")
+    return parts[2]
+
+
+def stored(run_id: str, path: str) -> str:
+    """The store key of a path a handoff file names. Runs written before paths became release
+    relative hold full keys, which are returned as they are."""
+    prefix = f"{run_prefix(run_id)}/"
+    return validate_key(path if path.startswith(prefix) else prefix + path)
+
+
 def scan_request(run_id: str) -> str:
     """The run's full ScanRequest (protobuf JSON), written by capture when the scan is accepted."""
     return f"{run_prefix(run_id)}/scan_request.json"
@@ -240,12 +256,13 @@ def qa_plan(run_id: str) -> str:
 
 
 def blind_filter_report(run_id: str) -> str:
-    return f"{image_tasks(run_id)}/blind_filter.json"
+    """Like every evaluation output, under ``eval/``: written after the release, not part of it."""
+    return f"{run_prefix(run_id)}/eval/blind_filter.json"
 
 
 def blind_filtered_manifest(run_id: str, scene_id: str) -> str:
     """The image manifest less the rows ``skyqa blind-filter --apply`` flagged."""
-    return f"{image_tasks(run_id)}/manifests/{scene_id}.image_qa.blind_filtered.jsonl"
+    return f"{run_prefix(run_id)}/eval/{scene_id}.image_qa.blind_filtered.jsonl"
 
 
 # relative to the release folder: rows name their images this way
@@ -265,6 +282,7 @@ def release_common(run_id: str, scene_id: str) -> dict[str, str]:
         "render_requests": f"{root}/image_tasks/render_requests/{scene_id}.render_requests.json",
         "qc_report": f"{root}/qc_report.json",
         "dataset_card": f"{root}/README.md",
+        "croissant": f"{root}/croissant.json",
     }
 
 

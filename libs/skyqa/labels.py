@@ -12,35 +12,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from skyqa.answers import balanced_objects
 from skyqa.sim.classes import CATEGORIES
 
 FENCED_JSON = re.compile(r"```json\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 FENCED_ANY = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
 GREEDY = re.compile(r"\{.*\}", re.DOTALL)
 MAX_WORDS = 20
-
-
-def balanced_objects(text: str) -> list[str]:
-    """Every top-level ``{...}`` span, skipping braces inside JSON strings."""
-    out, depth, start = [], 0, -1
-    in_str = escape = False
-    for i, ch in enumerate(text):
-        if in_str:
-            escape = ch == "\\" and not escape
-            if ch == '"' and not escape:
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                out.append(text[start : i + 1])
-    return out
 
 
 def extract_json(text: str) -> tuple[dict[str, Any] | None, str]:

@@ -19,6 +19,7 @@ from skyqa.blob import BlobStore
 from skyqa.errors import BlobNotFound, InvalidInput, InvalidScanRequest, RunConflict
 from skyqa.keys import validate_id
 from skyqa.models.endpoints import resolve
+from skyqa.protojson import to_json
 from skyqa.settings import EvaluationSettings
 from skyqa.sim.camera import Pose
 from skyqa.sim.protocol import LidarSpec
@@ -245,13 +246,19 @@ def stored(store: BlobStore, run_id: str) -> scan_pb2.ScanRequest:
 def store_once(store: BlobStore, req: scan_pb2.ScanRequest) -> None:
     """Store a run's accepted request; the same request again (a redelivery) is a no-op, another
     one under the same run id is refused: stages read these settings while the run is going."""
-    body = json_format.MessageToJson(req, sort_keys=True).encode()
+    body = to_json(req)
     key = keys.scan_request(req.run_id)
     try:
-        if store.get(key) == body:
-            return
+        stored = store.get(key)
     except BlobNotFound:
         store.put(key, body, "application/json")
+        return
+    # compared as messages: a run stored by an older version wrote its JSON without defaults
+    try:
+        same = json_format.Parse(stored, scan_pb2.ScanRequest(), ignore_unknown_fields=True) == req
+    except (json_format.ParseError, UnicodeDecodeError):
+        same = False
+    if same:
         return
     raise RunConflict(f"run {req.run_id!r} already exists with other settings; submit under another run id")
 

@@ -3,13 +3,12 @@ matching (temporal IoU, greedy one-to-one F1, mean best tIoU).
 
 The evaluator scores model answers with them, and the qa-generator's blind gate scores the
 answers of solvers that never see a pixel; one definition keeps the two comparable.
+Standard library only, on purpose: ``skyqa export lmms-eval`` ships this file verbatim.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence, Set
-
-import numpy as np
 
 Box = Sequence[float]
 
@@ -70,4 +69,5 @@ def match_prf(
 def mean_best_tiou(gold: Sequence[Interval], pred: Sequence[Interval]) -> float:
     if not gold:
         return 1.0 if not pred else 0.0
-    return float(np.mean([max((tiou(g, p) for p in pred), default=0.0) for g in gold]))
+    best = [max((tiou(g, p) for p in pred), default=0.0) for g in gold]
+    return sum(best) / len(best)

@@ -38,7 +38,11 @@ def fuse(done: capture_pb2.CaptureCompleted, store: BlobStore) -> fusion_pb2.Fus
         "class table",
     )
     classes = {c.id: c for c in table.classes}
-    chunks = [media.decode_lidar(store.get(r.lidar_segmentation_path)) for r in rows if r.point_count > 0]
+    chunks = [
+        media.decode_lidar(store.get(keys.stored(run_id, r.lidar_segmentation_path)))
+        for r in rows
+        if r.point_count > 0
+    ]
     raw = np.concatenate(chunks) if chunks else np.zeros(0, dtype=media.LIDAR_DTYPE)
     xyz = np.stack([raw["x"], raw["y"], raw["z"]], axis=-1)
     cfg = req.fusion

@@ -24,6 +24,7 @@ from skyqa import keys, scan
 from skyqa.bus import JsonKV, topology
 from skyqa.contracts import RunState
 from skyqa.errors import BlobNotFound, InvalidInput
+from skyqa.protojson import to_dict
 from skyqa.runtime import Service, Settings
 from skyqa.runtime.auth import check_bearer
 from skyqa.runtime.pages import SANDBOX_HEADERS
@@ -124,7 +125,7 @@ def _sse(event: str, data: Any) -> str:
 
 def _progress(data: bytes) -> str:
     event = common_pb2.Progress.FromString(data)
-    return _sse("progress", json_format.MessageToDict(event, preserving_proto_field_name=True))
+    return _sse("progress", to_dict(event, proto_names=True))
 
 
 def mount_api(svc: Service, dead: DeadLetterLog) -> None:

@@ -10,13 +10,13 @@ import threading
 from collections import OrderedDict
 
 import numpy as np
-from google.protobuf import json_format
 from numpy.typing import NDArray
 from skyqa import keys, scan
 from skyqa.blob import BlobInfo, BlobStore
 from skyqa.contracts import CollectSummary, InstancesFile, InstanceTable, LandmarkInstance, load_json
 from skyqa.contracts.base import dump_json
 from skyqa.geometry.pcd import decode_cloud
+from skyqa.protojson import to_dict
 from skyqa.sim import Intrinsics
 from skyqa.v1 import common_pb2, fusion_pb2, render_pb2
 
@@ -48,7 +48,7 @@ def make_plan(done: fusion_pb2.FusionCompleted, store: BlobStore) -> LandmarkPla
         dropped_small_instances=collected.dropped_small_instances,
         dropped_view_insufficient=dropped,
         candidates=planned,
-        scan=json_format.MessageToDict(req, preserving_proto_field_name=True),
+        scan=to_dict(req, proto_names=True),
     )
     store.put(keys.landmark_plan(done.run_id, done.scene_id), dump_json(plan), "application/json")
     return plan

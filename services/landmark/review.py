@@ -5,6 +5,7 @@ Pure functions over :class:`ReviewState`; persistence lives in ``book.py``.
 
 from __future__ import annotations
 
+from skyqa import keys
 from skyqa.contracts import (
     AutoLabel,
     InstanceReview,
@@ -210,7 +211,7 @@ def label_request(state: ReviewState, doc: InstancesFile, instance_id: str) -> l
         if v.mode == "orbit" and v.is_valid and v.view_id not in review.invalid_views:
             req.views.add(
                 view_id=v.view_id,
-                image_key=v.path,
+                image_key=keys.stored(state.run_id, v.path),
                 direction=review.view_directions.get(v.view_id, v.view_direction),
                 bbox_xyxy=v.bbox_2d_xyxy,
                 is_main=v.view_id == review.main_view,
@@ -234,6 +235,7 @@ def valid_instances(
             v2.label = v2.view_direction if v.mode == "orbit" else v.label
             if v.view_id in review.invalid_views:
                 v2.is_valid, v2.invalid_reason = False, v2.invalid_reason or "reviewer_marked_invalid"
+            v2.is_query_view = v.view_id == review.main_view
             views.append(v2)
         auto = review.auto_label or AutoLabel(ok=False)
         base = inst.model_dump(exclude={"rgb_views", "class_name"})
@@ -263,8 +265,8 @@ def valid_instances(
     kept = sum(1 for r in state.instances.values() if r.action == "keep")
     return ValidInstancesFile(
         scene_id=state.scene_id,
-        source_instances_json=state.source_instances_json,
-        decision_file=decision_file,
+        source_instances_json=keys.release_path(state.source_instances_json),
+        decision_file=keys.release_path(decision_file),
         summary=ValidSummary(
             instances_total=len(doc.instances),
             valid_instances=len(out),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from skyqa import media
+from skyqa import keys, media
 from skyqa.contracts import RgbView
 from skyqa.sim import Intrinsics, Pose, project
 from skyqa.v1 import render_pb2
@@ -86,8 +86,8 @@ def measure_view(
         reason = "mostly_occluded"
     return RgbView(
         view_id=view.view_id,
-        path=result.rgb.key,
-        segmentation_path=result.segmentation.key,
+        path=keys.release_path(result.rgb.key),
+        segmentation_path=keys.release_path(result.segmentation.key),
         mode="topdown" if view.mode == "topdown" else "orbit",
         label=view.direction,
         view_direction=view.direction,

@@ -15,6 +15,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Response
 from pydantic import BaseModel
+from skyqa import keys
 from skyqa.contracts import ReviewState
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.keys import validate_key
@@ -115,7 +116,7 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
                             "size": v.bbox_2d_image_size,
                             "measured_valid": v.is_valid,
                             "invalid": v.view_id in r.invalid_views,
-                            "key": v.path,
+                            "key": keys.stored(run_id, v.path),
                         }
                         for v in inst.rgb_views
                     ],
@@ -223,6 +224,9 @@ def mount_review_web(svc: Service, reviewer: Reviewer) -> None:
         state = await state_of(run_id)
         if iid not in state.instances:
             raise HTTPException(404, f"no landmark {iid!r}")
+        if state.finalized:
+            # a finalized review is part of a sealed release: a new label would change it
+            raise HTTPException(409, "this review is finalized")
         await reviewer.request_labels(state, [iid])
         await reviewer.book.change(
             run_id, lambda s: [{"event": "web_auto_label_job_start", "instance_id": iid}]

@@ -26,6 +26,7 @@ from skyqa.contracts.missions import (
     FrameVisibilityRow,
     IntervalFrames,
     IntervalSec,
+    MaskRow,
     PresenceTarget,
     SelfTrack,
     TargetPresence,
@@ -101,7 +102,7 @@ def build_final_task(
     for a, b in runs:
         flags[a : b + 1] = True
     iv_f, iv_s = _iv(runs, fps)
-    boxes, norms, vis_rows = [], [], []
+    boxes, norms, vis_rows, masks = [], [], [], []
     for i, (r, stat) in enumerate(zip(rows, stats, strict=True)):
         vis_rows.append(
             FrameVisibilityRow(
@@ -129,6 +130,15 @@ def build_final_task(
                 )
             )
             norms.append(FrameBoxNorm(frame=r.frame, time_sec=r.time_sec, bbox_xyxy_norm=norm))
+            masks.append(
+                MaskRow(
+                    frame=r.frame,
+                    time_sec=r.time_sec,
+                    visible_ratio=stat.visible_ratio,
+                    visible_point_count=stat.visible_point_count,
+                    target_inframe_point_count=stat.target_inframe_point_count,
+                )
+            )
     visible = int(flags.sum())
     params = VisibilityParams(
         grid_n=vis.GRID_N,
@@ -148,6 +158,9 @@ def build_final_task(
         frame_visibility=vis_rows,
         frame_bboxes_xyxy_norm=norms,
         keyframe_gt_dense=norms,
+        masks=masks,
+        # the encoding skyqa.media.encode_segmentation writes: instance id = G + 256 * B
+        mask_source=f"seg/frame_<frame:06d>.png pixels whose G + 256 * B is {composed.rendered_instance_id}",
         visible_frame_count=visible,
         visibility_params=params,
     )
@@ -205,6 +218,9 @@ def build_final_task(
     whole_seconds = [frame_rows[f] for f in range(0, n, max(1, round(fps)))]
     video = VideoInfo(
         path=keys.VIDEO,
+        path_web=keys.VIDEO,
+        frame_width=w,
+        frame_height=h,
         frames_manifest=keys.FINAL_FRAMES_MANIFEST,
         frame_index_map=keys.FRAME_INDEX_MAP,
         frame_visibility=keys.FRAME_VISIBILITY,
@@ -248,6 +264,10 @@ def build_final_task(
                 mean_visible_bbox_area_ratio=round(mean_area, 4),
                 intervals_frame=iv_f,
                 intervals_sec=iv_s,
+                frame_visibility=vis_rows,
+                frame_bboxes_xyxy_norm=norms,
+                keyframe_gt_dense=norms,
+                targets={landmark: target},
                 visible_frame_count=visible,
             ),
             self_state_awareness=SelfTrack(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-from google.protobuf import json_format
 from skyqa import keys, scan as scan_rules
 from skyqa.blob import BlobStore
 from skyqa.contracts import Contract, ValidInstancesFile, dump_json, load_json
@@ -26,6 +25,7 @@ from skyqa.contracts.missions import (
     TaskData,
 )
 from skyqa.geometry.pcd import decode_cloud
+from skyqa.protojson import to_dict, to_json
 from skyqa.sim import Intrinsics
 from skyqa.v1 import common_pb2, landmark_pb2, mission_pb2, render_pb2, scan_pb2
 from skyqa.vocab.behaviors import load_library
@@ -105,7 +105,7 @@ def plan_run(
             wp = planned.trajectory.waypoints
             job = video_job(run_id, scene_id, backend, composed, wp, fwd, t, cfg, archive, REQUESTER)
             # the video's render request, kept so `skyqa refresh --videos` can render it again
-            request = json_format.MessageToJson(job, sort_keys=True, indent=1).encode()
+            request = to_json(job, indent=1)
             store.put(keys.mission_file(run_id, traj_id, keys.RENDER_REQUEST), request, "application/json")
             jobs.append(((t.center[0], t.center[1]), job))
     plan = MissionPlanFile(
@@ -116,7 +116,7 @@ def plan_run(
         rejected=rejected,
         landmarks=len(landmarks),
         valid_instances=event.valid_instances.key,
-        scan=json_format.MessageToDict(scan),
+        scan=to_dict(scan),
     )
     store.put(keys.mission_plan(run_id), dump_json(plan), "application/json")
     order = spread_order([c for c, _ in jobs])

@@ -1,18 +1,23 @@
 """The dataset card (Hugging Face ``datasets`` front matter); each family writes its own exports.
 
 The release folder is the run prefix (``runs/<run_id>/``) copied out: manifests and media keep
-their relative paths, and the card's ``configs`` let ``datasets.load_dataset(folder, "image_qa")``
-read the manifests.
+their relative paths. For ``datasets.load_dataset(folder, "image_qa")`` to yield decoded images,
+each family's rows are also written at the release root as ``<manifest>.metadata.jsonl`` with a
+``media_file_names`` column (its images in prompt order): ``datasets``' image-folder builder
+resolves those paths against the metadata file's folder, which must hold every image, and loads
+them as a ``media`` list of ``Image`` features. Videos stay paths relative to the release.
 """
 
 from __future__ import annotations
 
+import json
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from skyqa.contracts.qa import QCReport
-from skyqa.families import FAMILIES, TaskFamily
+from skyqa.families import FAMILIES, TaskFamily, metadata_file
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,28 @@ class Media:
     fps: str  # as measured on the released videos
 
 
+HF_MEDIA = "media_file_names"
+
+
+def hf_metadata(fam: TaskFamily[Any], rows: Sequence[Any]) -> bytes:
+    """A family's rows as an image-folder metadata file: each row plus its still images."""
+    lines = []
+    for row in rows:
+        data = row.model_dump(mode="json")
+        data[HF_MEDIA] = [m.path for m in fam.media(row) if m.fps is None]
+        lines.append(json.dumps(data, sort_keys=True, ensure_ascii=False) + "\n")
+    return "".join(lines).encode()
+
+
+def hf_globs(fam: TaskFamily[Any], rows: Sequence[Any]) -> list[str]:
+    """Globs over the folders the rows' images are in; ``datasets`` picks the image-folder builder
+    because image files outnumber the one metadata file."""
+    paths = {m.path for row in rows for m in fam.media(row) if m.fps is None}
+    return sorted(
+        {f"{posixpath.dirname(posixpath.dirname(p)) or '.'}/**/*{posixpath.splitext(p)[1]}" for p in paths}
+    )
+
+
 def dataset_card(
     scene_id: str,
     run_id: str,
@@ -36,6 +63,7 @@ def dataset_card(
     files: dict[str, str],
     root: str,
     media: Media,
+    globs: dict[str, list[str]],
     families: Sequence[TaskFamily[Any]] = FAMILIES,
 ) -> bytes:
     """Front matter with one ``datasets`` config per family manifest; each family adds its funnel
@@ -44,8 +72,7 @@ def dataset_card(
     f = report.funnel
     parts = [(fam, fam.card(rel, f)) for fam in families]
     configs = "\n".join(
-        f'- config_name: {fam.manifest}\n  data_files: [{{split: test, path: "{rel[fam.manifest]}"}}]'
-        for fam, _ in parts
+        _config(fam.manifest, rel[metadata_file(fam)], globs.get(fam.manifest, [])) for fam, _ in parts
     )
     manifests = {fam.manifest for fam, _ in parts}
     listed = [text for _, part in parts for name, text in part.files if name in manifests]
@@ -129,3 +156,11 @@ yuv420p, {media.fps} FPS, {media.video_bitrate / 1e6:g} Mb/s, MP4 with `+faststa
 release contract is 4096x3072 stills at JPEG 80 and 1440x1080 video at 10 Mb/s: the release
 profile.){notes}
 """.encode()
+
+
+def _config(manifest: str, meta: str, globs: list[str]) -> str:
+    paths = ", ".join(json.dumps(p) for p in [meta, *globs])
+    return (
+        f"- config_name: {manifest}\n  data_files: [{{split: test, path: [{paths}]}}]\n"
+        f"  metadata_filenames: [{meta}]\n  drop_labels: true"
+    )

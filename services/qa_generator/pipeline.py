@@ -21,6 +21,7 @@ from skyqa.contracts.missions import MissionIndex
 from skyqa.contracts.qa import EnvRequest, OverlayRequest, RenderRequests
 from skyqa.errors import InvalidInput
 from skyqa.families import FAMILIES, PlanInputs, TaskFamily
+from skyqa.protojson import to_dict
 from skyqa.v1 import common_pb2, mission_pb2, render_pb2, scan_pb2
 
 REQUESTER = "qa"
@@ -81,11 +82,8 @@ def plan(
 ) -> QAPlan:
     run_id, scene_id = event.run_id, event.scene_id
     scan = scan_rules.stored(store, run_id)
-    root = keys.run_prefix(run_id)
     valid = load_json(ValidInstancesFile, store.get(event.valid_instances.key), "valid instances")
-    collected = load_json(
-        InstancesFile, store.get(f"{root}/{_rel_source(valid.source_instances_json, root)}")
-    )
+    collected = load_json(InstancesFile, store.get(keys.stored(run_id, valid.source_instances_json)))
     landmarks = sorted(valid.valid_instances, key=lambda v: v.instance_id)
     shared = Counter(_description(vi) for vi in landmarks)
     # a description that fits two landmarks does not say which one a question is about
@@ -136,16 +134,12 @@ def plan(
         candidates=collected.summary.candidate_pairs,
         collected=len(collected.instances),
         valid_instances=event.valid_instances.key,
-        scan=json_format.MessageToDict(scan),
+        scan=to_dict(scan),
     )
 
 
 def _description(vi: ValidInstance) -> str:
     return " ".join((vi.landmark_description or vi.class_name).lower().split())
-
-
-def _rel_source(key: str, root: str) -> str:
-    return key.removeprefix(root + "/")
 
 
 def render_jobs(p: QAPlan) -> list[render_pb2.RenderJob]:

@@ -17,19 +17,20 @@ from typing import Any, Literal
 import numpy as np
 from google.protobuf import json_format
 from pydantic import BaseModel
-from skyqa import keys, media
+from skyqa import __version__, integrity, keys, media
 from skyqa.blob import BlobStore
 from skyqa.contracts import ValidInstancesFile, load_json
 from skyqa.contracts.base import dump_json
 from skyqa.contracts.qa import BlindGate, Funnel, QCReport
 from skyqa.errors import InvalidInput
-from skyqa.families import FAMILIES, Checked, Item, Rendered, TaskFamily, release_files
+from skyqa.families import FAMILIES, Checked, Item, Rendered, TaskFamily, metadata_file, release_files
 from skyqa.families.structure import max_similarity
 from skyqa.scan import stills
 from skyqa.v1 import eval_pb2, qa_pb2
 
 from services.qa_generator import export, gate, qc
 from services.qa_generator.assets import draw_overlay
+from services.qa_generator.croissant import croissant
 from services.qa_generator.pipeline import QAPlan, scan_of
 
 mimetypes.add_type("application/x-ndjson", ".jsonl")
@@ -147,18 +148,61 @@ def finish(
         raise ReleaseLeaks(
             "the blind gate failed, nothing was released (see qc_report.json): " + "; ".join(blind.failures)
         )
+    manifests: dict[str, tuple[str, bytes]] = {}
     for f in families:
-        store.put(out[f.manifest], _jsonl(final[f.name]), "application/x-ndjson")
+        manifests[f.name] = (out[f.manifest].removeprefix(root + "/"), _jsonl(final[f.name]))
+        store.put(out[f.manifest], manifests[f.name][1], "application/x-ndjson")
+        store.put(out[metadata_file(f)], export.hf_metadata(f, final[f.name]), "application/x-ndjson")
         for name, data in f.exports(final[f.name]).items():
             store.put(out[name], data, mimetypes.guess_type(out[name])[0] or "application/octet-stream")
+    globs = {f.manifest: export.hf_globs(f, final[f.name]) for f in families}
+    store.put(
+        out["croissant"],
+        croissant(p.scene_id, p.run_id, families, manifests, globs),
+        "application/ld+json",
+    )
     store.put(out["render_requests"], dump_json(p.requests), "application/json")
     store.put(out["qc_report"], dump_json(report), "application/json")
     store.put(
         out["dataset_card"],
-        export.dataset_card(p.scene_id, p.run_id, report, out, root, media_of(p), families),
+        export.dataset_card(
+            p.scene_id,
+            p.run_id,
+            report,
+            out,
+            root,
+            media_of(p),
+            globs,
+            families,
+        ),
         "text/markdown",
     )
+    rows = {f.name: len(final[f.name]) for f in families}
+    info = release_info(p, report, rows, {f.name: out[f.manifest] for f in families}, gate_mode)
+    integrity.seal(store, p.run_id, info)
     return report, out
+
+
+def release_info(
+    p: QAPlan, report: QCReport, rows: dict[str, int], manifests: dict[str, str], gate_mode: str
+) -> integrity.ReleaseInfo:
+    """What made this release: version and commit, the scan request and seed, the settings that
+    change what ships, and its counts."""
+    settings = {"blind_gate": gate_mode}
+    root = keys.run_prefix(p.run_id) + "/"
+    return integrity.ReleaseInfo(
+        skyqa_version=__version__,
+        git_commit=integrity.git_commit(),
+        run_id=p.run_id,
+        scene_id=p.scene_id,
+        seed=scan_of(p).seed,
+        config_hash=integrity.config_hash(p.scan, settings),
+        settings=settings,
+        scan_request=p.scan,
+        counts={k: v for k, v in report.funnel.model_dump().items() if isinstance(v, int)},
+        family_rows=rows,
+        manifests={name: key.removeprefix(root) for name, key in manifests.items()},
+    )
 
 
 def completion(

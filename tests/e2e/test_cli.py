@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import base64
+import csv
 import hashlib
+import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from dualcog_fields import COMPOSITE_WORDS, IMAGE_READ, IMAGE_REQUIRED, VIDEO_READ, VIDEO_REQUIRED
+from google.protobuf.message import Message
+from PIL import Image
+from release_schemas import missing, proto_missing, schema_of
+from skyqa import integrity
+from skyqa.contracts.base import load_jsonl
+from skyqa.contracts.qa import ImageRow, VideoRow
+from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO
 
 ARGS = [
     "--scene",
@@ -75,7 +88,9 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
         "video_qa",
         "qc_report",
         "dataset_card",
-        "image_mcq_tsv",
+        "image_dualcog_latest",
+        "video_dualcog_latest",
+        "image_qa_metadata",
         "render_requests",
         "leaderboard",
         "eval_report",
@@ -244,6 +259,29 @@ def test_release_folder_loads_with_hugging_face_datasets(
     assert len(image) == len(out["image_qa"].read_text().splitlines())
     assert len(video) == len(out["video_qa"].read_text().splitlines())
     assert set(image["task_type"]) == {"self_where", "self_what", "env_where", "env_how"}
+    # images load decoded, in prompt order, whatever the working directory
+    assert image.features["media"] == datasets.List(datasets.Image())
+    first = image[0]
+    assert len(first["media"]) == len(first["images"]) >= 2
+    assert first["media"][0].size == Image.open(release / first["images"][0]).size
+    assert video[0]["media"][0].size == Image.open(release / video[0]["reference_image_with_bbox"]).size
+
+
+def test_verify_passes_on_a_fresh_release_and_names_a_flipped_byte(
+    two_demo_runs: list[dict[str, Path]], tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    shutil.copytree(two_demo_runs[1]["qc_report"].parent, release)
+    ok = skyqa("verify", str(release))
+    assert ok.returncode == 0, ok.stderr
+    assert re.search(r"\d+ files match SHA256SUMS", ok.stdout)
+    asset = release / json.loads((release / "release.json").read_text())["manifests"]["dualcog_image"]
+    data = bytearray(asset.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    asset.write_bytes(bytes(data))
+    bad = skyqa("verify", str(release))
+    assert bad.returncode == 1
+    assert f"{asset.relative_to(release).as_posix()}: changed" in bad.stderr
 
 
 # The release a fixed scene, config and seed produce, recorded before the architecture refactor
@@ -252,6 +290,9 @@ def test_release_folder_loads_with_hugging_face_datasets(
 DIGEST_FILE = Path(__file__).with_name("release_digest.json")
 _VOLATILE = re.compile(
     r"(^|/)\.|landmarks_review/log/|\.review_log\.jsonl$|\.web_review_state\.json$|^eval/items\.jsonl$"
+    # release.json names the commit that made the release and SHA256SUMS hashes the review log's
+    # wall-clock rows; `skyqa verify` checks them instead
+    r"|^release\.json$|^SHA256SUMS$"
 )
 
 
@@ -276,3 +317,195 @@ def test_release_is_byte_identical_to_the_recorded_one(two_demo_runs: list[dict[
     want = json.loads(DIGEST_FILE.read_text())
     changed = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
     assert not changed, f"the release changed: {changed[:20]}"
+
+
+def test_the_vlmevalkit_tsv_carries_its_images_and_loads_from_any_folder(
+    two_demo_runs: list[dict[str, Path]], tmp_path: Path
+) -> None:
+    release = two_demo_runs[0]["qc_report"].parent
+    tsv = tmp_path / "skyqa_image.tsv"
+    done = skyqa("export", "vlmevalkit", str(release), "--out", str(tsv), "--max-side", "0", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in two_demo_runs[0]["image_qa"].read_text().splitlines()]
+    csv.field_size_limit(sys.maxsize)  # base64 images; VLMEvalKit reads them with pandas, which has no limit
+    with tsv.open(newline="") as fh:
+        table = list(csv.DictReader(fh, delimiter="\t"))
+    assert [t["sample_id"] for t in table] == [r["sample_id"] for r in rows]
+    for t, r in zip(table, rows, strict=True):
+        images = json.loads(t["image"]) if t["image"].startswith("[") else [t["image"]]
+        # --max-side 0 embeds the files as shipped, byte for byte
+        assert [base64.b64decode(i) for i in images] == [(release / p).read_bytes() for p in r["images"]]
+        assert t["answer"] == r["answer_option_id"] and t[t["answer"]] == r["answer_label"]
+        assert "JSON" not in t["question"] and "bounding box" not in t["question"]
+    small = tmp_path / "small.tsv"
+    assert (
+        skyqa("export", "vlmevalkit", str(release), "--out", str(small), "--max-side", "64").returncode == 0
+    )
+    with small.open(newline="") as fh:
+        first = next(csv.DictReader(fh, delimiter="\t"))
+    img = Image.open(io.BytesIO(base64.b64decode(json.loads(first["image"])[0])))
+    assert max(img.size) == 64
+
+
+def test_the_lmms_eval_task_scores_replies_as_the_evaluator_does_without_skyqa(
+    two_demo_runs: list[dict[str, Path]], tmp_path: Path
+) -> None:
+    release = two_demo_runs[0]["qc_report"].parent
+    task = tmp_path / "tasks"
+    done = skyqa("export", "lmms-eval", str(release), "--out", str(task))
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in task.iterdir()} >= {
+        "skyqa.yaml",
+        "skyqa_image.yaml",
+        "skyqa_video.yaml",
+        "utils.py",
+    }
+    # lmms-eval's environment has no skyqa: the task's utils must not need it
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import json, sys\n"
+        "sys.modules['skyqa'] = None\n"
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('utils', {str(task / 'utils.py')!r})\n"
+        "u = importlib.util.module_from_spec(spec); spec.loader.exec_module(u)\n"
+        "out = []\n"
+        "for kind, path in json.loads(sys.argv[1]).items():\n"
+        "    for line in open(path):\n"
+        "        doc = json.loads(line)\n"
+        "        visual = getattr(u, kind + '_doc_to_visual')(doc)\n"
+        "        text = getattr(u, kind + '_doc_to_text')(doc, {})\n"
+        "        for n, reply in enumerate(json.loads(sys.argv[2])[doc['sample_id']]):\n"
+        "            scores = getattr(u, kind + '_process_results')(doc, [json.dumps(reply)])\n"
+        "            out.append([doc['sample_id'], n, len(visual), bool(text), scores])\n"
+        "print(json.dumps(out))\n"
+    )
+    replies = _replies(two_demo_runs[0])
+    manifests = {"image": str(two_demo_runs[0]["image_qa"]), "video": str(two_demo_runs[0]["video_qa"])}
+    run = subprocess.run(
+        [sys.executable, str(probe), json.dumps(manifests), json.dumps(replies)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    results = json.loads(run.stdout)
+    assert len(results) == 2 * len(replies)
+    rows: dict[str, tuple[Any, Any]] = {
+        r.sample_id: (DUALCOG_IMAGE, r)
+        for r in load_jsonl(ImageRow, two_demo_runs[0]["image_qa"].read_bytes())
+    }
+    rows |= {
+        r.sample_id: (DUALCOG_VIDEO, r)
+        for r in load_jsonl(VideoRow, two_demo_runs[0]["video_qa"].read_bytes())
+    }
+    for sample_id, n, visuals, has_text, scores in results:
+        assert visuals >= 2 and has_text, sample_id
+        if n == 0:
+            assert set(scores.values()) == {1.0}, (sample_id, scores)  # the gold reply
+        fam, row = rows[sample_id]
+        parsed = fam.parse(row, json.dumps(replies[sample_id][n]))
+        theirs = fam.score(row, parsed, False)
+        assert scores == {k: theirs[k] for k in scores}, (sample_id, n)
+
+
+def _replies(out: dict[str, Path]) -> dict[str, list[dict[str, object]]]:
+    """Per row, a perfect reply in skyqa's answer contract and one that is off in every part."""
+    replies: dict[str, list[dict[str, object]]] = {}
+    for line in out["image_qa"].read_text().splitlines():
+        r = json.loads(line)
+        box = r["answer_bbox_xyxy_norm"]
+        other = next(o["option_id"] for o in r["label_options"] if o["option_id"] != r["answer_option_id"])
+        replies[r["sample_id"]] = [
+            {"answer_option_id": r["answer_option_id"], "bbox_xyxy_norm": box},
+            {"answer_option_id": other, "bbox_xyxy_norm": [min(1.0, x + 0.1) for x in box]},
+        ]
+    for line in out["video_qa"].read_text().splitlines():
+        r = json.loads(line)
+        if r["form"] == "self_instance_recognition_joint":
+            items = [
+                {"option_id": a["option_id"], "intervals_sec": a["intervals_sec"]} for a in r["answer_items"]
+            ]
+            late = [
+                {
+                    "option_id": a["option_id"],
+                    "intervals_sec": [[s + 1.0, e + 1.0] for s, e in a["intervals_sec"]],
+                }
+                for a in r["answer_items"][1:]
+            ]
+            replies[r["sample_id"]] = [{"answers": items}, {"answers": late}]
+        else:
+            gold = r["gold_environment_answer"]
+            shifted = [[s + 0.5, e + 0.5] for s, e in gold["visible_intervals_sec"]]
+            off = {"visible_count": gold["visible_count"] + 1, "visible_intervals_sec": shifted}
+            replies[r["sample_id"]] = [dict(gold), off]
+    return replies
+
+
+def test_the_croissant_metadata_validates_and_reads_every_row(two_demo_runs: list[dict[str, Path]]) -> None:
+    mlc = pytest.importorskip("mlcroissant")
+    out = two_demo_runs[0]
+    release = out["qc_report"].parent
+    ds = mlc.Dataset(jsonld=str(release / "croissant.json"))
+    assert not ds.metadata.ctx.issues.errors, ds.metadata.ctx.issues.report()
+    for name in ("image_qa", "video_qa"):
+        records = list(ds.records(record_set=name))
+        rows = [json.loads(line) for line in out[name].read_text().splitlines()]
+        assert [r[f"{name}/sample_id"].decode() for r in records] == [r["sample_id"] for r in rows]
+
+
+def test_every_json_file_of_a_release_carries_every_field_of_its_schema(
+    two_demo_runs: list[dict[str, Path]],
+) -> None:
+    release = two_demo_runs[0]["qc_report"].parent
+    problems: list[str] = []
+    kinds: set[str] = set()
+    for path in sorted(release.rglob("*.json*")):
+        rel = path.relative_to(release).as_posix()
+        if not integrity.is_released(rel):
+            continue
+        known, schema = schema_of(rel)
+        if not known:
+            problems.append(f"{rel}: no schema in tests/release_schemas.py")
+            continue
+        kinds.add(str(schema))
+        if schema is None:
+            continue
+        text = path.read_text()
+        docs = (
+            [json.loads(line) for line in text.splitlines() if line.strip()]
+            if rel.endswith(".jsonl")
+            else [json.loads(text)]
+        )
+        for doc in docs:
+            if isinstance(schema, type) and issubclass(schema, Message):
+                problems += [f"{rel}: {m}" for m in proto_missing(schema, doc)]
+                continue
+            for item in doc["samples"] if isinstance(doc, dict) and "samples" in doc else [doc]:
+                problems += [f"{rel}: {m}" for m in missing(schema, item, "")]
+    assert not problems, problems[:20]
+    assert len(kinds) >= 25  # the demo release has every kind the table knows
+
+
+def test_the_dualcog_manifests_of_a_release_carry_every_field_the_reference_reads(
+    two_demo_runs: list[dict[str, Path]],
+) -> None:
+    out = two_demo_runs[0]
+    image = json.loads(out["image_dualcog_latest"].read_text())
+    video = json.loads(out["video_dualcog_latest"].read_text())
+    assert len(image["samples"]) == len(out["image_qa"].read_text().splitlines())
+    assert len(video["samples"]) == len(out["video_qa"].read_text().splitlines())
+    for s in image["samples"]:
+        assert set(s) >= IMAGE_REQUIRED | IMAGE_READ, (IMAGE_REQUIRED | IMAGE_READ) - set(s)
+        assert isinstance(s["metadata"]["reference_is_main_view"], bool) and s["metadata"]["reference_label"]
+    for s in video["samples"]:
+        assert set(s) >= VIDEO_REQUIRED | VIDEO_READ, (VIDEO_REQUIRED | VIDEO_READ) - set(s)
+        assert all(set(i) == {"start_sec", "end_sec"} for i in s["visible_intervals_sec"])
+        assert all(i["end_sec"] > i["start_sec"] for i in s["visible_intervals_sec"])
+        labels = {o["option_id"]: o["label"] for o in s["choice_options"]}
+        for a in s["answer_items"]:
+            # the reference splits composite from atomic answers by these words when it cannot
+            # rebuild skyqa's labels
+            composite = a["label"].startswith("a ") and "mission" in a["label"]
+            assert labels[a["option_id"]] == a["label"]
+            assert bool(COMPOSITE_WORDS.search(a["label"])) == composite, a["label"]

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 import numpy as np
 import pytest
 from PIL import Image
+from skyqa import keys
 from skyqa.blob import S3BlobStore
 from skyqa.bus import topology
 from skyqa.contracts import InstancesFile, ValidInstancesFile, load_json
@@ -97,7 +98,7 @@ async def test_kept_landmarks_have_four_valid_views_with_true_boxes(
                 v.view_id,
             )
             ious.append(iou(box, expected))
-            img = Image.open(io.BytesIO(s3_store.get(v.path)))
+            img = Image.open(io.BytesIO(s3_store.get(keys.stored(req.run_id, v.path))))
             assert img.format == "JPEG" and img.size == (w, h)
     assert np.median(ious) > 0.8
 

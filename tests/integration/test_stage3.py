@@ -303,7 +303,12 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     # the card states this run's media, not the release profile's
     stated = "This run (preview profile): stills 640x480 JPEG quality\n80; videos 160x120 H.264"
     assert stated in card and "10 FPS, 2 Mb/s" in card, card
-    assert len(s3_store.get(run["image_mcq_tsv"]).decode().splitlines()) == len(image) + 1
+    # UAV-DualCog's manifests: the same rows in its JSON shape, and the sealed release lists them
+    dualcog = json.loads(s3_store.get(run["image_dualcog_latest"]))
+    assert [s["sample_id"] for s in dualcog["samples"]] == [r["sample_id"] for r in image]
+    assert s3_store.get(run["image_dualcog_listed"]) == s3_store.get(run["image_dualcog_latest"])
+    sums = s3_store.get(f"{root}/SHA256SUMS").decode()
+    assert f"  {run['image_dualcog_latest'].removeprefix(root + '/')}\n" in sums
 
     # refresh: delete the rendered assets, re-render from the sidecar, nothing changes
     manifests = {k: s3_store.get(run[k]) for k in ("image_qa", "video_qa", "render_requests", "qc_report")}

@@ -157,7 +157,7 @@ def test_review_actions_validate_input() -> None:
 
 def test_valid_instances_are_kept_and_labelled_and_honour_invalid_views() -> None:
     d = doc()
-    state = review.initial_state("r", d, "k", "auto")
+    state = review.initial_state("r", d, "runs/r/scene_data/s/landmarks_raw/s.instances.json", "auto")
     ok = labeller_pb2.LabelResult(
         run_id="r",
         landmark_id="4_3",
@@ -179,8 +179,13 @@ def test_valid_instances_are_kept_and_labelled_and_honour_invalid_views() -> Non
     review.apply_label(state, ok)
     review.apply_label(state, low)
     review.set_view_validity(state, d, "4_3", "view_04_left", False)
-    out = review.valid_instances(state, d, "state.json", "test")
+    out = review.valid_instances(state, d, "runs/r/scene_data/s/landmarks_review/state.json", "test")
     assert [v.instance_id for v in out.valid_instances] == ["4_3"]
+    # paths are relative to the release folder, and the main view is UAV-DualCog's query view
+    assert out.source_instances_json == "scene_data/s/landmarks_raw/s.instances.json"
+    assert out.decision_file == "scene_data/s/landmarks_review/state.json"
+    main = [x.view_id for x in out.valid_instances[0].rgb_views if x.is_query_view]
+    assert main == [state.instances["4_3"].main_view]
     v = out.valid_instances[0]
     assert v.landmark_decision == "auto_approved" and v.annotation_status == "labeled"
     assert "view_04_left" not in v.valid_view_ids and "view_02_right" not in v.valid_view_ids

@@ -43,8 +43,12 @@ def test_service_app_imports_no_render_or_release_only_library(module: str) -> N
 
 
 def test_the_container_command_loads_only_the_service_it_serves() -> None:
-    # every container runs `skyqa serve <name>`: the CLI itself must be as lean as a service
+    # every container runs `skyqa serve <name>`: the CLI itself must be as lean as a service,
+    # and the release tools (task families, exports) load only in their own commands
     assert loaded_after("import services.cli") == []
+    tools = ("skyqa.families", "skyqa.exports", "skyqa.integrity")
+    code = f"import services.cli\nassert not [m for m in {tools!r} if m in sys.modules]"
+    assert loaded_after(code) == []
 
 
 def test_service_registry_imports_no_service() -> None:

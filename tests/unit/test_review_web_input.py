@@ -190,6 +190,16 @@ def test_class_name_markup_is_refused_by_the_api(tmp_path: Path) -> None:
     assert reviewer.book.states["r1"].instances["4_7"].class_name == "low house"
 
 
+def test_a_finalized_review_takes_no_auto_label_request(tmp_path: Path) -> None:
+    # a finalized review is part of a sealed release: a late label would change its files
+    client, reviewer = web(tmp_path)
+    reviewer.book.states["r1"].finalized = True
+    before = reviewer.book.states["r1"].model_copy(deep=True)
+    r = client.post("/review/api/runs/r1/instances/4_3/auto_label", headers=AUTH)
+    assert r.status_code == 409 and "finalized" in r.json()["detail"]
+    assert reviewer.book.states["r1"] == before
+
+
 # -- the pages ----------------------------------------------------------------------------
 
 

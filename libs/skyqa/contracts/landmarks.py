@@ -67,6 +67,7 @@ class RgbView(Contract):
     rendered_instance_id: int
     is_valid: bool
     invalid_reason: str = ""
+    is_query_view: bool = False  # the reviewer's main view (UAV-DualCog's query view)
 
 
 class LandmarkInstance(Contract):

@@ -294,6 +294,14 @@ class VisibilityParams(Contract):
     min_sighting_sec: float = 0.0
 
 
+class MaskRow(Contract):
+    frame: int
+    time_sec: float
+    visible_ratio: float
+    visible_point_count: int
+    target_inframe_point_count: int
+
+
 class TargetPresence(Contract):
     intervals_frame: list[IntervalFrames]
     intervals_sec: list[IntervalSec]
@@ -301,6 +309,11 @@ class TargetPresence(Contract):
     frame_visibility: list[FrameVisibilityRow]
     frame_bboxes_xyxy_norm: list[FrameBoxNorm]
     keyframe_gt_dense: list[FrameBoxNorm]
+    # one row per visible frame; the pixels are the landmark's instance id in that frame's
+    # segmentation PNG (``mask_source``), where UAV-DualCog writes a mask tensor archive
+    masks: list[MaskRow] = Field(default_factory=list)
+    mask_tensor_archive: str = ""
+    mask_source: str = ""
     visible_frame_count: int
     visibility_params: VisibilityParams
 
@@ -325,6 +338,10 @@ class EnvTrack(Contract):
     mean_visible_bbox_area_ratio: float
     intervals_frame: list[IntervalFrames]
     intervals_sec: list[IntervalSec]
+    frame_visibility: list[FrameVisibilityRow] = Field(default_factory=list)
+    frame_bboxes_xyxy_norm: list[FrameBoxNorm] = Field(default_factory=list)
+    keyframe_gt_dense: list[FrameBoxNorm] = Field(default_factory=list)
+    targets: dict[str, PresenceTarget] = Field(default_factory=dict)
     visible_frame_count: int
 
 
@@ -372,6 +389,7 @@ class SelfTrack(Contract):
 
 class VideoInfo(Contract):
     path: str
+    path_web: str = ""  # the same file: skyqa's video already streams (H.264 baseline, faststart)
     frames_manifest: str
     frame_index_map: str
     frame_visibility: str
@@ -379,6 +397,8 @@ class VideoInfo(Contract):
     source_pose_fps: float
     width: int
     height: int
+    frame_width: int = 0
+    frame_height: int = 0
     frame_count: int
     duration_sec: float
     bitrate: int

@@ -13,6 +13,7 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from skyqa.contracts.base import Contract
+from skyqa.contracts.missions import ElementInstance, FrameBehavior, FrameBoxNorm, SetInstance
 
 Operation = Literal["GND", "PER", "QUA", "INT", "INF"]
 ImageTask = Literal["self_where", "self_what", "env_where", "env_how"]
@@ -107,6 +108,17 @@ class VideoRow(Contract):
     answer_items: list[AnswerItem] = Field(default_factory=list)
     gold_environment_answer: dict[str, int | list[list[float]]] = Field(default_factory=dict)
     behavior_intervals_sec: list[dict[str, str | float]] = Field(default_factory=list)
+    # the mission as UAV-DualCog's rows describe it (its label rebuilding and web read these)
+    set_class: str = ""
+    set_instance: SetInstance | None = None
+    element_instances: list[ElementInstance] = Field(default_factory=list)
+    element_sequence: list[str] = Field(default_factory=list)  # element classes in flight order
+    mode_sequence: list[str] = Field(default_factory=list)
+    event_sequence: list[str] = Field(default_factory=list)
+    low_level_sequence: list[str] = Field(default_factory=list)  # behavior ids in flight order
+    flight_description: str = ""
+    keyframe_gt_dense: list[FrameBoxNorm] = Field(default_factory=list)  # landmark box per frame
+    self_state_keyframe_gt_dense: list[FrameBehavior] = Field(default_factory=list)  # per second
     prompt_text: str
     user_prompt: str
     system_prompt: str
@@ -155,8 +167,8 @@ class Funnel(Contract):
     blind_dropped: int = 0  # rows every blind solver answered right, removed after the gate
     count_balance_dropped: int = 0  # visibility rows of a count the kind already has enough of
     count_margin_dropped: int = 0  # visibility rows whose count changes within the rule's margin
-    # released rows of the task families that have no field above, by family (left out when none)
-    family_rows: dict[str, int] = Field(default_factory=dict, exclude_if=lambda rows: not rows)
+    # released rows of the task families that have no field above, by family
+    family_rows: dict[str, int] = Field(default_factory=dict)
 
 
 class SolverScore(Contract):

@@ -33,12 +33,18 @@ FAMILIES: tuple[TaskFamily[Any], ...] = (
 def release_files(
     run_id: str, scene_id: str, families: Sequence[TaskFamily[Any]] = FAMILIES
 ) -> dict[str, str]:
-    """Every file the QA stage releases, by name: each family's manifest and exports, then the
-    shared render_requests sidecar, QC report and dataset card."""
+    """Every file the QA stage releases, by name: each family's manifest and exports, its rows as
+    a Hugging Face image-folder metadata file at the release root (``<manifest>_metadata``), then
+    the shared render_requests sidecar, QC report and dataset card."""
     check_registry(families)
     root = keys.run_prefix(run_id)
     out = {name: f"{root}/{path.format(scene=scene_id)}" for f in families for name, path in f.files.items()}
+    out |= {metadata_file(f): f"{root}/{f.manifest}.metadata.jsonl" for f in families}
     return out | keys.release_common(run_id, scene_id)
+
+
+def metadata_file(f: TaskFamily[Any]) -> str:
+    return f"{f.manifest}_metadata"
 
 
 def check_registry(families: Sequence[TaskFamily[Any]]) -> None:
@@ -79,5 +85,6 @@ __all__ = [
     "TaskFamily",
     "check_registry",
     "family",
+    "metadata_file",
     "release_files",
 ]

@@ -176,7 +176,7 @@ def element_label(element: str, camera_mode: str, p: dict[str, float | str]) -> 
         "figure8_orbit": lambda: f"figure-eight over the landmark, {n('cycles')} loop(s)",
         "sky_rise": lambda: f"fly over, then climb {n('rise_m')} m vertically",
         "comet": lambda: "comet loop behind the landmark and back",
-        "surface_mapping": lambda: f"lawnmower survey from above, {n('lane_count')} lanes",
+        "surface_mapping": lambda: f"lawnmower scan from above, {n('lane_count')} lanes",
     }
     text = texts[element]()
     return f"{text} {CAMERA[camera_mode]}"

@@ -24,19 +24,19 @@ VISIBILITY_SYSTEM = (
 )
 
 REFERENCE = "Image 1 shows the {ref} facade of {desc} in the landmark-centric coordinate frame. "
-USER = {
+# the question alone, which frameworks with their own answer instruction ask (VLMEvalKit)
+QUESTION = {
     "self_where": REFERENCE
-    + "Based on that reference, what is your position relative to the landmark in image 2? "
-    "Select one option and return the normalized bounding box of the landmark in image 2.",
-    "self_what": REFERENCE
-    + "Which candidate image is the resulting future view after taking {behavior}? Select one "
-    "option and return the normalized bounding box of the landmark in the selected image.",
+    + "Based on that reference, what is your position relative to the landmark in image 2?",
+    "self_what": REFERENCE + "Which candidate image is the resulting future view after taking {behavior}?",
     "env_where": REFERENCE
-    + "In image 2, what is this landmark's position relative to your forward direction? Select "
-    "one option and return the normalized bounding box of the landmark in image 2.",
-    "env_how": REFERENCE
-    + "In image 2, which move brings this landmark to the centre of your view? Select one option "
-    "and return the normalized bounding box of the landmark in image 2.",
+    + "In image 2, what is this landmark's position relative to your forward direction?",
+    "env_how": REFERENCE + "In image 2, which move brings this landmark to the centre of your view?",
+}
+_BOX = "Select one option and return the normalized bounding box of the landmark in {image}."
+USER = {
+    task: f"{q} {_BOX.format(image='the selected image' if task == 'self_what' else 'image 2')}"
+    for task, q in QUESTION.items()
 }
 # UAV-DualCog asks atomic missions to "Select one option" and composite ones "one or more"; the
 # wording alone then tells how many golds there are, so every row asks for one or more
@@ -61,6 +61,10 @@ DISPLAY = {
 
 def options_text(options: list[tuple[str, str]]) -> str:
     return "\n".join(f"{oid}. {label}" for oid, label in options)
+
+
+def image_question(task: str, ref: str, desc: str, behavior: str = "") -> str:
+    return QUESTION[task].format(ref=ref, desc=desc, behavior=behavior)
 
 
 def image_prompt(task: str, ref: str, desc: str, options: list[tuple[str, str]], behavior: str = "") -> str:

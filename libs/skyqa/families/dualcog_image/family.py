@@ -15,7 +15,7 @@ from skyqa.contracts.qa import IMAGE_TASKS, Funnel, ImageRow, OverlayRequest, Re
 from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.dualcog_image import evaluation
 from skyqa.families.dualcog_image.checks import check_image_rows, check_reasoning
-from skyqa.families.dualcog_image.export import mcq_tsv
+from skyqa.families.dualcog_image.export import dualcog_manifest
 from skyqa.families.dualcog_image.placement import LabelBalance, Placement
 from skyqa.families.dualcog_image.tasks import (
     LandmarkSkipped,
@@ -38,7 +38,9 @@ class DualCogImage:
     files: Mapping[str, str] = MappingProxyType(
         {
             "image_qa": "image_tasks/manifests/{scene}.image_qa.jsonl",
-            "image_mcq_tsv": "image_tasks/{scene}.image_mcq.tsv",
+            # UAV-DualCog's Stage 4 names: the latest manifest, and one its listing finds
+            "image_dualcog_latest": "image_tasks/manifests/{scene}.latest_manifest.json",
+            "image_dualcog_listed": "image_tasks/manifests/{scene}_qa_manifest_release.json",
         }
     )
     row_model = ImageRow
@@ -120,7 +122,8 @@ class DualCogImage:
         )
 
     def exports(self, rows: list[ImageRow]) -> dict[str, bytes]:
-        return {"image_mcq_tsv": mcq_tsv(rows)}
+        manifest = dualcog_manifest(rows, rows[0].scene_id if rows else "")
+        return {"image_dualcog_latest": manifest, "image_dualcog_listed": manifest}
 
     metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({t: evaluation.METRICS for t in IMAGE_TASKS})
 
@@ -169,9 +172,11 @@ class DualCogImage:
                     "GND/PER/QUA/INT/INF steps.",
                 ),
                 (
-                    "image_mcq_tsv",
-                    f"- `{rel['image_mcq_tsv']}`: the image MCQs in VLMEvalKit's TSV layout "
-                    "(`image_path` lists the images).",
+                    "image_dualcog_latest",
+                    f"- `{rel['image_dualcog_latest']}` (and `{rel['image_dualcog_listed']}`, the same "
+                    "file under the\n  name UAV-DualCog's manifest listing finds): the image rows as "
+                    "UAV-DualCog's Stage 4\n  manifest; `skyqa_conventions` says where a row deliberately "
+                    "differs from it.",
                 ),
             ],
             # continues the media paragraph's last line

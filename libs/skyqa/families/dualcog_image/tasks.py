@@ -162,6 +162,7 @@ def plan_landmark(
 
     used_targets: set[str] = set()
     for slot, difficulty in enumerate(difficulty_plan(views)):
+        first = len(rows)
         rng = np.random.default_rng(seed + (index * 2 + slot) * SEED_STRIDE + 17)
         eligible = [v for v in views if difficulty == "8way" or v.view_direction in L.CARDINAL]
         if len(eligible) < 2:
@@ -277,6 +278,12 @@ def plan_landmark(
                 rng,
             )
             rows.append(_row(common, sample_id, task, request.output_image, env_opts, gold_env, [], meta))
+        # UAV-DualCog's reference fields: self_what names the reference in the observer's frame
+        for r in rows[first:]:
+            r.metadata["reference_is_main_view"] = ref.view_id == vi.main_view
+            r.metadata["reference_label"] = (
+                L.observer_label(ref.view_direction) if r.task_type == "self_what" else ref_label
+            )
     return LandmarkPlan(rows, env_requests, list(overlays.values()))
 
 

@@ -12,13 +12,14 @@ import numpy as np
 from skyqa import keys
 from skyqa.answers import Parsed
 from skyqa.contracts import load_json
-from skyqa.contracts.missions import ComposedSegments, TaskData
+from skyqa.contracts.missions import ComposedSegments, ConstraintReport, TaskData
 from skyqa.contracts.qa import Funnel, ReasoningStep, VideoRow
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.dualcog_video import evaluation
 from skyqa.families.dualcog_video.balance import count_surplus
 from skyqa.families.dualcog_video.checks import check_video_rows, pixel_shares
+from skyqa.families.dualcog_video.export import dualcog_manifest
 from skyqa.families.dualcog_video.tasks import joint_row, visibility_row
 from skyqa.families.views import reference_overlay
 from skyqa.vocab.behaviors import element_label, load_library
@@ -31,7 +32,14 @@ class DualCogVideo:
     name = "dualcog_video"
     noun = "video"
     manifest = "video_qa"
-    files: Mapping[str, str] = MappingProxyType({"video_qa": "video_tasks/manifests/{scene}.video_qa.jsonl"})
+    files: Mapping[str, str] = MappingProxyType(
+        {
+            "video_qa": "video_tasks/manifests/{scene}.video_qa.jsonl",
+            # UAV-DualCog's Stage 3 names: the latest manifest, and one its listing finds
+            "video_dualcog_latest": "video_tasks/datasets/{scene}.latest_manifest.json",
+            "video_dualcog_listed": "video_tasks/datasets/{scene}_release.json",
+        }
+    )
     row_model = VideoRow
     unit_kind = "landmark"
     unit_rows = 4
@@ -64,6 +72,12 @@ class DualCogVideo:
             vi = by_id[m.instance_id]
             composed = composed_all[m.traj_id]
             task = load_json(TaskData, store.get(m.task_data), "task data")
+            report = load_json(
+                ConstraintReport,
+                store.get(keys.mission_file(run_id, m.traj_id, keys.CONSTRAINT_REPORT)),
+                "constraint report",
+            )
+            track = task.task_tracks.self_state_awareness
             main = next((v for v in vi.rgb_views if v.view_id == vi.main_view), vi.rgb_views[0])
             ref = reference_overlay(vi.instance_id, main, inputs.rel(main.path))
             out.overlays.append(ref)
@@ -85,6 +99,16 @@ class DualCogVideo:
                 "duration_sec": task.video.duration_sec,
                 "video_width": task.video.width,
                 "video_height": task.video.height,
+                "set_class": composed.set_class,
+                "set_instance": composed.set_instance,
+                "element_instances": composed.element_instances,
+                "element_sequence": [e.element_class for e in composed.element_instances],
+                "mode_sequence": composed.mode_sequence,
+                "event_sequence": composed.event_sequence,
+                "low_level_sequence": composed.behavior_sequence,
+                "flight_description": report.flight_description,
+                "keyframe_gt_dense": task.target_presence.keyframe_gt_dense,
+                "self_state_keyframe_gt_dense": track.keyframe_gt_dense,
             }
             rng = np.random.default_rng(inputs.seed + n * 1009 + 29)
             mine = {element_label(s.element_class, s.mode_key, s.params) for s in composed.segments}
@@ -140,7 +164,8 @@ class DualCogVideo:
         )
 
     def exports(self, rows: list[VideoRow]) -> dict[str, bytes]:
-        return {}
+        manifest = dualcog_manifest(rows)
+        return {"video_dualcog_latest": manifest, "video_dualcog_listed": manifest}
 
     metrics: Mapping[str, tuple[str, ...]] = MappingProxyType(
         {evaluation.JOINT: evaluation.JOINT_METRICS, evaluation.VISIBILITY: evaluation.VISIBILITY_METRICS}
@@ -191,7 +216,13 @@ class DualCogVideo:
                     f"- `{rel['video_qa']}`: video rows: Flight Behavior Recognition and Temporal "
                     "Localization\n  (`answers[].intervals_sec`) and Landmark Visibility Counting and "
                     "Interval Reasoning\n  (`visible_count`, `visible_intervals_sec`).",
-                )
+                ),
+                (
+                    "video_dualcog_latest",
+                    f"- `{rel['video_dualcog_latest']}` (and `{rel['video_dualcog_listed']}`): the video "
+                    "rows as\n  UAV-DualCog's Stage 3 manifest (intervals as `{start_sec, end_sec}` "
+                    "objects); `skyqa_conventions`\n  says where a row deliberately differs from it.",
+                ),
             ],
         )
 

@@ -1,0 +1,139 @@
+"""Every JSON file kind a release ships, with the schema it must carry in full.
+
+A file that matches no pattern here fails the test that uses this table: a new file kind is
+added with its schema. Fields are checked present, never filled in from defaults, so a writer
+that leaves a field out (proto3 drops zero values; pydantic can exclude defaults) is caught.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from typing import Any, Union, get_args, get_origin
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from pydantic import BaseModel
+from skyqa import integrity
+from skyqa.contracts.capture import FrameRow, SemanticClassTable
+from skyqa.contracts.fusion import FusionMeta, InstanceTable
+from skyqa.contracts.landmarks import InstancesFile, LandmarkInstance
+from skyqa.contracts.missions import (
+    ComposedSegments,
+    ConstraintReport,
+    FrameIndexMap,
+    FramesManifest,
+    FrameVisibility,
+    MissionIndex,
+    TaskData,
+)
+from skyqa.contracts.qa import ImageRow, QCReport, RenderRequests, VideoRow
+from skyqa.contracts.review import ReviewState, ValidInstancesFile
+from skyqa.protojson import to_dict
+from skyqa.v1 import render_pb2, scan_pb2
+
+from services.landmark.plan import LandmarkPlan
+from services.mission_planner.missions import MissionPlanFile
+from services.qa_generator.pipeline import QAPlan
+
+
+class LogRow(BaseModel):
+    """A review-log row: UAV-DualCog's common keys; each event adds its own."""
+
+    ts: float
+    scene_id: str
+    event: str
+
+
+Schema = type[BaseModel] | type[Message] | None  # None: checked by its own tool (croissant.json)
+
+SCHEMAS: list[tuple[str, Schema]] = [
+    (r"scan_request\.json", scan_pb2.ScanRequest),
+    (r"release\.json", integrity.ReleaseInfo),
+    (r"qc_report\.json", QCReport),
+    (r"croissant\.json", None),
+    (r"image_qa\.metadata\.jsonl", ImageRow),
+    (r"video_qa\.metadata\.jsonl", VideoRow),
+    (r"image_tasks/manifests/[^/]+\.image_qa\.jsonl", ImageRow),
+    (r"video_tasks/manifests/[^/]+\.video_qa\.jsonl", VideoRow),
+    # UAV-DualCog's manifests: their samples are skyqa's rows plus the reference's own fields
+    (r"image_tasks/manifests/[^/]+(\.latest_manifest|_qa_manifest_release)\.json", ImageRow),
+    (r"video_tasks/datasets/[^/]+(\.latest_manifest|_release)\.json", VideoRow),
+    (r"image_tasks/qa_plan\.json", QAPlan),
+    (r"image_tasks/render_requests/[^/]+\.json", RenderRequests),
+    (r"scene_data/[^/]+/pcd_map/[^/]+\.meta\.json", FusionMeta),
+    (r"scene_data/[^/]+/pcd_map/[^/]+\.instances\.json", InstanceTable),
+    (r"scene_data/[^/]+/pcd_map/[^/]+\.classes\.json", SemanticClassTable),
+    (r"scene_data/[^/]+/pcd_map/([^/]+\.)?frames_manifest\.jsonl", FrameRow),
+    (r"scene_data/[^/]+/pcd_map/manifests/manifest_job_\d+\.jsonl", FrameRow),
+    (r"scene_data/[^/]+/landmarks_raw/[^/]+\.instances\.json", InstancesFile),
+    (r"scene_data/[^/]+/landmarks_raw/parts/plan\.json", LandmarkPlan),
+    (r"scene_data/[^/]+/landmarks_raw/parts/[^/]+\.json", LandmarkInstance),
+    (r"scene_data/[^/]+/landmarks_review/[^/]+\.valid_instances\.json", ValidInstancesFile),
+    (r"scene_data/[^/]+/landmarks_review/[^/]+\.web_review_state\.json", ReviewState),
+    (r"scene_data/[^/]+/landmarks_review/[^/]+\.review_log\.jsonl", LogRow),
+    (r"scene_data/[^/]+/landmarks_review/log/\d+\.json", LogRow),
+    (r"video_tasks/mission_plan\.json", MissionPlanFile),
+    (r"video_tasks/missions_index\.json", MissionIndex),
+    (r"video_tasks/missions/[^/]+/composed_segments\.json", ComposedSegments),
+    (r"video_tasks/missions/[^/]+/constraint_report\.json", ConstraintReport),
+    (r"video_tasks/missions/[^/]+/render_request\.json", render_pb2.VideoJob),
+    (r"video_tasks/missions/[^/]+/final_task/task_data\.json", TaskData),
+    (r"video_tasks/missions/[^/]+/final_task/frames_manifest\.json", FramesManifest),
+    (r"video_tasks/missions/[^/]+/final_task/frame_index_map\.json", FrameIndexMap),
+    (r"video_tasks/missions/[^/]+/final_task/frame_visibility\.jsonl", FrameVisibility),
+]
+
+
+def schema_of(rel: str) -> tuple[bool, Schema]:
+    for pattern, schema in SCHEMAS:
+        if re.fullmatch(pattern, rel):
+            return True, schema
+    return False, None
+
+
+def missing(annotation: Any, value: Any, where: str) -> list[str]:
+    """Fields of ``annotation`` that ``value`` (parsed JSON) leaves out, recursively."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if not isinstance(value, dict):
+            return []
+        out = []
+        for name, field in annotation.model_fields.items():
+            key = field.alias or name
+            if key not in value:
+                out.append(f"{where}.{key}")
+            else:
+                out += missing(field.annotation, value[key], f"{where}.{key}")
+        return out
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is list and isinstance(value, list):
+        return [m for i, v in enumerate(value[:20]) for m in missing(args[0], v, f"{where}[{i}]")]
+    if origin is dict and isinstance(value, dict):
+        return [m for k, v in list(value.items())[:20] for m in missing(args[1], v, f"{where}.{k}")]
+    if origin in (Union, types.UnionType):
+        models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        return missing(models[0], value, where) if models and isinstance(value, dict) else []
+    return []
+
+
+def proto_missing(message: type[Message], doc: dict[str, Any]) -> list[str]:
+    """Fields the file leaves out: every field of the message, rendered with no default dropped,
+    must be in the file as it is."""
+    full = to_dict(json_format.ParseDict(doc, message()))
+    return _dict_missing(full, doc, "")
+
+
+def _dict_missing(full: Any, doc: Any, where: str) -> list[str]:
+    if isinstance(full, dict) and isinstance(doc, dict):
+        return [
+            m
+            for k, v in full.items()
+            for m in ([f"{where}.{k}"] if k not in doc else _dict_missing(v, doc[k], f"{where}.{k}"))
+        ]
+    if isinstance(full, list) and isinstance(doc, list):
+        return [
+            m
+            for i, (a, b) in enumerate(zip(full, doc, strict=False))
+            for m in _dict_missing(a, b, f"{where}[{i}]")
+        ]
+    return []
