@@ -26,6 +26,7 @@ from skyqa.sim import BuiltinSimulator, CameraSpec, Intrinsics, Pose, load_scene
 from skyqa.sim.camera import camera_rays
 from skyqa.v1 import capture_pb2, common_pb2, render_pb2
 
+from bench.airsim_rpc import airsim_rpc_throughput
 from bench.bus import bus_overhead
 from bench.labeller import labeller_accuracy
 from bench.lean import service_start_rss, table as lean_table
@@ -313,6 +314,7 @@ def main() -> None:
         "service_processes": service_processes(),
         "lean_processes": service_start_rss(),
         "heuristic_labeller": labeller_accuracy(),
+        "airsim_rpc": airsim_rpc_throughput(),
     }
     # upper bound: as if every captured frame were its own message (jobs carry several poses)
     per_message_s = 1 / results["bus"]["publish_per_s"] + results["bus"]["latency_ms_p50"] / 1000
@@ -375,6 +377,14 @@ def main() -> None:
             f"{results['heuristic_labeller']['category_accuracy']:.3f}",
             "",
         ),
+    ]
+    lines += [
+        (
+            f"AirSim RPC {size}, 3 images",
+            f"{row['rpc_frames_per_s']:.2f} frames/s",
+            f"{row['ratio_of_direct']:.2f} of direct",
+        )
+        for size, row in results["airsim_rpc"].items()
     ]
     rr = results["renderer_replicas"]
     lines += [

@@ -17,6 +17,7 @@ from pydantic_settings import (
 )
 
 from skyqa.errors import InvalidInput
+from skyqa.sim.classes import CLASSES
 
 
 class ConfigError(InvalidInput):
@@ -62,9 +63,18 @@ class AirSimSettings(BaseModel):
     vehicle: str = ""
     camera: str = "0"
     lidar_names: list[str] = ["LidarSensor1", "LidarSensor2"]
-    bgr: bool = False  # Microsoft AirSim sends BGR, Cosys-AirSim RGB
-    # (regex on the object name, skyqa class name), first match wins
-    labels: list[tuple[str, str]] = [(r"(?i)ground.*|landscape.*", "ground"), (r"(?i)road.*", "road")]
+    bgr: bool = False  # Microsoft AirSim and `skyqa sim serve` send BGR, Cosys-AirSim RGB
+    # how Segmentation colours name objects: Cosys-AirSim's colormap at the object's
+    # segmentation id, or the id itself (R + 256 G + 65536 B), as `skyqa sim serve` draws them
+    segmentation: Literal["cosys", "ids"] = "cosys"
+    lidar_frame: Literal["sensor", "world"] = "sensor"  # settings.json DataFrame: SensorLocal or not
+    # (regex on the object name, skyqa class name), first match wins; then skyqa's own names
+    # (`<class>` or `<class>_<n>`, as `skyqa sim serve` names objects)
+    labels: list[tuple[str, str]] = [
+        (r"(?i)ground.*|landscape.*", "ground"),
+        (r"(?i)road.*", "road"),
+        *((rf"(?i){c.name}(_\d+)?", c.name) for c in CLASSES),
+    ]
     extent: tuple[float, float, float, float] = (-500.0, 500.0, -500.0, 500.0)
 
 

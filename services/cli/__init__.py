@@ -12,6 +12,7 @@ from services.cli import run  # noqa: F401
 from services.cli import evaluate  # noqa: F401
 from services.cli import tools  # noqa: F401
 from services.cli import release  # noqa: F401
+from services.cli import sim  # noqa: F401
 
 # isort: on
 from services.cli._app import app

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -26,8 +27,11 @@ COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
 
 
 def skyqa_services() -> dict[str, dict[str, Any]]:
+    """The bus services (``skyqa serve <name>``); tools such as the AirSim server are not."""
     return {
-        name: svc for name, svc in COMPOSE["services"].items() if svc.get("image", "").startswith("skyqa")
+        name: svc
+        for name, svc in COMPOSE["services"].items()
+        if svc.get("image", "").startswith("skyqa") and svc["command"][0] == "serve"
     }
 
 
@@ -237,3 +241,26 @@ async def test_nats_users_may_publish_only_their_own_events(tmp_path: Path) -> N
             await bus.stop()
     finally:
         server.stop()
+
+
+def test_the_airsim_service_command_serves_airsims_rpc(tmp_path: Path) -> None:
+    import msgpack
+
+    svc = COMPOSE["services"]["airsim"]
+    assert svc["image"].startswith("skyqa") and svc["profiles"] == ["sim"] and svc["healthcheck"]["test"]
+    port = free_port()
+    command = [interpolate(a) for a in svc["command"]]
+    command[command.index("--port") + 1] = str(port)
+    command[command.index("--host") + 1] = "127.0.0.1"  # 0.0.0.0 in the container; loopback here
+    command[command.index("--scene") + 1] = "tiny_town"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "services.cli", *command], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and f"127.0.0.1:{port}" in proc.stdout.readline()
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(msgpack.packb([0, 1, "ping", []]))
+            assert msgpack.unpackb(s.recv(64), raw=False) == [1, 1, None, True]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -1,4 +1,7 @@
+import json
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -75,14 +78,55 @@ def test_segmentation_and_lidar_labels() -> None:
         decode_lidar([1, 2, 3], ["a", "b"], labels)
 
 
-def test_airsim_backend_without_client_is_a_clear_error() -> None:
-    try:
-        import cosysairsim  # noqa: F401
-    except ImportError:
-        from skyqa.errors import SimulatorUnavailable
-        from skyqa.sim import open_simulator
+def test_airsim_backend_without_client_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skyqa.errors import SimulatorUnavailable
+    from skyqa.sim import open_simulator
 
-        with pytest.raises(SimulatorUnavailable, match=r"skyqa\[airsim\]"):
-            open_simulator("airsim", "env_7")
-    else:
-        pytest.skip("cosysairsim is installed; this checks the missing-client message")
+    monkeypatch.setitem(sys.modules, "cosysairsim", None)  # as if the extra were not installed
+    with pytest.raises(SimulatorUnavailable, match=r"skyqa\[airsim\]"):
+        open_simulator("airsim", "env_7")
+
+
+def test_the_servers_ned_pose_reads_back_what_the_backend_sends() -> None:
+    from skyqa.sim.airsim_wire import enu_pose, matrix_quat, ned_rotation, quat_matrix
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        x, y, z = rng.uniform(-100, 100, 3).tolist()
+        p = Pose(x, y, z, rng.uniform(-179, 179), rng.uniform(-85, 85), rng.uniform(-40, 40))
+        position, q = pose_to_ned(p)
+        back = enu_pose(np.array(position), quat_matrix(q))
+        assert np.allclose(
+            [back.x, back.y, back.z, back.yaw_deg, back.pitch_deg, back.roll_deg],
+            [p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg],
+            atol=1e-6,
+        )
+        assert np.allclose(quat_matrix(matrix_quat(ned_rotation(p))), ned_rotation(p), atol=1e-9)
+
+
+def test_settings_give_camera_size_and_lidars_and_name_a_bad_key(tmp_path: Path) -> None:
+    from skyqa.errors import InvalidInput
+    from skyqa.sim.airsim_settings import load_settings
+
+    doc = {
+        "CameraDefaults": {
+            "CaptureSettings": [{"ImageType": 0, "Width": 640, "Height": 480, "FOV_Degrees": 72}]
+        },
+        "Vehicles": {"drone_1": {"Sensors": {"L": {"SensorType": 6, "NumberOfChannels": 64, "Range": 60}}}},
+    }
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(doc))
+    cfg = load_settings(path)
+    assert cfg.vehicles == ["drone_1"]
+    cam = cfg.camera("0")
+    assert (cam.width, cam.height, cam.fov_deg) == (640, 480, 72.0)
+    assert cfg.lidar("L").channels == 64 and cfg.lidar("").range_m == 60.0
+    with pytest.raises(InvalidInput, match="no LiDAR 'X'"):
+        cfg.lidar("X")
+    doc["Vehicles"]["drone_1"]["Sensors"]["L"]["VerticalFOVLower"] = 30  # type: ignore[index]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InvalidInput, match="VerticalFOVLower must be below"):
+        load_settings(path)
+    path.write_text("[1, 2]")
+    with pytest.raises(InvalidInput, match="JSON object"):
+        load_settings(path)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from skyqa.sim.airsim_wire import quat_matrix
 from skyqa.sim.camera import Intrinsics, Pose
 from skyqa.sim.classes import BY_NAME, SemanticClass
 from skyqa.sim.protocol import CameraSpec, Frame, LidarScan, LidarSpec
@@ -127,6 +128,23 @@ def decode_lidar(
     return pts, sem, inst
 
 
+def segmentation_colours(
+    ids: dict[str, int], colormap: NDArray[np.integer[Any]] | None
+) -> dict[tuple[int, int, int], str]:
+    """Segmentation colour -> object name: Cosys-AirSim's ``colormap`` at each object's id, or
+    (with no colormap) the id itself as ``(id & 255, id >> 8 & 255, id >> 16)``."""
+    out: dict[tuple[int, int, int], str] = {}
+    for name, i in sorted(ids.items()):
+        if i < 0:
+            continue
+        if colormap is None:
+            out.setdefault((i & 255, (i >> 8) & 255, (i >> 16) & 255), name)
+        elif i < len(colormap):
+            r, g, b = (int(c) for c in colormap[i][:3])
+            out.setdefault((r, g, b), name)
+    return out
+
+
 class AirSimSimulator:
     """Captures from a running AirSim-family simulator. Needs ``pip install 'skyqa[airsim]'``."""
 
@@ -144,6 +162,8 @@ class AirSimSimulator:
         lidar_names: tuple[str, ...] = ("LidarSensor1",),
         bgr: bool = False,
         extent: tuple[float, float, float, float] = (-500.0, 500.0, -500.0, 500.0),
+        segmentation: str = "cosys",
+        lidar_frame: str = "sensor",
     ) -> None:
         try:
             import cosysairsim as airsim
@@ -161,11 +181,12 @@ class AirSimSimulator:
         self.lidar_names = lidar_names
         self.bgr = bgr
         self._extent = extent
+        self.lidar_frame = lidar_frame
         names = self.client.simListInstanceSegmentationObjects()
-        colours = self.client.simGetInstanceSegmentationColorMap()
-        self.colour_to_name = {
-            (int(c.x_val), int(c.y_val), int(c.z_val)): n for n, c in zip(names, colours, strict=False)
-        }
+        ids = {str(n): int(self.client.simGetSegmentationObjectID(n)) for n in names}
+        self.colour_to_name = segmentation_colours(
+            ids, self.client.simGetSegmentationColorMap() if segmentation == "cosys" else None
+        )
 
     def classes(self) -> dict[int, SemanticClass]:
         return {c.id: c for c in BY_NAME.values()}
@@ -217,9 +238,13 @@ class AirSimSimulator:
         parts = []
         for name in self.lidar_names:
             data = self.client.getLidarData(name, self.vehicle)
-            parts.append(
-                decode_lidar(data.point_cloud, list(getattr(data, "groundtruth", []) or []), self.labels)
-            )
+            cloud = np.asarray(data.point_cloud, dtype=np.float64).reshape(-1, 3)
+            if self.lidar_frame == "sensor" and len(cloud):
+                p, o = data.pose.position, data.pose.orientation
+                rotation = quat_matrix((o.w_val, o.x_val, o.y_val, o.z_val))
+                cloud = cloud @ rotation.T + np.array([p.x_val, p.y_val, p.z_val])
+            labels = list(getattr(data, "groundtruth", []) or [])
+            parts.append(decode_lidar(cloud.ravel().tolist(), labels, self.labels))
         pts = np.vstack([p[0] for p in parts]) if parts else np.zeros((0, 3), np.float32)
         return LidarScan(
             pts,

@@ -122,6 +122,8 @@ def open_simulator(
                 lidar_names=tuple(cfg.lidar_names),
                 bgr=cfg.bgr,
                 extent=cfg.extent,
+                segmentation=cfg.segmentation,
+                lidar_frame=cfg.lidar_frame,
             )
         except RuntimeError as exc:  # client library missing
             raise SimulatorUnavailable(str(exc)) from None

@@ -1,0 +1,376 @@
+"""The AirSim API on skyqa's built-in simulator: what AirSim-protocol clients call, answered from
+a :class:`~skyqa.sim.scene.Scene` and its ray-cast renderer.
+
+Vehicles appear when first named (or come from ``settings.json``); each has a pose in NED, API
+control and arming flags, and cameras with their size, FOV and pose relative to the vehicle.
+Scene objects are named ``<class>_<instance id>`` (stuff: ``<class>``) and keep a segmentation id
+(their instance id until ``simSetSegmentationObjectID`` changes it). A Segmentation image
+carries an object's id as its colour, ``(id & 255, id >> 8 & 255, id >> 16)``, and LiDAR
+returns carry ids (``segmentation``, AirSim's field) and names (``groundtruth``, Cosys-AirSim's).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from skyqa.sim.airsim_settings import AirSimConfig, CameraConfig
+from skyqa.sim.airsim_wire import (
+    S,
+    WireError,
+    enu_pose,
+    matrix_quat,
+    nan_pose,
+    ned_rotation,
+    pose_map,
+    quat_matrix as _quat_matrix,
+    quaternion,
+    read_pose,
+    vector,
+)
+from skyqa.sim.camera import Intrinsics, Pose
+from skyqa.sim.protocol import CameraSpec, LidarSpec
+from skyqa.sim.rpc_server import float32_array
+from skyqa.sim.scene import Scene, SceneObject
+
+SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, SEGMENTATION = 0, 1, 2, 3, 5
+SERVED_IMAGES = {SCENE: "Scene", DEPTH_PLANAR: "DepthPlanar", DEPTH_PERSPECTIVE: "DepthPerspective",
+                 DEPTH_VIS: "DepthVis", SEGMENTATION: "Segmentation"}  # fmt: skip
+NO_HIT_M = 65504.0  # what AirSim reports where a ray hits nothing
+SERVER_VERSION = 4  # Cosys-AirSim 3.x clients need 4; AirSim 1.x clients need 1 or more
+MIN_CLIENT_VERSION = 1
+MAX_IMAGE_PIXELS = 8192 * 8192
+STUFF_IDS = 1 << 23  # stuff objects (ground, road, ...) get segmentation ids from here on
+
+
+class ApiError(Exception):
+    """A call the server answers with an error (AirSim clients raise it as ``RPCError``)."""
+
+
+@dataclass
+class Vehicle:
+    position: NDArray[np.float64] = field(default_factory=lambda: np.zeros(3))
+    rotation: NDArray[np.float64] = field(default_factory=lambda: np.eye(3))
+    api_control: bool = False
+    armed: bool = False
+    cameras: dict[str, CameraConfig] = field(default_factory=dict)
+
+
+def _name(value: Any, what: str) -> str:
+    if not isinstance(value, str | int) or isinstance(value, bool) or len(str(value)) > 256:
+        raise ApiError(f"{what} must be a name (a string), got {value!r}")
+    return str(value)
+
+
+class AirSimApi:
+    """The methods an AirSim client calls, by their RPC names (see :meth:`methods`)."""
+
+    def __init__(self, sim: Any, scene: Scene, config: AirSimConfig) -> None:
+        self.sim, self.scene, self.config = sim, scene, config
+        self._lock = threading.Lock()  # one render at a time; calls from many clients interleave
+        self.vehicles: dict[str, Vehicle] = {}
+        # an object's key: its instance id, or minus its class id for stuff (one object per class)
+        self.objects: dict[str, int] = {}
+        self.seg_ids: dict[str, int] = {}
+        self._bounds: dict[str, SceneObject] = {}
+        for obj in scene.objects:
+            thing = obj.instance_id > 0
+            name = f"{obj.semantic.name}_{obj.instance_id}" if thing else obj.semantic.name
+            key = obj.instance_id if thing else -obj.semantic.id
+            self.objects.setdefault(name, key)
+            self.seg_ids.setdefault(name, key if thing else STUFF_IDS + obj.semantic.id)
+            self._bounds.setdefault(name, obj)
+        for name in config.vehicles or ["SimpleFlight"]:
+            self._vehicle(name)
+
+    def methods(self) -> dict[str, Any]:
+        return {
+            "ping": lambda: True,
+            "getServerVersion": lambda: SERVER_VERSION,
+            "getMinRequiredClientVersion": lambda: MIN_CLIENT_VERSION,
+            "reset": self.reset,
+            "enableApiControl": self.enable_api_control,
+            "isApiControlEnabled": lambda vehicle="": self._vehicle(vehicle).api_control,
+            "armDisarm": self.arm_disarm,
+            "simSetVehiclePose": self.set_vehicle_pose,
+            "simGetVehiclePose": self.get_vehicle_pose,
+            "simSetCameraFov": self.set_camera_fov,
+            "simSetCameraPose": self.set_camera_pose,
+            "simGetCameraInfo": self.get_camera_info,
+            "simGetImages": self.get_images,
+            "simGetImage": self.get_image,
+            "getLidarData": self.get_lidar_data,
+            "simListSceneObjects": self.list_scene_objects,
+            "simListInstanceSegmentationObjects": lambda: sorted(self.objects),
+            "simGetObjectPose": self.get_object_pose,
+            "simGetSegmentationObjectID": lambda name: self.seg_ids.get(_name(name, "mesh name"), -1),
+            "simSetSegmentationObjectID": self.set_segmentation_id,
+            "getMultirotorState": self.get_multirotor_state,
+        }
+
+    # -- vehicles and cameras ------------------------------------------------------------------
+
+    def _vehicle(self, name: Any) -> Vehicle:
+        key = _name(name, "vehicle name") or (self.config.vehicles or ["SimpleFlight"])[0]
+        if key not in self.vehicles:
+            if len(self.vehicles) >= 64:
+                raise ApiError(f"no vehicle {key!r} (this server holds at most 64)")
+            self.vehicles[key] = Vehicle()
+        return self.vehicles[key]
+
+    def _camera(self, vehicle: Vehicle, name: Any) -> CameraConfig:
+        key = _name(name, "camera name")
+        if key not in vehicle.cameras:
+            if len(vehicle.cameras) >= 16:
+                raise ApiError(f"no camera {key!r} (a vehicle holds at most 16)")
+            vehicle.cameras[key] = self.config.camera(key)
+        return vehicle.cameras[key]
+
+    def reset(self) -> None:
+        for v in self.vehicles.values():
+            v.position, v.rotation, v.api_control, v.armed = np.zeros(3), np.eye(3), False, False
+
+    def enable_api_control(self, is_enabled: Any, vehicle: Any = "") -> None:
+        self._vehicle(vehicle).api_control = bool(is_enabled)
+
+    def arm_disarm(self, arm: Any, vehicle: Any = "") -> bool:
+        self._vehicle(vehicle).armed = bool(arm)
+        return True
+
+    def set_vehicle_pose(self, pose: Any, ignore_collision: Any = True, vehicle: Any = "") -> None:
+        v = self._vehicle(vehicle)
+        position, q = read_pose(pose)
+        if not np.all(np.abs(position) < 1e6):
+            raise ApiError("a vehicle position must lie within 1e6 m of the origin")
+        v.position, v.rotation = position, _quat_matrix(q)
+
+    def get_vehicle_pose(self, vehicle: Any = "") -> dict[str, Any]:
+        v = self._vehicle(vehicle)
+        return pose_map(v.position, v.rotation)
+
+    def set_camera_fov(self, camera: Any, fov: Any, vehicle: Any = "") -> None:
+        if isinstance(fov, bool) or not isinstance(fov, int | float) or not 1.0 <= float(fov) <= 170.0:
+            raise ApiError(f"a camera FOV is 1..170 degrees, got {fov!r}")
+        self._camera(self._vehicle(vehicle), camera).fov_deg = float(fov)
+
+    def set_camera_pose(self, camera: Any, pose: Any, vehicle: Any = "") -> None:
+        cam = self._camera(self._vehicle(vehicle), camera)
+        position, q = read_pose(pose)
+        cam.position, cam.rotation = position, _quat_matrix(q)
+
+    def _camera_pose(
+        self, vehicle: Vehicle, cam: CameraConfig
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The camera's NED position and body-to-world rotation."""
+        return vehicle.position + vehicle.rotation @ cam.position, vehicle.rotation @ cam.rotation
+
+    def get_camera_info(self, camera: Any, vehicle: Any = "") -> dict[str, Any]:
+        v = self._vehicle(vehicle)
+        cam = self._camera(v, camera)
+        position, rotation = self._camera_pose(v, cam)
+        k = Intrinsics.from_fov(cam.width, cam.height, cam.fov_deg)
+        proj = [[k.fx, 0.0, k.cx, 0.0], [0.0, k.fy, k.cy, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+        return {"pose": pose_map(position, rotation), "fov": cam.fov_deg, "proj_mat": {"matrix": proj}}
+
+    # -- images ------------------------------------------------------------------------------
+
+    def get_images(self, requests: Any, vehicle: Any = "", *_: Any) -> list[dict[str, Any]]:
+        if not isinstance(requests, list) or not 1 <= len(requests) <= 16:
+            raise ApiError("simGetImages takes a list of 1..16 image requests")
+        v = self._vehicle(vehicle)
+        frames: dict[str, Any] = {}  # one render per camera serves all its image types
+        return [self._image(v, r, frames) for r in requests]
+
+    def get_image(self, camera: Any, image_type: Any, vehicle: Any = "", *_: Any) -> bytes:
+        request = {
+            "camera_name": camera,
+            "image_type": image_type,
+            "pixels_as_float": False,
+            "compress": True,
+        }
+        return bytes(self._image(self._vehicle(vehicle), request, {})["image_data_uint8"])
+
+    def _image(self, v: Vehicle, r: Any, frames: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(r, dict):
+            raise ApiError("an image request is a map (camera_name, image_type, pixels_as_float, compress)")
+        kind = r.get("image_type", SCENE)
+        if kind not in SERVED_IMAGES:
+            served = ", ".join(f"{n} ({k})" for k, n in SERVED_IMAGES.items())
+            raise ApiError(f"image type {kind!r} is not served by skyqa's simulator; it serves {served}")
+        name = _name(r.get("camera_name", "0"), "camera name")
+        cam = self._camera(v, name)
+        if cam.width * cam.height > MAX_IMAGE_PIXELS:
+            raise ApiError(f"camera size {cam.width}x{cam.height} is over {MAX_IMAGE_PIXELS} pixels")
+        position, rotation = self._camera_pose(v, cam)
+        pose = enu_pose(position, rotation)
+        if name not in frames:
+            with self._lock:
+                frames[name] = self.sim.render(pose, CameraSpec(cam.width, cam.height, cam.fov_deg))
+        frame = frames[name]
+        as_float, compress = bool(r.get("pixels_as_float", False)), bool(r.get("compress", False))
+        data_u8: bytes = b""
+        data_f: Any = []
+        if kind == SCENE:
+            data_u8 = _png(frame.rgb) if compress else frame.rgb[:, :, ::-1].tobytes()  # BGR, as AirSim
+        elif kind == SEGMENTATION:
+            ids = self._lookup(frame.instance, frame.semantic, self._seg_lut())
+            rgb = np.stack([ids & 255, (ids >> 8) & 255, (ids >> 16) & 255], -1).astype(np.uint8)
+            data_u8 = _png(rgb) if compress else rgb[:, :, ::-1].tobytes()
+        else:
+            depth = frame.depth if kind == DEPTH_PLANAR else _perspective(frame.depth, frame.intrinsics)
+            depth = np.where(np.isfinite(depth), depth, NO_HIT_M).astype(np.float32)
+            if as_float:
+                data_f = float32_array(depth)
+            else:
+                vis = np.clip(depth / 100.0 * 255.0, 0, 255).astype(np.uint8)  # DepthVis: 100 m is white
+                data_u8 = _png(np.repeat(vis[:, :, None], 3, -1)) if compress else vis.tobytes()
+        return {
+            "image_data_uint8": data_u8,
+            "image_data_float": data_f,
+            "camera_position": vector(*position.tolist()),
+            "camera_orientation": quaternion(*matrix_quat(rotation)),
+            "time_stamp": 0,
+            "message": "",
+            "pixels_as_float": as_float,
+            "compress": compress,
+            "width": cam.width,
+            "height": cam.height,
+            "image_type": kind,
+            "camera_name": str(r.get("camera_name", "0")),
+        }
+
+    def _seg_lut(self) -> dict[int, int]:
+        return {key: self.seg_ids[name] for name, key in self.objects.items()}
+
+    @staticmethod
+    def _lookup(
+        instance: NDArray[np.integer[Any]],
+        semantic: NDArray[np.integer[Any]],
+        lut: dict[int, Any],
+        default: Any = 0,
+    ) -> Any:
+        """Per pixel or point, ``lut`` at its object's key (``default`` where there is none: sky,
+        no hit)."""
+        keys = np.where(instance > 0, instance.astype(np.int64), -semantic.astype(np.int64))
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        values = np.array([lut.get(int(k), default) for k in uniq] or [default])
+        return values[inverse].reshape(instance.shape)
+
+    # -- LiDAR -------------------------------------------------------------------------------
+
+    def get_lidar_data(self, lidar: Any = "", vehicle: Any = "") -> dict[str, Any]:
+        v = self._vehicle(vehicle)
+        cfg = self.config.lidar(_name(lidar, "lidar name"))
+        position = v.position + v.rotation @ cfg.position
+        rotation = v.rotation @ cfg.rotation
+        spec = LidarSpec(
+            channels=cfg.channels,
+            vfov_upper_deg=cfg.vfov_upper_deg,
+            vfov_lower_deg=cfg.vfov_lower_deg,
+            horizontal_samples=cfg.horizontal_samples,
+            range_m=cfg.range_m,
+        )
+        with self._lock:
+            scan = self.sim.lidar(enu_pose(position, rotation), spec)
+        world_ned = scan.points.astype(np.float64) @ S  # ENU -> NED flips y and z
+        local = (world_ned - position) @ rotation  # rows: R^T (p - c)
+        az = np.degrees(np.arctan2(local[:, 1], local[:, 0])) % 360.0
+        lo, hi = cfg.hfov_start_deg % 360.0, cfg.hfov_end_deg % 360.0
+        if cfg.hfov_end_deg - cfg.hfov_start_deg >= 359.0:  # AirSim's default 0..359 is all around
+            keep = np.ones(len(az), dtype=bool)
+        else:
+            keep = (az >= lo) & (az <= hi) if lo <= hi else (az >= lo) | (az <= hi)
+        points = local[keep] if cfg.sensor_local else world_ned[keep]
+        inst, sem = scan.instance[keep], scan.semantic[keep]
+        names: dict[int, Any] = {key: name for name, key in self.objects.items()}
+        return {
+            "point_cloud": float32_array(points),
+            "time_stamp": 0,
+            "pose": pose_map(position, rotation),
+            "segmentation": self._lookup(inst, sem, self._seg_lut()).astype(np.int64).tolist(),
+            "groundtruth": self._lookup(inst, sem, names, "").tolist(),
+        }
+
+    # -- scene objects ---------------------------------------------------------------------------
+
+    def list_scene_objects(self, regex: Any = ".*") -> list[str]:
+        pattern = _name(regex, "name regex")
+        try:
+            rx = re.compile(pattern)
+        except re.error as exc:
+            raise ApiError(f"name regex {pattern!r} does not compile: {exc}") from None
+        return sorted(n for n in self.objects if rx.fullmatch(n))
+
+    def get_object_pose(self, name: Any, ned: Any = True) -> dict[str, Any]:
+        obj = self._bounds.get(_name(name, "object name"))
+        if obj is None:
+            return nan_pose()  # what AirSim answers for an unknown object
+        centre = (obj.aabb_min + obj.aabb_max) / 2.0
+        position = S @ centre if ned else centre
+        return pose_map(position, ned_rotation(Pose(0, 0, 0, obj.yaw_deg)))
+
+    def set_segmentation_id(self, name: Any, object_id: Any, is_regex: Any = False) -> bool:
+        if isinstance(object_id, bool) or not isinstance(object_id, int) or not 0 <= object_id < 1 << 24:
+            raise ApiError(f"a segmentation id is 0..{(1 << 24) - 1}, got {object_id!r}")
+        pattern = _name(name, "mesh name")
+        if is_regex:
+            try:
+                rx = re.compile(pattern)
+            except re.error as exc:
+                raise ApiError(f"mesh regex {pattern!r} does not compile: {exc}") from None
+            hits = [n for n in self.objects if rx.fullmatch(n)]
+        else:
+            hits = [n for n in self.objects if n == pattern]
+        for n in hits:
+            self.seg_ids[n] = object_id
+        return bool(hits)
+
+    def get_multirotor_state(self, vehicle: Any = "") -> dict[str, Any]:
+        v = self._vehicle(vehicle)
+        zero = vector(0, 0, 0)
+        pose = pose_map(v.position, v.rotation)
+        kinematics = {
+            "position": pose["position"],
+            "orientation": pose["orientation"],
+            "linear_velocity": zero,
+            "angular_velocity": zero,
+            "linear_acceleration": zero,
+            "angular_acceleration": zero,
+        }
+        return {
+            "collision": {"has_collided": False, "normal": zero, "impact_point": zero, "position": zero,
+                          "penetration_depth": 0.0, "time_stamp": 0, "object_name": "", "object_id": -1},
+            "kinematics_estimated": kinematics,
+            "gps_location": {"latitude": 0.0, "longitude": 0.0, "altitude": 0.0},
+            "timestamp": 0,
+            "landed_state": 0,
+            "rc_data": {"timestamp": 0, "pitch": 0.0, "roll": 0.0, "throttle": 0.0, "yaw": 0.0,
+                        "switches": 0, "vendor_id": "", "is_initialized": False, "is_valid": False},
+            "ready": True,
+            "ready_message": "",
+            "can_arm": True,
+        }  # fmt: skip
+
+
+def _png(rgb: NDArray[np.uint8]) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, "PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def _perspective(depth: NDArray[np.float32], k: Intrinsics) -> NDArray[np.float32]:
+    """Distance along each pixel's ray from planar depth."""
+    u = (np.arange(k.width) + 0.5 - k.cx) / k.fx
+    v = (np.arange(k.height) + 0.5 - k.cy) / k.fy
+    scale = np.sqrt(1.0 + u[None, :] ** 2 + v[:, None] ** 2).astype(np.float32)
+    return depth * scale
+
+
+__all__ = ["AirSimApi", "ApiError", "WireError"]

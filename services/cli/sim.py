@@ -1,0 +1,52 @@
+"""``skyqa sim serve``: the built-in simulator over AirSim's RPC protocol, so AirSim client
+scripts (UAV-DualCog's bridge, OpenFly's and AirCopBench's collectors) run without Unreal."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from skyqa.errors import InvalidInput
+
+from services.cli._app import SceneOpt, app, out, settings_or_exit, user_errors
+
+sim_app = typer.Typer(no_args_is_help=True, help="The built-in simulator as a server.")
+app.add_typer(sim_app, name="sim")
+
+
+@sim_app.command("serve")
+def sim_serve(
+    scene: SceneOpt = "demo_city",
+    host: Annotated[
+        str, typer.Option(help="address to listen on (loopback unless you mean it)")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="AirSim's default port is 41451; 0 picks a free one")] = 41451,
+    settings_json: Annotated[
+        Path | None, typer.Option("--settings", help="an AirSim settings.json: vehicles, cameras, LiDARs")
+    ] = None,
+) -> None:
+    """Serve a scene over AirSim's msgpack-rpc API until Ctrl-C."""
+    from skyqa.sim.airsim_api import AirSimApi, ApiError, WireError
+    from skyqa.sim.airsim_settings import load_settings
+    from skyqa.sim.registry import open_simulator
+    from skyqa.sim.rpc_server import RpcServer
+
+    settings = settings_or_exit()
+    with user_errors():
+        if not 0 <= port <= 65535:
+            raise InvalidInput(f"--port must be 0..65535, got {port}")
+        config = load_settings(settings_json)
+        sim = open_simulator("builtin", scene, settings.scenes_dir)
+        api = AirSimApi(sim, sim.scene, config)  # type: ignore[attr-defined]
+
+    async def main() -> None:
+        server = RpcServer(api.methods(), (ApiError, WireError, InvalidInput))
+        bound = await server.start(host, port)
+        out.print(f"serving {scene} over AirSim's RPC protocol on {host}:{bound}", highlight=False)
+        await server.serve_forever()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
