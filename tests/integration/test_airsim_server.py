@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 from PIL import Image
 from skyqa.settings import AirSimSettings
 from skyqa.sim import BuiltinSimulator, CameraSpec, load_scene
+from skyqa.sim.airsim import quaternion_from_euler
 from skyqa.sim.airsim_api import STUFF_IDS
 from skyqa.sim.airsim_wire import enu_pose, quat_matrix
 
@@ -49,13 +51,13 @@ SETTINGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    settings = tmp_path_factory.mktemp("airsim") / "settings.json"
-    settings.write_text(json.dumps(SETTINGS))
+def serve(settings: dict[str, Any], folder: Path) -> tuple[subprocess.Popen[str], int]:
+    """``skyqa sim serve`` on tiny_town with these settings, on a free loopback port."""
+    path = folder / "settings.json"
+    path.write_text(json.dumps(settings))
     proc = subprocess.Popen(
         [sys.executable, "-m", "services.cli", "sim", "serve", "--scene", "tiny_town", "--port", "0",
-         "--settings", str(settings)],
+         "--settings", str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -64,7 +66,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     line = proc.stdout.readline()
     m = re.search(r"on 127\.0\.0\.1:(\d+)", line)
     assert m, (line, proc.stderr.read() if proc.stderr else "")
-    yield int(m.group(1))
+    return proc, int(m.group(1))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    proc, port = serve(SETTINGS, tmp_path_factory.mktemp("airsim"))
+    yield port
     proc.terminate()
     proc.wait(timeout=20)
 
@@ -221,3 +229,138 @@ def test_skyqas_airsim_backend_against_the_server_sees_what_the_builtin_one_sees
     assert len(scan.points) == len(truth.points) > 100
     assert np.allclose(scan.points, truth.points, atol=1e-3)
     assert np.array_equal(scan.semantic, truth.semantic)
+
+
+# the LiDARs of small_scan (48 channels, +-45 degrees, 1024 samples, 60 m, mounts at 0 and 90
+# degrees pitch) and its 160x120 camera, as an AirSim settings.json describes them
+SCAN_SETTINGS = {
+    "CameraDefaults": {"CaptureSettings": [{"ImageType": 0, "Width": 160, "Height": 120, "FOV_Degrees": 72}]},
+    "Vehicles": {
+        "drone_1": {
+            "Sensors": {
+                name: {
+                    "SensorType": 6,
+                    "NumberOfChannels": 48,
+                    "Range": 60,
+                    "PointsPerSecond": 48 * 1024 * 10,
+                    "RotationsPerSecond": 10,
+                    "VerticalFOVUpper": 45,
+                    "VerticalFOVLower": -45,
+                    "HorizontalFOVStart": 0,
+                    "HorizontalFOVEnd": 359,
+                    "Pitch": pitch,
+                }
+                for name, pitch in (("LidarSensor1", 0.0), ("LidarSensor2", 90.0))
+            }
+        }
+    },
+}
+
+
+async def test_a_capture_scan_through_the_airsim_backend_fuses_what_the_builtin_one_does(
+    settings: Any, s3_store: Any, unique: str, tmp_path: Path
+) -> None:
+    from skyqa.contracts import load_json
+    from skyqa.contracts.fusion import InstanceTable
+    from stage_helpers import small_scan
+
+    from services.capture import app as capture_app
+    from services.embedded import publish_scan, wait_for_run
+    from services.fusion import app as fusion_app
+
+    proc, port = serve(SCAN_SETTINGS, tmp_path)
+    try:
+        airsim_cfg = AirSimSettings(port=port, vehicle="drone_1", bgr=True, segmentation="ids")
+        tables = {}
+        for backend in ("builtin", "airsim"):
+            cfg = settings.model_copy(update={"airsim": airsim_cfg})
+            services = [capture_app.create(cfg, s3_store), fusion_app.create(cfg, s3_store)]
+            for svc in services:
+                await svc.start(http=True)
+            try:
+                req = small_scan(f"as-{backend}-{unique}")
+                req.backend = backend
+                await publish_scan(cfg.bus.nats_url, req)
+                state = await wait_for_run(cfg.bus.nats_url, req.run_id, "fusion", 300)
+                assert state.stages["fusion"].status == "completed", state.errors
+                tables[backend] = load_json(InstanceTable, s3_store.get(state.outputs["instances"]))
+            finally:
+                for svc in services:
+                    await svc.stop()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    want, got = tables["builtin"].instances, tables["airsim"].instances
+    # the backend numbers instances its own way: match them by class and centre
+    assert abs(len(got) - len(want)) <= max(1, len(want) // 20), (len(got), len(want))
+    matched = 0
+    for w in want:
+        near = [g for g in got if g.class_name == w.class_name]
+        if near and min(np.linalg.norm(np.array(g.center) - np.array(w.center)) for g in near) < 0.5:
+            matched += 1
+    assert matched >= 0.95 * len(want), (matched, len(want))
+
+
+# UAV-DualCog's bridge pins the `airsim` 1.7.0 client, which needs tornado < 5 and so an older
+# Python than skyqa's: it runs from its own venv, built once next to the project's
+AIRSIM17 = Path(__file__).resolve().parents[2] / ".venv-airsim17"
+AIRSIM17_PROBE = """
+import json, sys
+import numpy as np
+import airsim
+c = airsim.MultirotorClient(ip="127.0.0.1", port=int(sys.argv[1]), timeout_value=60)
+c.confirmConnection()
+c.enableApiControl(True, "drone_1")
+c.simSetVehiclePose(airsim.Pose(airsim.Vector3r(-40, 10, -25), airsim.to_quaternion(-0.45, 0, -0.3)), True, "drone_1")
+scene, depth, seg = c.simGetImages([airsim.ImageRequest("0", airsim.ImageType.Scene, False, False),
+    airsim.ImageRequest("0", airsim.ImageType.DepthPlanar, True, False),
+    airsim.ImageRequest("0", airsim.ImageType.Segmentation, False, False)], "drone_1")
+d = airsim.list_to_2d_float_array(depth.image_data_float, depth.width, depth.height)
+lidar = c.getLidarData("LidarSensor1", "drone_1")
+print(json.dumps({"z": c.simGetVehiclePose("drone_1").position.z_val, "size": [scene.width, scene.height],
+    "bgr": scene.image_data_uint8.hex(), "depth": d.ravel().tolist(), "lidar": len(lidar.point_cloud) // 3,
+    "lidar_ids": len(lidar.segmentation), "png": c.simGetImage("0", airsim.ImageType.Scene, "drone_1")[:4].hex()}))
+"""
+
+
+def _old_python() -> str | None:
+    """A Python 3.8 or 3.9 that runs: on PATH, or one pyenv installed (its shims need a version
+    selected, so they may be on PATH and still not run)."""
+    found = [shutil.which(n) for n in ("python3.9", "python3.8")]
+    found += sorted(str(p) for p in (Path.home() / ".pyenv" / "versions").glob("3.[89].*/bin/python3"))
+    for candidate in filter(None, found):
+        if subprocess.run([candidate, "-c", "pass"], capture_output=True, timeout=30).returncode == 0:
+            return candidate
+    return None
+
+
+def _airsim17_python() -> Path:
+    python = AIRSIM17 / "bin" / "python"
+    if python.exists():
+        return python
+    base = _old_python()
+    if base is None:
+        pytest.skip("the airsim 1.7.0 client needs Python 3.8 or 3.9 (tornado < 5), and neither is here")
+    subprocess.run([base, "-m", "venv", str(AIRSIM17)], check=True, timeout=300)
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, "numpy==1.24.4", "msgpack-rpc-python==0.4.1"], check=True, timeout=600)
+    # its setup.py imports numpy and msgpackrpc, so it builds against the venv's own
+    subprocess.run([*pip, "--no-build-isolation", "airsim==1.7.0"], check=True, timeout=600)
+    return python
+
+
+def test_the_airsim_1_7_client_captures_from_the_server(server: int, tmp_path: Path) -> None:
+    python = _airsim17_python()
+    probe = tmp_path / "probe.py"
+    probe.write_text(AIRSIM17_PROBE)
+    run = subprocess.run([str(python), str(probe), str(server)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.splitlines()[-1])
+    assert got["z"] == pytest.approx(-25.0) and got["size"] == [160, 120] and got["png"] == "89504e47"
+    q = quaternion_from_euler(-0.45, 0.0, -0.3)  # AirSim's to_quaternion(pitch, roll, yaw)
+    here = enu_pose(np.array([-40.0, 10.0, -25.0]), quat_matrix(q))
+    frame = BuiltinSimulator(load_scene("tiny_town")).render(here, CameraSpec(160, 120, 72.0))
+    assert bytes.fromhex(got["bgr"]) == frame.rgb[:, :, ::-1].tobytes()
+    hit = np.isfinite(frame.depth)
+    assert np.allclose(np.asarray(got["depth"]).reshape(120, 160)[hit], frame.depth[hit], rtol=1e-6)
+    assert got["lidar"] == got["lidar_ids"] > 100

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,8 +173,11 @@ class AirSimSimulator:
                 "the airsim backend needs the cosysairsim package: pip install 'skyqa[airsim]'"
             ) from exc
         self._airsim = airsim
-        self.client = airsim.MultirotorClient(ip=host, port=port)
-        self.client.confirmConnection()
+        # the client's msgpack-rpc session lives on the I/O loop of the thread that made it, and
+        # services call the simulator from a pool of threads: every call goes through this one
+        self._rpc = ThreadPoolExecutor(max_workers=1, thread_name_prefix="airsim-rpc")
+        self.client = self._rpc.submit(airsim.MultirotorClient, ip=host, port=port).result()
+        self._on_rpc(self.client.confirmConnection)
         self.scene_id = scene_id
         self.labels = labels
         self.vehicle = vehicle
@@ -182,11 +186,14 @@ class AirSimSimulator:
         self.bgr = bgr
         self._extent = extent
         self.lidar_frame = lidar_frame
-        names = self.client.simListInstanceSegmentationObjects()
-        ids = {str(n): int(self.client.simGetSegmentationObjectID(n)) for n in names}
+        names = self._on_rpc(self.client.simListInstanceSegmentationObjects)
+        ids = {str(n): int(self._on_rpc(self.client.simGetSegmentationObjectID, n)) for n in names}
         self.colour_to_name = segmentation_colours(
             ids, self.client.simGetSegmentationColorMap() if segmentation == "cosys" else None
         )
+
+    def _on_rpc(self, fn: Any, *args: Any) -> Any:
+        return self._rpc.submit(fn, *args).result()
 
     def classes(self) -> dict[int, SemanticClass]:
         return {c.id: c for c in BY_NAME.values()}
@@ -198,12 +205,16 @@ class AirSimSimulator:
         a = self._airsim
         (x, y, z), _ = pose_to_ned(pose)
         q = quaternion_from_euler(0.0, 0.0, math.radians(-pose.yaw_deg))
-        self.client.simSetVehiclePose(
-            a.Pose(a.Vector3r(x, y, z), a.Quaternionr(q[1], q[2], q[3], q[0])), True, self.vehicle
+        self._on_rpc(
+            self.client.simSetVehiclePose,
+            a.Pose(a.Vector3r(x, y, z), a.Quaternionr(q[1], q[2], q[3], q[0])),
+            True,
+            self.vehicle,
         )
         if with_pitch:
             cq = quaternion_from_euler(math.radians(pose.pitch_deg), math.radians(pose.roll_deg), 0.0)
-            self.client.simSetCameraPose(
+            self._on_rpc(
+                self.client.simSetCameraPose,
                 self.camera,
                 a.Pose(a.Vector3r(0, 0, 0), a.Quaternionr(cq[1], cq[2], cq[3], cq[0])),
                 self.vehicle,
@@ -212,7 +223,8 @@ class AirSimSimulator:
     def render(self, pose: Pose, camera: CameraSpec) -> Frame:
         a = self._airsim
         self._set_pose(pose, with_pitch=True)
-        responses = self.client.simGetImages(
+        responses = self._on_rpc(
+            self.client.simGetImages,
             [
                 a.ImageRequest(self.camera, SCENE, False, False),
                 a.ImageRequest(self.camera, SEGMENTATION, False, False),
@@ -237,7 +249,7 @@ class AirSimSimulator:
         self._set_pose(pose, with_pitch=False)
         parts = []
         for name in self.lidar_names:
-            data = self.client.getLidarData(name, self.vehicle)
+            data = self._on_rpc(self.client.getLidarData, name, self.vehicle)
             cloud = np.asarray(data.point_cloud, dtype=np.float64).reshape(-1, 3)
             if self.lidar_frame == "sensor" and len(cloud):
                 p, o = data.pose.position, data.pose.orientation
@@ -254,4 +266,4 @@ class AirSimSimulator:
         )
 
     def close(self) -> None:
-        return None
+        self._rpc.shutdown(wait=False)
