@@ -310,6 +310,7 @@ import numpy as np
 import airsim
 c = airsim.MultirotorClient(ip="127.0.0.1", port=int(sys.argv[1]), timeout_value=60)
 c.confirmConnection()
+c.reset()  # cameras as settings.json has them, whatever earlier clients set
 c.enableApiControl(True, "drone_1")
 c.simSetVehiclePose(airsim.Pose(airsim.Vector3r(-40, 10, -25), airsim.to_quaternion(-0.45, 0, -0.3)), True, "drone_1")
 scene, depth, seg = c.simGetImages([airsim.ImageRequest("0", airsim.ImageType.Scene, False, False),

@@ -136,6 +136,7 @@ class AirSimApi:
     def reset(self) -> None:
         for v in self.vehicles.values():
             v.position, v.rotation, v.api_control, v.armed = np.zeros(3), np.eye(3), False, False
+            v.cameras.clear()  # back to settings.json's cameras
 
     def enable_api_control(self, is_enabled: Any, vehicle: Any = "") -> None:
         self._vehicle(vehicle).api_control = bool(is_enabled)
