@@ -77,7 +77,7 @@ def seal(store: BlobStore, run_id: str, info: ReleaseInfo) -> str:
 @dataclass(frozen=True, slots=True)
 class Problem:
     path: str
-    what: str  # "changed", "missing", "not listed", "not a file", "bad line"
+    what: str  # "changed", "missing", "not listed in SHA256SUMS", "bad line (...)", ...
 
     def __str__(self) -> str:
         return f"{self.path}: {self.what}"
@@ -191,7 +191,7 @@ def _head(git: Path) -> str:
     try:
         head = (git / "HEAD").read_text().strip()
         if not head.startswith("ref: "):
-            return head if re.fullmatch(r"[0-9a-f]{40}", head) else "unknown"
+            return head  # detached: the commit itself (the caller checks its form)
         ref = head[5:]
         if not re.fullmatch(r"refs/[A-Za-z0-9._/-]+", ref) or ".." in ref:
             return "unknown"

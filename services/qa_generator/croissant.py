@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 from skyqa.families import TaskFamily
 
@@ -60,7 +60,7 @@ def _scalar(annotation: Any) -> str | None:
     if annotation in _TYPES:
         return _TYPES[annotation]
     origin = get_origin(annotation)
-    if origin is not None and str(origin) == "typing.Literal":
+    if origin is Literal:
         kinds = {type(a) for a in get_args(annotation)}
         return _TYPES.get(kinds.pop()) if len(kinds) == 1 else None
     return None

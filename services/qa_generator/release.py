@@ -178,8 +178,8 @@ def finish(
         "text/markdown",
     )
     rows = {f.name: len(final[f.name]) for f in families}
-    info = release_info(p, report, rows, {f.name: out[f.manifest] for f in families}, gate_mode)
-    integrity.seal(store, p.run_id, info)
+    paths = {name: rel for name, (rel, _) in manifests.items()}
+    integrity.seal(store, p.run_id, release_info(p, report, rows, paths, gate_mode))
     return report, out
 
 
@@ -187,9 +187,8 @@ def release_info(
     p: QAPlan, report: QCReport, rows: dict[str, int], manifests: dict[str, str], gate_mode: str
 ) -> integrity.ReleaseInfo:
     """What made this release: version and commit, the scan request and seed, the settings that
-    change what ships, and its counts."""
+    change what ships, and its counts (``manifests`` relative to the release)."""
     settings = {"blind_gate": gate_mode}
-    root = keys.run_prefix(p.run_id) + "/"
     return integrity.ReleaseInfo(
         skyqa_version=__version__,
         git_commit=integrity.git_commit(),
@@ -201,7 +200,7 @@ def release_info(
         scan_request=p.scan,
         counts={k: v for k, v in report.funnel.model_dump().items() if isinstance(v, int)},
         family_rows=rows,
-        manifests={name: key.removeprefix(root) for name, key in manifests.items()},
+        manifests=manifests,
     )
 
 

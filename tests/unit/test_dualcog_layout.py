@@ -22,7 +22,7 @@ def test_image_samples_carry_every_field_the_reference_reads() -> None:
         image_row(sample_id="w", task_type="self_where", metadata={"reference_label": "Back"}),
         image_row(sample_id="e"),
     ]
-    doc = json.loads(image_manifest(rows, "tiny_town"))
+    doc = json.loads(image_manifest(rows))
     assert isinstance(doc["samples"], list) and doc["sample_count"] == 2
     for s in doc["samples"]:
         assert set(s) >= IMAGE_REQUIRED | IMAGE_READ, IMAGE_REQUIRED | IMAGE_READ - set(s)

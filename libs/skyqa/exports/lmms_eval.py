@@ -18,6 +18,7 @@ from skyqa import answers, scoring
 from skyqa.errors import InvalidInput
 from skyqa.exports.release import Release
 from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO
+from skyqa.families.dualcog_video.evaluation import JOINT
 
 _UTILS = Path(__file__).with_name("lmms_eval_utils.py")
 MARKER = "skyqa_task.json"  # names the release; marks a folder as an earlier export
@@ -84,7 +85,7 @@ def write(release: Release, out: Path) -> dict[str, int]:
             ("skyqa_video_behavior", behavior, "behavior_docs", True),
             ("skyqa_video_visibility", visibility, "visibility_docs", False),
         ):
-            counts[name] = sum(1 for r in rows if (r.form == "self_instance_recognition_joint") == form)
+            counts[name] = sum(1 for r in rows if (r.form == JOINT) == form)
             files[f"{name}.yaml"] = _task(name, path, "video", metrics, docs).encode()
         files["skyqa_video.yaml"] = (
             b"group: skyqa_video\ntask:\n  - skyqa_video_behavior\n  - skyqa_video_visibility\n"

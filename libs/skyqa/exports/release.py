@@ -10,7 +10,7 @@ from typing import Any
 from skyqa import integrity, keys
 from skyqa.contracts.base import load_json, load_jsonl
 from skyqa.errors import InvalidInput, InvalidKey
-from skyqa.families import TaskFamily, family
+from skyqa.families import TaskFamily
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,6 @@ class Release:
         if target == self.root or self.root in target.parents:
             raise InvalidInput(f"--out {out} is inside the release; write the export elsewhere")
         return target
-
-    def families(self) -> list[TaskFamily[Any]]:
-        try:
-            return [family(name) for name in self.info.manifests]
-        except KeyError as exc:
-            raise InvalidInput(f"{integrity.RELEASE_INFO}: {exc.args[0]}") from None
 
     def rows(self, fam: TaskFamily[Any]) -> list[Any]:
         rel = self.info.manifests.get(fam.name)

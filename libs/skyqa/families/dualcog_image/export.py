@@ -46,10 +46,11 @@ def vlmevalkit_tsv(rows: list[ImageRow], image_b64: Callable[[str], str]) -> byt
     return buf.getvalue().encode()
 
 
-def dualcog_manifest(rows: list[ImageRow], scene_id: str) -> bytes:
+def dualcog_manifest(rows: list[ImageRow]) -> bytes:
     """The rows as UAV-DualCog's Stage 4 manifest (a JSON object with ``samples``), which its
     loaders and metric code read: every skyqa field plus ``reference_view`` (the reference's
     label in the task's frame), ``answer_option_ids`` and, for ``self_what``, ``multi_select``."""
+    scene_id = rows[0].scene_id if rows else ""
     samples = []
     for r in rows:
         s = r.model_dump(mode="json")

@@ -122,7 +122,7 @@ class DualCogImage:
         )
 
     def exports(self, rows: list[ImageRow]) -> dict[str, bytes]:
-        manifest = dualcog_manifest(rows, rows[0].scene_id if rows else "")
+        manifest = dualcog_manifest(rows)
         return {"image_dualcog_latest": manifest, "image_dualcog_listed": manifest}
 
     metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({t: evaluation.METRICS for t in IMAGE_TASKS})

@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 from skyqa.contracts.qa import VideoRow
+from skyqa.families.dualcog_video.evaluation import JOINT
 
-JOINT = "self_instance_recognition_joint"
 CONVENTIONS = (
     "an interval ends where its last visible frame ends ((last + 1) / fps; UAV-DualCog writes "
     "last / fps, so a one-frame sighting has a positive length here)"
