@@ -383,6 +383,7 @@ def main() -> None:
             f"AirSim RPC {size}, 3 images",
             f"{row['rpc_frames_per_s']:.2f} frames/s",
             f"{row['ratio_of_direct']:.2f} of direct",
+            f"{row['ratio_without_client_decode']:.2f} w/o client decode",
         )
         for size, row in results["airsim_rpc"].items()
     ]

@@ -65,7 +65,8 @@ class AirSimSettings(BaseModel):
     lidar_names: list[str] = ["LidarSensor1", "LidarSensor2"]
     bgr: bool = False  # Microsoft AirSim and `skyqa sim serve` send BGR, Cosys-AirSim RGB
     # how Segmentation colours name objects: Cosys-AirSim's colormap at the object's
-    # segmentation id, or the id itself (R + 256 G + 65536 B), as `skyqa sim serve` draws them
+    # segmentation id, or the id itself (R + 256 G + 65536 B); `skyqa sim serve --palette`
+    # paints either
     segmentation: Literal["cosys", "ids"] = "cosys"
     lidar_frame: Literal["sensor", "world"] = "sensor"  # settings.json DataFrame: SensorLocal or not
     # (regex on the object name, skyqa class name), first match wins; then skyqa's own names

@@ -27,9 +27,17 @@ def sim_serve(
     settings_json: Annotated[
         Path | None, typer.Option("--settings", help="an AirSim settings.json: vehicles, cameras, LiDARs")
     ] = None,
+    palette: Annotated[
+        str,
+        typer.Option(
+            help="segmentation colours: ids (an id's own bytes), cosys (Cosys-AirSim's colour map), or "
+            "a palette file (AirSim's seg_rgbs.txt, or an (N, 3) .npy)"
+        ),
+    ] = "ids",
 ) -> None:
     """Serve a scene over AirSim's msgpack-rpc API until Ctrl-C."""
     from skyqa.sim.airsim_api import AirSimApi, ApiError, WireError
+    from skyqa.sim.airsim_palette import load_palette
     from skyqa.sim.airsim_settings import load_settings
     from skyqa.sim.registry import open_simulator
     from skyqa.sim.rpc_server import RpcServer
@@ -39,8 +47,9 @@ def sim_serve(
         if not 0 <= port <= 65535:
             raise InvalidInput(f"--port must be 0..65535, got {port}")
         config = load_settings(settings_json)
+        colours = load_palette(palette)
         sim = open_simulator("builtin", scene, settings.scenes_dir)
-        api = AirSimApi(sim, sim.scene, config)  # type: ignore[attr-defined]
+        api = AirSimApi(sim, sim.scene, config, colours)  # type: ignore[attr-defined]
 
     async def main() -> None:
         server = RpcServer(api.methods(), (ApiError, WireError, InvalidInput))

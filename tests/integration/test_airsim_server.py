@@ -20,7 +20,6 @@ from PIL import Image
 from skyqa.settings import AirSimSettings
 from skyqa.sim import BuiltinSimulator, CameraSpec, load_scene
 from skyqa.sim.airsim import quaternion_from_euler
-from skyqa.sim.airsim_api import STUFF_IDS
 from skyqa.sim.airsim_wire import enu_pose, quat_matrix
 
 pytestmark = pytest.mark.integration
@@ -51,13 +50,13 @@ SETTINGS = {
 }
 
 
-def serve(settings: dict[str, Any], folder: Path) -> tuple[subprocess.Popen[str], int]:
+def serve(settings: dict[str, Any], folder: Path, *options: str) -> tuple[subprocess.Popen[str], int]:
     """``skyqa sim serve`` on tiny_town with these settings, on a free loopback port."""
     path = folder / "settings.json"
     path.write_text(json.dumps(settings))
     proc = subprocess.Popen(
         [sys.executable, "-m", "services.cli", "sim", "serve", "--scene", "tiny_town", "--port", "0",
-         "--settings", str(path)],
+         "--settings", str(path), *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -72,6 +71,15 @@ def serve(settings: dict[str, Any], folder: Path) -> tuple[subprocess.Popen[str]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     proc, port = serve(SETTINGS, tmp_path_factory.mktemp("airsim"))
+    yield port
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def cosys_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """The server painting segmentation with Cosys-AirSim's colour map."""
+    proc, port = serve(SETTINGS, tmp_path_factory.mktemp("cosys"), "--palette", "cosys")
     yield port
     proc.terminate()
     proc.wait(timeout=20)
@@ -129,8 +137,9 @@ def test_images_equal_the_built_in_renderer_at_the_same_pose(client: Any) -> Non
     hit = np.isfinite(frame.depth)
     assert hit.any() and np.allclose(d[hit], frame.depth[hit], rtol=1e-6) and np.all(d[~hit] > 1e4)
     ids = np.frombuffer(seg.image_data_uint8, np.uint8).reshape(120, 160, 3)[:, :, ::-1].astype(np.uint32)
-    # a thing's id is its instance id; stuff (ground, road) ids start at STUFF_IDS; sky is 0
-    stuff = np.where(frame.semantic > 0, STUFF_IDS + frame.semantic.astype(np.uint32), 0)
+    # a thing's id is its instance id; stuff (ground, road) ids follow the largest one; sky is 0
+    after = max(o.instance_id for o in load_scene("tiny_town").objects) + 1
+    stuff = np.where(frame.semantic > 0, after + frame.semantic.astype(np.uint32), 0)
     expected = np.where(frame.instance > 0, frame.instance, stuff)
     assert np.array_equal(ids[:, :, 0] | ids[:, :, 1] << 8 | ids[:, :, 2] << 16, expected)
     png = client.simGetImage("0", airsim.ImageType.Scene, "drone_1")
@@ -181,6 +190,44 @@ def test_unknown_calls_and_bad_arguments_get_rpclib_errors(client: Any, server: 
     assert client.ping() is True
 
 
+def test_an_airsim_1_palette_paints_ids_0_to_255_with_its_colours(tmp_path: Path) -> None:
+    # AirSim 1.x paints ids 0..255 with the table its docs ship as seg_rgbs.txt; this one has
+    # 256 distinct colours in that file's format
+    rng = np.random.default_rng(7)
+    table = np.stack(np.divmod(rng.choice(1 << 24, 256, replace=False), 1 << 8), -1)
+    rgb = np.stack([table[:, 0] >> 8, table[:, 0] & 255, table[:, 1]], -1).astype(np.uint8)
+    palette = tmp_path / "seg_rgbs.txt"
+    palette.write_text("".join(f"{i}\t[{r}, {g}, {b}]\n" for i, (r, g, b) in enumerate(rgb.tolist())))
+    proc, port = serve(SETTINGS, tmp_path, "--palette", str(palette))
+    try:
+        c = airsim.MultirotorClient(ip="127.0.0.1", port=port, timeout_value=60)
+        names = c.simListSceneObjects(".*")
+        assert all(0 <= c.simGetSegmentationObjectID(n) <= 255 for n in names)  # defaults wrap
+        # the classic AirSim recipe: every object to 0, then the one of interest to 42
+        pose = airsim.Pose(airsim.Vector3r(-40.0, 10.0, -25.0), airsim.euler_to_quaternion(0.0, -0.45, -0.3))
+        c.simSetVehiclePose(pose, True, "drone_1")
+        assert c.simSetSegmentationObjectID(r"[\w]*", 0, True) is True
+        q = pose.orientation
+        here = enu_pose(np.array([-40.0, 10.0, -25.0]), quat_matrix((q.w_val, q.x_val, q.y_val, q.z_val)))
+        scene = load_scene("tiny_town")
+        frame = BuiltinSimulator(scene).render(here, CameraSpec(160, 120, 72.0))
+        things, counts = np.unique(frame.instance[frame.instance > 0], return_counts=True)
+        target = int(things[np.argmax(counts)])
+        semantic = next(o.semantic.name for o in scene.objects if o.instance_id == target)
+        assert c.simSetSegmentationObjectID(f"{semantic}_{target}", 42) is True
+        (seg,) = c.simGetImages(
+            [airsim.ImageRequest("0", airsim.ImageType.Segmentation, False, False)], "drone_1"
+        )
+        got = np.frombuffer(seg.image_data_uint8, np.uint8).reshape(120, 160, 3)[:, :, ::-1]
+        want = np.where((frame.instance == target)[:, :, None], rgb[42], rgb[0])
+        assert np.array_equal(got, want)
+        with pytest.raises(msgpackrpc.error.RPCError, match=r"0\.\.255 \(the seg_rgbs\.txt palette\)"):
+            c.simSetSegmentationObjectID(f"{semantic}_{target}", 300)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
 def test_a_bad_settings_file_is_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "settings.json"
     bad.write_text(json.dumps({"CameraDefaults": {"CaptureSettings": [{"ImageType": 0, "Width": "wide"}]}}))
@@ -204,11 +251,16 @@ def test_a_bad_settings_file_is_a_clear_error(tmp_path: Path) -> None:
     assert "CameraDefaults.Width must be a number" in done.stderr
 
 
-def test_skyqas_airsim_backend_against_the_server_sees_what_the_builtin_one_sees(server: int) -> None:
+@pytest.mark.parametrize("palette", ["ids", "cosys"])
+def test_skyqas_airsim_backend_against_the_server_sees_what_the_builtin_one_sees(
+    palette: str, request: pytest.FixtureRequest
+) -> None:
     from skyqa.sim import LidarSpec, Pose, open_simulator
 
+    # the backend reads segmentation colours as Cosys-AirSim paints them, or as object ids
+    port = request.getfixturevalue("server" if palette == "ids" else "cosys_server")
     cfg = AirSimSettings(
-        port=server, vehicle="drone_1", lidar_names=["LidarSensor1"], bgr=True, segmentation="ids"
+        port=port, vehicle="drone_1", lidar_names=["LidarSensor1"], bgr=True, segmentation=palette
     )
     remote = open_simulator("airsim", "tiny_town", airsim=cfg)
     local = BuiltinSimulator(load_scene("tiny_town"))

@@ -4,9 +4,10 @@ a :class:`~skyqa.sim.scene.Scene` and its ray-cast renderer.
 Vehicles appear when first named (or come from ``settings.json``); each has a pose in NED, API
 control and arming flags, and cameras with their size, FOV and pose relative to the vehicle.
 Scene objects are named ``<class>_<instance id>`` (stuff: ``<class>``) and keep a segmentation id
-(their instance id until ``simSetSegmentationObjectID`` changes it). A Segmentation image
-carries an object's id as its colour, ``(id & 255, id >> 8 & 255, id >> 16)``, and LiDAR
-returns carry ids (``segmentation``, AirSim's field) and names (``groundtruth``, Cosys-AirSim's).
+(a thing's instance id, stuff after the largest one, until ``simSetSegmentationObjectID``
+changes it). A Segmentation image paints an object's id with the server's palette (see
+:mod:`skyqa.sim.airsim_palette`), and LiDAR returns carry ids (``segmentation``, AirSim's field)
+and names (``groundtruth``, Cosys-AirSim's).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
+from skyqa.sim._airsim_kernels import gather_slots
+from skyqa.sim.airsim_palette import Palette
 from skyqa.sim.airsim_settings import AirSimConfig, CameraConfig
 from skyqa.sim.airsim_wire import (
     S,
@@ -47,7 +50,6 @@ NO_HIT_M = 65504.0  # what AirSim reports where a ray hits nothing
 SERVER_VERSION = 4  # Cosys-AirSim 3.x clients need 4; AirSim 1.x clients need 1 or more
 MIN_CLIENT_VERSION = 1
 MAX_IMAGE_PIXELS = 8192 * 8192
-STUFF_IDS = 1 << 23  # stuff objects (ground, road, ...) get segmentation ids from here on
 
 
 class ApiError(Exception):
@@ -72,20 +74,26 @@ def _name(value: Any, what: str) -> str:
 class AirSimApi:
     """The methods an AirSim client calls, by their RPC names (see :meth:`methods`)."""
 
-    def __init__(self, sim: Any, scene: Scene, config: AirSimConfig) -> None:
+    def __init__(self, sim: Any, scene: Scene, config: AirSimConfig, palette: Palette | None = None) -> None:
         self.sim, self.scene, self.config = sim, scene, config
+        self.palette = palette or Palette("ids")
         self._lock = threading.Lock()  # one render at a time; calls from many clients interleave
         self.vehicles: dict[str, Vehicle] = {}
         # an object's key: its instance id, or minus its class id for stuff (one object per class)
         self.objects: dict[str, int] = {}
         self.seg_ids: dict[str, int] = {}
         self._bounds: dict[str, SceneObject] = {}
+        # per-pixel lookups go through a dense table: slot i for instance i, the semantic
+        # classes after the instances, one slot past each for ids no object has
+        self._n_inst = max((o.instance_id for o in scene.objects), default=0) + 1
+        self._n_sem = max((o.semantic.id for o in scene.objects), default=0) + 1
         for obj in scene.objects:
             thing = obj.instance_id > 0
             name = f"{obj.semantic.name}_{obj.instance_id}" if thing else obj.semantic.name
             key = obj.instance_id if thing else -obj.semantic.id
             self.objects.setdefault(name, key)
-            self.seg_ids.setdefault(name, key if thing else STUFF_IDS + obj.semantic.id)
+            wanted = key if thing else self._n_inst + obj.semantic.id
+            self.seg_ids.setdefault(name, self.palette.default_id(wanted))
             self._bounds.setdefault(name, obj)
         for name in config.vehicles or ["SimpleFlight"]:
             self._vehicle(name)
@@ -216,14 +224,16 @@ class AirSimApi:
                 frames[name] = self.sim.render(pose, CameraSpec(cam.width, cam.height, cam.fov_deg))
         frame = frames[name]
         as_float, compress = bool(r.get("pixels_as_float", False)), bool(r.get("compress", False))
-        data_u8: bytes = b""
+        data_u8: bytes | memoryview = b""
         data_f: Any = []
         if kind == SCENE:
-            data_u8 = _png(frame.rgb) if compress else frame.rgb[:, :, ::-1].tobytes()  # BGR, as AirSim
+            data_u8 = _png(frame.rgb) if compress else _bytes(frame.rgb[:, :, ::-1])  # BGR, as AirSim
         elif kind == SEGMENTATION:
-            ids = self._lookup(frame.instance, frame.semantic, self._seg_lut())
-            rgb = np.stack([ids & 255, (ids >> 8) & 255, (ids >> 16) & 255], -1).astype(np.uint8)
-            data_u8 = _png(rgb) if compress else rgb[:, :, ::-1].tobytes()
+            colours = self.palette.rgb(self._table(self.seg_ids, 0, np.int64))
+            if compress:
+                data_u8 = _png(self._lookup(frame.instance, frame.semantic, colours))
+            else:  # BGR, as AirSim
+                data_u8 = _bytes(self._lookup(frame.instance, frame.semantic, colours[:, ::-1]))
         else:
             depth = frame.depth if kind == DEPTH_PLANAR else _perspective(frame.depth, frame.intrinsics)
             depth = np.where(np.isfinite(depth), depth, NO_HIT_M).astype(np.float32)
@@ -231,7 +241,7 @@ class AirSimApi:
                 data_f = float32_array(depth)
             else:
                 vis = np.clip(depth / 100.0 * 255.0, 0, 255).astype(np.uint8)  # DepthVis: 100 m is white
-                data_u8 = _png(np.repeat(vis[:, :, None], 3, -1)) if compress else vis.tobytes()
+                data_u8 = _png(np.repeat(vis[:, :, None], 3, -1)) if compress else _bytes(vis)
         return {
             "image_data_uint8": data_u8,
             "image_data_float": data_f,
@@ -247,22 +257,29 @@ class AirSimApi:
             "camera_name": str(r.get("camera_name", "0")),
         }
 
-    def _seg_lut(self) -> dict[int, int]:
-        return {key: self.seg_ids[name] for name, key in self.objects.items()}
+    def _slot(self, key: int) -> int:
+        return key if key > 0 else self._n_inst + 1 - key
 
-    @staticmethod
+    def _table(self, by_name: dict[str, Any], default: Any, dtype: Any) -> NDArray[Any]:
+        """``by_name``'s value for each object, at its slot (``default`` elsewhere: sky, no hit)."""
+        table = np.full(self._n_inst + self._n_sem + 2, default, dtype=dtype)
+        for name, key in self.objects.items():
+            table[self._slot(key)] = by_name[name]
+        return table
+
     def _lookup(
-        instance: NDArray[np.integer[Any]],
-        semantic: NDArray[np.integer[Any]],
-        lut: dict[int, Any],
-        default: Any = 0,
-    ) -> Any:
-        """Per pixel or point, ``lut`` at its object's key (``default`` where there is none: sky,
-        no hit)."""
-        keys = np.where(instance > 0, instance.astype(np.int64), -semantic.astype(np.int64))
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        values = np.array([lut.get(int(k), default) for k in uniq] or [default])
-        return values[inverse].reshape(instance.shape)
+        self, instance: NDArray[np.integer[Any]], semantic: NDArray[np.integer[Any]], table: NDArray[Any]
+    ) -> NDArray[Any]:
+        """Per pixel or point, ``table`` at its object's slot."""
+        if table.dtype == object:  # names, per LiDAR point: few enough for numpy
+            slots = np.where(
+                instance > 0,
+                np.minimum(instance, self._n_inst),
+                self._n_inst + 1 + np.minimum(semantic, self._n_sem).astype(np.uint32),
+            )
+            named: NDArray[Any] = table[slots]
+            return named
+        return gather_slots(instance, semantic, self._n_inst, self._n_sem, table)
 
     # -- LiDAR -------------------------------------------------------------------------------
 
@@ -290,13 +307,13 @@ class AirSimApi:
             keep = (az >= lo) & (az <= hi) if lo <= hi else (az >= lo) | (az <= hi)
         points = local[keep] if cfg.sensor_local else world_ned[keep]
         inst, sem = scan.instance[keep], scan.semantic[keep]
-        names: dict[int, Any] = {key: name for name, key in self.objects.items()}
+        names = {name: name for name in self.objects}
         return {
             "point_cloud": float32_array(points),
             "time_stamp": 0,
             "pose": pose_map(position, rotation),
-            "segmentation": self._lookup(inst, sem, self._seg_lut()).astype(np.int64).tolist(),
-            "groundtruth": self._lookup(inst, sem, names, "").tolist(),
+            "segmentation": self._lookup(inst, sem, self._table(self.seg_ids, 0, np.int64)).tolist(),
+            "groundtruth": self._lookup(inst, sem, self._table(names, "", object)).tolist(),
         }
 
     # -- scene objects ---------------------------------------------------------------------------
@@ -318,8 +335,11 @@ class AirSimApi:
         return pose_map(position, ned_rotation(Pose(0, 0, 0, obj.yaw_deg)))
 
     def set_segmentation_id(self, name: Any, object_id: Any, is_regex: Any = False) -> bool:
-        if isinstance(object_id, bool) or not isinstance(object_id, int) or not 0 <= object_id < 1 << 24:
-            raise ApiError(f"a segmentation id is 0..{(1 << 24) - 1}, got {object_id!r}")
+        top = self.palette.size - 1
+        if isinstance(object_id, bool) or not isinstance(object_id, int) or not 0 <= object_id <= top:
+            raise ApiError(
+                f"a segmentation id is 0..{top} (the {self.palette.name} palette), got {object_id!r}"
+            )
         pattern = _name(name, "mesh name")
         if is_regex:
             try:
@@ -358,6 +378,11 @@ class AirSimApi:
             "ready_message": "",
             "can_arm": True,
         }  # fmt: skip
+
+
+def _bytes(image: NDArray[np.uint8]) -> memoryview:
+    """An image's bytes in C order, without a further copy on their way to the socket."""
+    return np.ascontiguousarray(image).reshape(-1).data
 
 
 def _png(rgb: NDArray[np.uint8]) -> bytes:

@@ -20,37 +20,49 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from skyqa.sim._airsim_kernels import msgpack_f32_items
+
 log = logging.getLogger("skyqa.sim.rpc")
 
 
 class Raw:
-    """msgpack bytes a result carries as they are: large arrays packed by numpy, not per item."""
+    """msgpack a result carries as it is: large arrays packed by a kernel, not per item."""
 
-    __slots__ = ("data",)
+    __slots__ = ("chunks",)
 
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+    def __init__(self, *chunks: bytes | memoryview) -> None:
+        self.chunks = chunks
 
 
 def float32_array(values: Any) -> Raw:
     """A msgpack array of float32 (what AirSim sends for float images), packed in one pass."""
-    a = np.ascontiguousarray(np.asarray(values, dtype=">f4").ravel())
-    items = np.empty((a.size, 5), dtype=np.uint8)
-    items[:, 0] = 0xCA
-    items[:, 1:] = a.view(np.uint8).reshape(-1, 4)
-    return Raw(b"\xdd" + struct.pack(">I", a.size) + items.tobytes())
+    items = msgpack_f32_items(np.asarray(values))
+    return Raw(b"\xdd" + struct.pack(">I", items.size // 5), items.data)
 
 
-def pack(obj: Any, packer: Any) -> bytes:
-    """``obj`` as msgpack, with any :class:`Raw` inside placed as it is."""
+BIG = 1 << 16  # bytes values from this size go to the socket as they are, not copied
+_NESTED = (dict, list, Raw, bytes, memoryview)  # what makes a container worth packing per item
+
+
+def pack(obj: Any, packer: Any, out: list[bytes | memoryview]) -> list[bytes | memoryview]:
+    """``obj`` as msgpack chunks appended to ``out``: any :class:`Raw` inside placed as it is,
+    large bytes (images; a ``memoryview`` of an array's bytes too) after their header, uncopied."""
     if isinstance(obj, Raw):
-        return obj.data
-    if isinstance(obj, dict) and any(isinstance(v, dict | list | Raw) for v in obj.values()):
-        head = packer.pack_map_header(len(obj))
-        return bytes(head) + b"".join(packer.pack(k) + pack(v, packer) for k, v in obj.items())
-    if isinstance(obj, list) and any(isinstance(v, dict | list | Raw) for v in obj[:8]):
-        return bytes(packer.pack_array_header(len(obj))) + b"".join(pack(v, packer) for v in obj)
-    return bytes(packer.pack(obj))
+        out += obj.chunks
+    elif isinstance(obj, bytes | memoryview) and len(obj) >= BIG:
+        out += [struct.pack(">BI", 0xC6, len(obj)), obj]  # bin 32
+    elif isinstance(obj, dict) and any(isinstance(v, _NESTED) for v in obj.values()):
+        out.append(packer.pack_map_header(len(obj)))
+        for k, v in obj.items():
+            out.append(packer.pack(k))
+            pack(v, packer, out)
+    elif isinstance(obj, list) and any(isinstance(v, _NESTED) for v in obj[:8]):
+        out.append(packer.pack_array_header(len(obj)))
+        for v in obj:
+            pack(v, packer, out)
+    else:
+        out.append(packer.pack(obj))
+    return out
 
 
 REQUEST, RESPONSE, NOTIFY = 0, 1, 2
@@ -87,7 +99,8 @@ class RpcServer:
                 for message in unpacker:
                     answer = await self.handle(message)
                     if answer is not None:
-                        writer.write(pack(answer, packer))
+                        for chunk in pack(answer, packer, []):
+                            writer.write(chunk)
                         await writer.drain()
         except (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, ValueError, BufferError) as exc:
             log.warning("closing %s: not msgpack-rpc (%s)", peer, exc)
