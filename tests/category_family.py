@@ -38,7 +38,7 @@ class LandmarkCategory:
     files: Mapping[str, str] = MappingProxyType({"category_qa": "category_tasks/{scene}.category_qa.jsonl"})
     row_model = CategoryRow
     unit_kind = "landmark"
-    unit_rows = 1
+    unit_rows: int | None = 1
     rows_field: str | None = None
     funnel: Mapping[str, str] = MappingProxyType({})
 

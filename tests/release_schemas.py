@@ -27,8 +27,10 @@ from skyqa.contracts.missions import (
     MissionIndex,
     TaskData,
 )
+from skyqa.contracts.navigation import NavigationPlan, NavigationTask
 from skyqa.contracts.qa import ImageRow, QCReport, RenderRequests, VideoRow
 from skyqa.contracts.review import ReviewState, ValidInstancesFile
+from skyqa.contracts.urbanvideo import NavRow
 from skyqa.protojson import to_dict
 from skyqa.v1 import render_pb2, scan_pb2
 
@@ -43,6 +45,16 @@ class LogRow(BaseModel):
     ts: float
     scene_id: str
     event: str
+
+
+class UrbanVideoMCQ(BaseModel):
+    """A row of UrbanVideo-Bench's MCQ table, as its scripts read it."""
+
+    Question_id: str
+    video_id: str
+    question_category: str
+    question: str
+    answer: str
 
 
 Schema = type[BaseModel] | type[Message] | None  # None: checked by its own tool (croissant.json)
@@ -82,6 +94,11 @@ SCHEMAS: list[tuple[str, Schema]] = [
     (r"video_tasks/missions/[^/]+/final_task/frames_manifest\.json", FramesManifest),
     (r"video_tasks/missions/[^/]+/final_task/frame_index_map\.json", FrameIndexMap),
     (r"video_tasks/missions/[^/]+/final_task/frame_visibility\.jsonl", FrameVisibility),
+    (r"video_tasks/missions/[^/]+/navigation_plan\.json", NavigationPlan),
+    (r"video_tasks/missions/[^/]+/final_task/navigation_task\.json", NavigationTask),
+    (r"navigation_qa\.metadata\.jsonl", NavRow),
+    (r"video_tasks/manifests/[^/]+\.navigation_qa\.jsonl", NavRow),
+    (r"video_tasks/manifests/[^/]+\.urbanvideo_mcq\.jsonl", UrbanVideoMCQ),
 ]
 
 

@@ -25,6 +25,7 @@ def small_scan(run_id: str, **changes: float) -> scan_pb2.ScanRequest:
     req.lidar.channels, req.lidar.horizontal_samples = 48, 1024
     req.landmark_count = 3
     req.video.width, req.video.height = 160, 120
+    req.navigation.goals, req.navigation.routes = 1, 1
     full = scan.apply_defaults(req)
     for k, v in changes.items():
         setattr(full.fusion, k, v)

@@ -30,6 +30,7 @@ MAX_POSES = 20_000
 MAX_EXTENT_M = 20_000.0
 PROFILES = ("preview", "release")
 MAX_LANDMARKS = 2000
+MAX_NAVIGATION = 200  # navigation missions of each kind per run
 MAX_EVAL_MODELS = 32
 
 # The evidence-access conditions the evaluator implements (services/evaluator/conditions.py).
@@ -117,6 +118,9 @@ def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
     video.bitrate = video.bitrate or (10_000_000 if release else 2_000_000)
     # AirSim's default camera field of view
     video.fov_deg = video.fov_deg or 90.0
+    nav = out.navigation
+    nav.goals = nav.goals if nav.HasField("goals") else 3
+    nav.routes = nav.routes if nav.HasField("routes") else 2
     out.review_mode = out.review_mode or "auto"
     return out
 
@@ -189,6 +193,8 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         raise bad(f"video bitrate must be 100 kb/s..100 Mb/s, got {v.bitrate}")
     if not (_finite(v.fov_deg) and 10 <= v.fov_deg <= 170):
         raise bad(f"video fov must be 10..170 degrees, got {v.fov_deg}")
+    if req.navigation.goals > MAX_NAVIGATION or req.navigation.routes > MAX_NAVIGATION:
+        raise bad(f"navigation goals and routes must be 0..{MAX_NAVIGATION} each")
     try:
         validate_evaluation(req.evaluation)
     except InvalidInput as exc:

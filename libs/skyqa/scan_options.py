@@ -45,6 +45,7 @@ def build_request(
     review: str = "auto",
     landmarks: int | None = None,
     video: str | None = None,
+    navigation: str | None = None,
     eval_models: list[str] | None = None,
     eval_conditions: str | None = None,
 ) -> scan_pb2.ScanRequest:
@@ -63,6 +64,11 @@ def build_request(
             req.video.width, req.video.height = (int(v) for v in video.lower().split("x"))
         except ValueError:
             raise InvalidInput(f"--video needs WIDTHxHEIGHT, e.g. 480x360, got {video!r}") from None
+    if navigation:
+        try:
+            req.navigation.goals, req.navigation.routes = (int(v) for v in navigation.split(","))
+        except ValueError:
+            raise InvalidInput(f"--navigation needs GOALS,ROUTES, e.g. 3,2, got {navigation!r}") from None
     if bound:
         try:
             values = [float(v) for v in bound.split(",")]

@@ -90,6 +90,10 @@ class ModelEndpoint(BaseModel):
     max_attempts: int = Field(4, ge=1, le=20)
     rpm: int = Field(0, ge=0)
     tpm: int = Field(0, ge=0)  # tokens per minute (prompt estimate + max_tokens); 0 = no limit
+    # how a video reaches the model: this many frames spread over it, or, when video_sample_fps
+    # is set, that many frames per second of video (at most 256)
+    video_frames: int = Field(8, ge=1, le=256)
+    video_sample_fps: float = Field(0.0, ge=0.0, le=30.0)
 
 
 class EvaluationSettings(BaseModel):

@@ -72,6 +72,10 @@ LandmarksOpt = Annotated[
 VideoOpt = Annotated[
     str | None, typer.Option("--video", help="mission video size WxH (preview 480x360, release 1440x1080)")
 ]
+NavigationOpt = Annotated[
+    str | None,
+    typer.Option("--navigation", help="navigation missions GOALS,ROUTES per run (default 3,2; 0,0 for none)"),
+]
 EvalModelsOpt = Annotated[
     list[str] | None,
     typer.Option("--eval-model", help="URL[#MODEL] the evaluator runs after the QA stage, repeatable"),

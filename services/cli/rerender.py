@@ -1,10 +1,10 @@
 """What ``skyqa refresh`` does: re-render a run's assets from their recorded camera poses.
 
 Image assets come from the ``render_requests`` sidecar (environment observations are rendered
-again by the simulator, reference overlays redrawn); with ``videos`` every mission video is
-rendered again from its recorded ``render_request.json``. Manifests are then rebuilt from the
-stored plan, so no id, option or answer changes: a deterministic simulator gives byte-identical
-manifests and pixel-identical images.
+again by the simulator, reference overlays redrawn, video clips cut again); with ``videos``
+every mission video is rendered again from its recorded ``render_request.json``. Manifests are
+then rebuilt from the stored plan, so no id, option or answer changes: a deterministic
+simulator gives byte-identical manifests and pixel-identical images.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from skyqa.sim import SimulatorCache
 from skyqa.v1 import render_pb2
 
 from services.mission_planner.missions import bundle_mission
-from services.qa_generator.assets import draw_overlay, render_env
+from services.qa_generator.assets import cut_clips, draw_overlay, render_env
 from services.qa_generator.pipeline import QAPlan, scan_of
 from services.qa_generator.release import finish
 from services.renderer.video import render_video
@@ -32,6 +32,7 @@ from services.renderer.video import render_video
 class Refreshed:
     env_observations: int
     overlays: int
+    clips: int
     videos: int
     manifests: dict[str, str]
 
@@ -63,5 +64,8 @@ def rerender(
             done = render_video(job, sim, store)
             bundle_mission(done, store, scan)
             done_videos += 1
+    cut_clips(store, root, p.requests.clips)  # after the videos: clips are cut from their frames
     _, out = finish(p, store, gate_mode or QASettings().blind_gate)
-    return Refreshed(len(p.requests.env_requests), len(p.requests.overlays), done_videos, out)
+    return Refreshed(
+        len(p.requests.env_requests), len(p.requests.overlays), len(p.requests.clips), done_videos, out
+    )

@@ -25,6 +25,7 @@ from services.cli._app import (
     EvalConditionsOpt,
     EvalModelsOpt,
     LandmarksOpt,
+    NavigationOpt,
     ProfileOpt,
     ReviewOpt,
     SceneOpt,
@@ -175,6 +176,7 @@ def demo(
     review: ReviewOpt = "auto",
     landmarks: LandmarksOpt = None,
     video: VideoOpt = None,
+    navigation: NavigationOpt = None,
     eval_model: EvalModelsOpt = None,
     eval_conditions: EvalConditionsOpt = None,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the run")] = 1800.0,
@@ -187,7 +189,12 @@ def demo(
         settings.gateway.token = SecretStr(secrets.token_urlsafe(16))
     configure_logging("WARNING")
     opts: dict[str, Any] = dict(
-        bound=bound, spacing=spacing, altitude=altitude, review=review, landmarks=landmarks
+        bound=bound,
+        spacing=spacing,
+        altitude=altitude,
+        review=review,
+        landmarks=landmarks,
+        navigation=navigation,
     )
     with user_errors():
         # whoever starts the demo is its operator: the models it names are on its allow-list
@@ -259,6 +266,7 @@ def scan_cmd(
     review: ReviewOpt = "auto",
     landmarks: LandmarksOpt = None,
     video: VideoOpt = None,
+    navigation: NavigationOpt = None,
     eval_model: EvalModelsOpt = None,
     eval_conditions: EvalConditionsOpt = None,
     nats_url: Annotated[str | None, typer.Option(help="default: SKYQA_BUS__NATS_URL")] = None,
@@ -269,7 +277,12 @@ def scan_cmd(
     settings = settings_or_exit()
     url = nats_url or settings.bus.nats_url
     opts: dict[str, Any] = dict(
-        bound=bound, spacing=spacing, altitude=altitude, review=review, landmarks=landmarks
+        bound=bound,
+        spacing=spacing,
+        altitude=altitude,
+        review=review,
+        landmarks=landmarks,
+        navigation=navigation,
     )
     req = _scan_request(
         scene, profile, run_id, video=video, eval_models=eval_model, eval_conditions=eval_conditions, **opts

@@ -46,8 +46,8 @@ def refresh(
 
         done = rerender(store, run_id, videos, settings.scenes_dir, settings.airsim, settings.qa.blind_gate)
     out.print(
-        f"re-rendered {done.env_observations} environment observations, {done.overlays} overlays "
-        f"and {done.videos} videos; manifests rebuilt"
+        f"re-rendered {done.env_observations} environment observations, {done.overlays} overlays, "
+        f"{done.clips} video clips and {done.videos} videos; manifests rebuilt"
     )
     for name, key in sorted(done.manifests.items()):
         out.print(f"  {name:<17} {key}")

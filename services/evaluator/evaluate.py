@@ -46,7 +46,12 @@ def responders_for(
     ]
     for ep in endpoints:
         name = ep.model or ep.url
-        out.append(ModelResponder(name, open_model(ep), store, keys.run_prefix(run_id), {"temperature": 0.0}))
+        params = {
+            "temperature": 0.0,
+            "video_frames": ep.video_frames,
+            "video_sample_fps": ep.video_sample_fps,
+        }
+        out.append(ModelResponder(name, open_model(ep), store, keys.run_prefix(run_id), params))
     return out
 
 

@@ -33,6 +33,7 @@ from services.evaluator.conditions import CONDITIONS, MEDIA
 from services.evaluator.questions import Question
 
 VIDEO_FRAMES = 8
+MAX_FRAMES = 256
 UPLOAD_MAX = (640, 480)
 THUMBNAIL_MAX = (160, 120)
 UPLOAD_QUALITY = 80
@@ -66,12 +67,17 @@ def _variants(data: bytes, label: str, kinds: tuple[str, ...]) -> list[tuple[str
     return out
 
 
-def sample_frames(mp4: bytes, n: int = VIDEO_FRAMES, fps: float = 10.0) -> list[tuple[float, bytes]]:
-    """Uniform with endpoints: frame indices round(i * (N-1) / (n-1))."""
+def sample_frames(
+    mp4: bytes, n: int = VIDEO_FRAMES, fps: float = 10.0, sample_fps: float = 0.0
+) -> list[tuple[float, bytes]]:
+    """Uniform with endpoints: frame indices round(i * (N-1) / (n-1)); with ``sample_fps`` set,
+    ``n`` follows the video's length (``sample_fps`` frames per second, at most MAX_FRAMES)."""
     with tempfile.NamedTemporaryFile(suffix=".mp4") as fh:
         fh.write(mp4)
         fh.flush()
         frames = decode_frames(fh.name)
+    if sample_fps > 0:
+        n = min(MAX_FRAMES, round(max(0, len(frames) - 1) / fps * sample_fps) + 1)
     idx = sorted({round(i * (len(frames) - 1) / max(1, n - 1)) for i in range(n)}) if frames else []
     out = []
     for i in idx:
@@ -114,7 +120,12 @@ class ModelResponder:
             if m.fps is None:
                 out.append((m.label, data))
             else:
-                out += [(f"video frame at {t:.1f} s", f) for t, f in sample_frames(data, fps=m.fps)]
+                n, rate = (
+                    int(self.params.get("video_frames", VIDEO_FRAMES)),
+                    self.params.get("video_sample_fps", 0.0),
+                )
+                frames = sample_frames(data, n, m.fps, rate)
+                out += [(f"video frame at {t:.1f} s", f) for t, f in frames]
         return out
 
     async def answer(self, q: Question, condition: str = "full") -> tuple[str, dict[str, Any]]:

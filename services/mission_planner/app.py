@@ -38,9 +38,10 @@ async def setup(svc: Service) -> None:
 
     async def finish(plan: MissionPlanFile, trace_id: str) -> None:
         event = await asyncio.to_thread(write_index, plan, svc.store)
-        total = len(plan.missions)
+        total = plan.videos
         message = (
-            f"{event.missions} missions rendered, {event.rejected} rejected, for {plan.landmarks} landmarks"
+            f"{event.missions} missions and {len(plan.navigation)} navigation missions rendered, "
+            f"{event.rejected + len(plan.rejected_navigation)} rejected, for {plan.landmarks} landmarks"
         )
         outputs = {"missions_index": event.index.key}
         completion = Completion(topology.MISSIONS_COMPLETED, event, total, total, message, outputs)
@@ -49,7 +50,10 @@ async def setup(svc: Service) -> None:
     async def on_reviewed(event: landmark_pb2.LandmarksReviewed, d: Delivery) -> None:
         plan, jobs = await asyncio.to_thread(plan_run, event, svc.store, svc.settings.archive_video_frames)
         keyed = [(f"{REQUESTER}:{job.job_id}", job) for job in jobs]
-        message = f"{len(plan.missions)} missions planned, {len(plan.rejected)} rejected"
+        message = (
+            f"{len(plan.missions)} missions and {len(plan.navigation)} navigation missions planned, "
+            f"{len(plan.rejected) + len(plan.rejected_navigation)} rejected"
+        )
         if not await stage.scatter(event.run_id, topology.VIDEO_JOB, keyed, d.trace_id, message):
             await finish(plan, d.trace_id)
 
@@ -61,7 +65,7 @@ async def setup(svc: Service) -> None:
         )
         scan = json_format.ParseDict(plan.scan, scan_pb2.ScanRequest())
         await asyncio.to_thread(bundle_mission, done, svc.store, scan)
-        if await stage.gathered(done.run_id, done.job_id, len(plan.missions), f"rendered {done.job_id}"):
+        if await stage.gathered(done.run_id, done.job_id, plan.videos, f"rendered {done.job_id}"):
             await finish(plan, d.trace_id)
 
     svc.bus.handle(REVIEWED, landmark_pb2.LandmarksReviewed, on_reviewed, stage=STAGE)

@@ -26,6 +26,9 @@ class MissionConfig(BaseModel):
     attempts: int = 8
     max_repair_lift_m: float = 50.0
     max_repair_fraction: float = 0.5
+    # UrbanVideo-Bench-style navigation missions per run (see navigation.py), from the scan request
+    navigation_goals: int = 3
+    navigation_routes: int = 2
 
     @classmethod
     def for_scan(cls, scan: scan_pb2.ScanRequest) -> MissionConfig:
@@ -37,6 +40,8 @@ class MissionConfig(BaseModel):
             video_bitrate=v.bitrate or cls.model_fields["video_bitrate"].default,
             video_fov_deg=v.fov_deg or cls.model_fields["video_fov_deg"].default,
             jpeg_quality=90 if scan.profile == "release" else 85,
+            navigation_goals=scan.navigation.goals,
+            navigation_routes=scan.navigation.routes,
         )
 
     @property

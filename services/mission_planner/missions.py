@@ -1,5 +1,6 @@
-"""A run's missions: plan one atomic and one composite mission per reviewed landmark, bundle each
-rendered video into its final task, and index them all.
+"""A run's missions: plan one atomic and one composite mission per reviewed landmark and the
+run's navigation missions (:mod:`services.mission_planner.nav_missions`), bundle each rendered
+video into its final task, and index them all.
 
 The i-th landmark (sorted by id) takes the i-th atomic set and the i-th composite set, cycling,
 so every class is used once there are at least 10 landmarks. Planning state lives in the store
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+from pydantic import Field
 from skyqa import keys, scan as scan_rules
 from skyqa.blob import BlobStore
 from skyqa.contracts import Contract, ValidInstancesFile, dump_json, load_json
@@ -24,12 +26,14 @@ from skyqa.contracts.missions import (
     RejectedMission,
     TaskData,
 )
+from skyqa.contracts.navigation import RejectedNavigation
 from skyqa.geometry.pcd import decode_cloud
 from skyqa.protojson import to_dict, to_json
 from skyqa.sim import Intrinsics
 from skyqa.v1 import common_pb2, landmark_pb2, mission_pb2, render_pb2, scan_pb2
 from skyqa.vocab.behaviors import load_library
 
+from services.mission_planner import nav_missions
 from services.mission_planner.camera_plan import CountBalance
 from services.mission_planner.config import MissionConfig
 from services.mission_planner.describe import describe, mission_id, target_of
@@ -47,9 +51,16 @@ class MissionPlanFile(Contract):
     profile: str
     missions: list[str]
     rejected: list[RejectedMission]
+    navigation: list[str] = Field(default_factory=list)
+    rejected_navigation: list[RejectedNavigation] = Field(default_factory=list)
     landmarks: int
     valid_instances: str
     scan: dict[str, object]
+
+    @property
+    def videos(self) -> int:
+        """Video jobs the plan sent out: every mission, navigation ones included."""
+        return len(self.missions) + len(self.navigation)
 
 
 def _seed(base: int, instance_id: str, kind: str) -> int:
@@ -108,12 +119,18 @@ def plan_run(
             request = to_json(job, indent=1)
             store.put(keys.mission_file(run_id, traj_id, keys.RENDER_REQUEST), request, "application/json")
             jobs.append(((t.center[0], t.center[1]), job))
+    navigation, nav_rejected, nav_jobs = nav_missions.plan_all(
+        run_id, scene_id, scan.backend or "builtin", landmarks, obstacles, cfg, scan.seed, store
+    )
+    jobs += [((job.poses[0].x, job.poses[0].y), job) for job in nav_jobs]
     plan = MissionPlanFile(
         run_id=run_id,
         scene_id=scene_id,
         profile=scan.profile,
         missions=missions,
         rejected=rejected,
+        navigation=navigation,
+        rejected_navigation=nav_rejected,
         landmarks=len(landmarks),
         valid_instances=event.valid_instances.key,
         scan=to_dict(scan),
@@ -124,13 +141,16 @@ def plan_run(
 
 
 def bundle_mission(done: render_pb2.VideoDone, store: BlobStore, scan: scan_pb2.ScanRequest) -> None:
+    cfg = MissionConfig.for_scan(scan)
+    if nav_missions.is_navigation(store, done.run_id, done.job_id):
+        nav_missions.bundle(done, store, cfg.video_fov_deg)
+        return
     lib = load_library()
     composed_key = keys.mission_file(done.run_id, done.job_id, keys.COMPOSED_SEGMENTS)
     composed = load_json(ComposedSegments, store.get(composed_key), "composed segments")
     report_key = keys.mission_file(done.run_id, done.job_id, keys.CONSTRAINT_REPORT)
     report = load_json(ConstraintReport, store.get(report_key), "constraint report")
     rows = load_jsonl(FrameVisibility, store.get(done.frame_visibility.key), "frame visibility")
-    cfg = MissionConfig.for_scan(scan)
     manifest, index_map, task = build_final_task(lib, composed, report, rows, done, cfg)
     write_final_task(store, done.run_id, done.job_id, manifest, index_map, task)
 
@@ -155,7 +175,11 @@ def write_index(plan: MissionPlanFile, store: BlobStore) -> mission_pb2.Missions
             )
         )
     index = MissionIndex(
-        scene_id=plan.scene_id, missions=rows, rejected=sorted(plan.rejected, key=lambda r: r.traj_id)
+        scene_id=plan.scene_id,
+        missions=rows,
+        rejected=sorted(plan.rejected, key=lambda r: r.traj_id),
+        navigation=[nav_missions.index_row(store, plan.run_id, t) for t in sorted(plan.navigation)],
+        rejected_navigation=sorted(plan.rejected_navigation, key=lambda r: r.traj_id),
     )
     info = store.put(keys.missions_index(plan.run_id), dump_json(index), "application/json")
     return mission_pb2.MissionsCompleted(

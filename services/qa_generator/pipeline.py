@@ -18,7 +18,7 @@ from skyqa import keys, scan as scan_rules
 from skyqa.blob import BlobStore
 from skyqa.contracts import Contract, InstancesFile, ValidInstance, ValidInstancesFile, load_json
 from skyqa.contracts.missions import MissionIndex
-from skyqa.contracts.qa import EnvRequest, OverlayRequest, RenderRequests
+from skyqa.contracts.qa import ClipRequest, EnvRequest, OverlayRequest, RenderRequests
 from skyqa.errors import InvalidInput
 from skyqa.families import FAMILIES, PlanInputs, TaskFamily
 from skyqa.protojson import to_dict
@@ -106,6 +106,7 @@ def plan(
     rows: dict[str, list[dict[str, Any]]] = {}
     env_requests: list[EnvRequest] = []
     overlays: dict[str, OverlayRequest] = {}
+    clips: dict[str, ClipRequest] = {}
     missions: dict[str, str] = {}
     for family in families:
         planned = family.plan(inputs)
@@ -113,6 +114,8 @@ def plan(
         env_requests += planned.env_requests
         for o in planned.overlays:
             overlays.setdefault(o.output_image, o)
+        for c in planned.clips:
+            clips.setdefault(c.output_video, c)
         for unit, why in planned.skipped.items():
             skipped.setdefault(unit, why)
         missions.update(planned.missions)
@@ -129,6 +132,7 @@ def plan(
             backend=inputs.engine,
             env_requests=env_requests,
             overlays=sorted(overlays.values(), key=lambda o: o.output_image),
+            clips=sorted(clips.values(), key=lambda c: c.output_video),
         ),
         missions=missions,
         candidates=collected.summary.candidate_pairs,

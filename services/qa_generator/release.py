@@ -29,7 +29,7 @@ from skyqa.scan import stills
 from skyqa.v1 import eval_pb2, qa_pb2
 
 from services.qa_generator import export, gate, qc
-from services.qa_generator.assets import draw_overlay
+from services.qa_generator.assets import cut_clips, draw_overlay
 from services.qa_generator.croissant import croissant
 from services.qa_generator.pipeline import QAPlan, scan_of
 
@@ -60,6 +60,7 @@ def finish(
     for o in p.requests.overlays:
         if not store.exists(f"{root}/{o.output_image}"):
             draw_overlay(store, root, o)
+    cut_clips(store, root, [c for c in p.requests.clips if not store.exists(f"{root}/{c.output_video}")])
     masks: dict[str, np.ndarray] = {}
     for r in p.requests.env_requests:
         key = f"{root}/{r.output_segmentation}"
@@ -86,7 +87,7 @@ def finish(
     counts: dict[str, Any] = {field: 0 for f in families for field in f.funnel.values()}
     for f in families:
         c = checked[f.name]
-        keep = [r for r in c.rows if items[r.sample_id].unit not in incomplete]
+        keep = [r for r in c.rows if items[r.sample_id].unit not in incomplete and r.sample_id not in failed]
         # an uncertain answer costs its row, not the unit (like an over-represented one)
         mine = {r.sample_id: c.uncertain[r.sample_id] for r in keep if r.sample_id in c.uncertain}
         keep = [r for r in keep if r.sample_id not in mine]
@@ -106,7 +107,9 @@ def finish(
     lost = [s for s, it in items.items() if it.unit in incomplete and s not in failed]
     reasons.update({"landmark incomplete": len(lost)} if lost else {})
     reasons.update({"every blind solver answers it": len(solved)} if solved else {})
-    released = {it.unit: it.category for it in released_items}
+    # the funnel counts landmarks; units of other kinds (navigation missions) are not landmarks
+    landmark_families = {f.name for f in families if f.unit_kind == "landmark"}
+    released = {it.unit: it.category for it in released_items if it.family in landmark_families}
     own = {f.rows_field: len(final[f.name]) for f in families if f.rows_field}
     others = {f.name: len(final[f.name]) for f in families if not f.rows_field}
     report = QCReport(
@@ -131,6 +134,7 @@ def finish(
             failures=blind.failures,
             dropped_rows=len(solved),
             tasks=blind.tasks,
+            dropped_by_family=dict(sorted(Counter(items[s].family for s in solved).items())),
         ),
         category_mix=dict(sorted(Counter(released.values()).items())),
         checked_rows=len(items),
@@ -259,8 +263,8 @@ def _incomplete(
     """Units no family releases, with the reason: skipped while planning, a failed row, or not
     the whole share of rows from every family of the unit's kind."""
     out = dict(skipped)
-    for kind in sorted({f.unit_kind for f in families}):
-        of_kind = [f for f in families if f.unit_kind == kind]
+    for kind in sorted({f.unit_kind for f in families if f.unit_rows is not None}):
+        of_kind = [f for f in families if f.unit_kind == kind and f.unit_rows is not None]
         by_unit: dict[str, dict[str, list[str]]] = {}
         for f in of_kind:
             for r in checked[f.name].rows:

@@ -38,6 +38,8 @@ ARGS = [
     "3",
     "--video",
     "160x120",
+    "--navigation",
+    "2,1",
 ]
 
 
@@ -86,6 +88,8 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
         "missions_index",
         "image_qa",
         "video_qa",
+        "navigation_qa",
+        "navigation_urbanvideo",
         "qc_report",
         "dataset_card",
         "image_dualcog_latest",
@@ -119,8 +123,14 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     assert n >= 1
     rows = len(out["image_qa"].read_text().splitlines()) + len(out["video_qa"].read_text().splitlines())
     funnel = report["funnel"]
-    dropped = funnel["blind_dropped"] + funnel["count_balance_dropped"] + funnel["count_margin_dropped"]
+    blind = report["blind_gate"]["dropped_by_family"]
+    dualcog = blind.get("dualcog_image", 0) + blind.get("dualcog_video", 0)
+    dropped = dualcog + funnel["count_balance_dropped"] + funnel["count_margin_dropped"]
     assert rows + dropped == 12 * n
+    # navigation missions and their questions (UrbanVideo-Bench style)
+    assert index["navigation"], index["rejected_navigation"]
+    nav = [json.loads(line) for line in out["navigation_qa"].read_text().splitlines()]
+    assert len({r["task"] for r in nav}) >= 8 and funnel["family_rows"]["urbanvideo_nav"] == len(nav)
     assert "## Blind gate" in out["dataset_card"].read_text()
 
 
@@ -165,6 +175,7 @@ def test_rerun_resumes_the_finished_run(tmp_path: Path) -> None:
         (["demo", "--bound", "1,2,3"], "--bound needs six numbers"),
         (["demo", "--profile", "ultra"], "--profile must be one of"),
         (["demo", "--spacing", "-3"], "--spacing must be positive"),
+        (["demo", "--navigation", "2"], "--navigation needs GOALS,ROUTES"),
         (["serve", "teleporter"], "unknown service"),
         (["demo", "--eval-model", "nowhere"], "--eval-model needs URL[#MODEL]"),
         (["demo", "--eval-conditions", "full,x-ray"], "unknown conditions ['x-ray']"),
@@ -448,7 +459,7 @@ def test_the_croissant_metadata_validates_and_reads_every_row(two_demo_runs: lis
     release = out["qc_report"].parent
     ds = mlc.Dataset(jsonld=str(release / "croissant.json"))
     assert not ds.metadata.ctx.issues.errors, ds.metadata.ctx.issues.report()
-    for name in ("image_qa", "video_qa"):
+    for name in ("image_qa", "video_qa", "navigation_qa"):
         records = list(ds.records(record_set=name))
         rows = [json.loads(line) for line in out[name].read_text().splitlines()]
         assert [r[f"{name}/sample_id"].decode() for r in records] == [r["sample_id"] for r in rows]

@@ -30,6 +30,8 @@ from skyqa.contracts.missions import (
     RejectedMission,
     TaskData,
 )
+from skyqa.contracts.navigation import NavigationTask
+from skyqa.contracts.urbanvideo import NavRow
 from skyqa.families import FAMILIES
 from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
@@ -170,6 +172,8 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
             assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
             assert flags[box.frame]
     assert sightings_seen > 0
+    check_navigation(run["run_id"], index, s3_store, xyz, tmp_path)
+    check_navigation_rows(run, s3_store, tmp_path)
 
     # a finished mission is skipped: the same job again reuses the stored video
     probe_bus = Probe(bus)
@@ -194,6 +198,63 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
     await bus.publish(topology.VIDEO_JOB, job, msg_id=f"again-{first.traj_id}", run_id=run["run_id"])
     done = await Probe.first(dones, lambda d: d.job_id == first.traj_id)
     assert done.reused
+
+
+def check_navigation(
+    run_id: str, index: MissionIndex, store: S3BlobStore, xyz: np.ndarray, tmp_path: Path
+) -> None:
+    """Navigation missions: rendered frame for planned state, collision free by an independent
+    distance check, and the measured landmark pixels equal to the segmentation frames'."""
+    assert index.navigation, index.rejected_navigation
+    for row in index.navigation:
+        task = load_json(NavigationTask, store.get(row.task))
+        root = keys.mission_root(run_id, row.traj_id)
+        path = tmp_path / f"{row.traj_id}.mp4"
+        path.write_bytes(store.get(row.video))
+        assert probe(str(path)).frames == task.frame_count == len(task.poses) == task.video.frame_count
+        segs = task.segments
+        assert segs[0].start_frame == 0 and segs[-1].end_frame == task.frame_count - 1
+        assert all(b.start_frame == a.end_frame + 1 for a, b in itertools.pairwise(segs))
+        assert all(task.poses[s.start_frame] == s.start for s in segs) and task.poses[-1] == segs[-1].end
+        assert {s.leg for s in segs} == set(range(len(task.route)))
+        at = np.array([[p.x, p.y, p.z] for p in task.poses])
+        d = np.sqrt(((at[:, None, :] - xyz[None, ::3, :]) ** 2).sum(axis=2)).min(axis=1)
+        assert d.min() >= 2.0 - 0.2, row.traj_id
+        goal = next(lm for lm in task.landmarks if lm.landmark_id == task.route[-1])
+        frames = task.visibility[goal.landmark_id]
+        assert len(frames) == task.frame_count and all(
+            len(v) == task.frame_count for v in task.visibility.values()
+        )
+        for i in range(0, task.frame_count, max(1, task.frame_count // 6)):
+            share = seg_share(
+                store.get(f"{root}/final_task/seg/frame_{i:06d}.png"), goal.rendered_instance_id
+            )
+            assert frames[i].pixels == round(share * 160 * 120), (row.traj_id, i)
+        assert frames[-1].pixels > 0, f"{row.traj_id} arrives without its goal in view"
+        assert goal.description in task.instruction
+
+
+def check_navigation_rows(run: dict[str, str], store: S3BlobStore, tmp_path: Path) -> None:
+    """The navigation questions as released: each shows a video that ends at its question's
+    frame, and UrbanVideo-Bench's table carries the same questions and letters."""
+    root = keys.run_prefix(run["run_id"])
+    rows = [NavRow.model_validate_json(line) for line in store.get(run["navigation_qa"]).splitlines()]
+    assert rows and len({r.task for r in rows}) >= 4
+    for r in rows[:12]:
+        path = tmp_path / "clip.mp4"
+        path.write_bytes(store.get(f"{root}/{r.video_path}"))
+        frames = probe(str(path)).frames
+        assert frames == (r.frame_count if "/clips/" not in r.video_path else r.clip_end_frame + 1), (
+            r.sample_id
+        )
+    table = [json.loads(line) for line in store.get(run["navigation_urbanvideo"]).splitlines()]
+    assert [(t["Question_id"], t["answer"]) for t in table] == [
+        (r.sample_id, r.answer_option_id) for r in rows
+    ]
+    assert all(
+        t["question"].startswith(r.question) and "\nChoices:\nA. " in t["question"]
+        for t, r in zip(table, rows, strict=True)
+    )
 
 
 async def test_bad_video_job_is_rejected_with_an_error_event(
@@ -240,7 +301,10 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     # rows every blind solver answers are dropped after the lattice is complete
     blind = report["blind_gate"]
     f = report["funnel"]
-    dropped = blind["dropped_rows"] + f["count_balance_dropped"] + f["count_margin_dropped"]
+    by_family = blind["dropped_by_family"]
+    assert sum(by_family.values()) == blind["dropped_rows"]
+    dualcog = by_family.get("dualcog_image", 0) + by_family.get("dualcog_video", 0)
+    dropped = dualcog + f["count_balance_dropped"] + f["count_margin_dropped"]
     assert n >= 1 and len(image) + len(video) + dropped == 12 * n
     assert report["funnel"]["image_rows"] == len(image) and report["funnel"]["reviewed"] >= n
     assert blind["passed"] and report["category_mix"] and sum(report["category_mix"].values()) == n
@@ -345,7 +409,8 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
             "prompt_text": "again: " + row["prompt_text"],
         }
 
-    for rows in plan.rows.values():
+    for family in ("dualcog_image", "dualcog_video"):  # the families whose unit is a landmark
+        rows = plan.rows[family]
         rows += [twin_of(row) for row in rows if row["landmark_id"] == lm]
     plan.landmarks.append("twin")
     with pytest.raises(ReleaseLeaks, match=r"landmarks .*twin share the description"):
@@ -385,7 +450,7 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
     assert now == set(released) - {released[0]}
     category = rows_of(s3_store, out["category_qa"])
     assert category and {r["landmark_id"] for r in category} <= now
-    assert report.funnel.family_rows == {"landmark_category": len(category)}
+    assert report.funnel.family_rows["landmark_category"] == len(category)
     assert "landmark_category" in report.blind_gate.tasks
     card = s3_store.get(out["dataset_card"]).decode()
     assert "config_name: category_qa" in card and f"| category rows | {len(category)} |" in card
@@ -400,7 +465,7 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
     scored = {e["model"]: e["per_family"] for e in result.leaderboard["models"]}
     random = scored["random"]["landmark_category"]["landmark_category"]
     assert random["count"] == len(category) and 0.0 <= random["option_correct"] <= 1.0
-    assert set(scored["random"]) == {"dualcog_image", "dualcog_video", "landmark_category"}
+    assert set(scored["random"]) == {"dualcog_image", "dualcog_video", "landmark_category", "urbanvideo_nav"}
 
 
 def decode(data: bytes) -> np.ndarray:

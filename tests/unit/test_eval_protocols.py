@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -252,3 +253,20 @@ def test_joint_rows_score_composite_and_atomic_levels_like_uav_dualcog() -> None
     )
     atomic_row = row.model_copy(update={"mission_kind": "atomic"})
     assert "composite_correct" not in score(atomic_row, '{"answers": ["C"]}')
+
+
+def test_a_video_reaches_a_model_as_a_frame_budget_or_a_sampling_rate() -> None:
+    import numpy as np
+    from skyqa.video import Mp4Writer, discard
+
+    from services.evaluator.runner import sample_frames
+
+    with Mp4Writer(32, 32, 10.0, 200_000) as writer:
+        for i in range(31):  # 3 s at 10 fps
+            writer.write(np.full((32, 32, 3), i * 8, dtype=np.uint8))
+    data = Path(writer.path).read_bytes()
+    discard(writer.path)
+    budget = sample_frames(data, 4, 10.0)
+    assert [t for t, _ in budget] == [0.0, 1.0, 2.0, 3.0]
+    rate = sample_frames(data, 4, 10.0, sample_fps=2.0)  # two frames a second, the budget unused
+    assert [t for t, _ in rate] == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]

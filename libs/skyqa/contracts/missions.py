@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from skyqa.contracts.base import Contract
+from skyqa.contracts.navigation import RejectedNavigation
 
 TASK_SCHEMA_VERSION = "stage3.v2"
 ParamValue = float | str
@@ -425,6 +426,17 @@ class TaskData(Contract):
     task_tracks: TaskTracks
 
 
+class NavigationIndexRow(Contract):
+    traj_id: str
+    kind: str  # "goal" | "route"
+    goal_part: str
+    route: list[str]
+    task: str  # its final_task/navigation_task.json
+    video: str
+    frame_count: int
+    duration_sec: float
+
+
 class MissionIndexRow(Contract):
     traj_id: str
     instance_id: str
@@ -442,3 +454,5 @@ class MissionIndex(Contract):
     scene_id: str
     missions: list[MissionIndexRow]
     rejected: list[RejectedMission]
+    navigation: list[NavigationIndexRow] = Field(default_factory=list)
+    rejected_navigation: list[RejectedNavigation] = Field(default_factory=list)

@@ -149,12 +149,26 @@ class OverlayRequest(Contract):
     bbox_xyxy_norm: list[float]
 
 
+class ClipRequest(Contract):
+    """A mission video cut after ``end_frame`` (a question asked at that moment), encoded from
+    the mission's stored frames with its video settings; paths relative to the release."""
+
+    output_video: str
+    frames_prefix: str  # the mission's final_task folder
+    end_frame: int  # inclusive
+    fps: float
+    width: int
+    height: int
+    bitrate: int
+
+
 class RenderRequests(Contract):
     scene_id: str
     run_id: str
     backend: str
     env_requests: list[EnvRequest]
     overlays: list[OverlayRequest]
+    clips: list[ClipRequest] = Field(default_factory=list)
 
 
 class Funnel(Contract):
@@ -201,6 +215,7 @@ class BlindGate(Contract):
     failures: list[str]
     dropped_rows: int  # rows every answering blind solver got right
     tasks: dict[str, TaskGate]
+    dropped_by_family: dict[str, int] = Field(default_factory=dict)  # the same rows, by family
 
 
 class QCReport(Contract):

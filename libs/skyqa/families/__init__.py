@@ -23,10 +23,12 @@ from skyqa.families.base import (
 )
 from skyqa.families.dualcog_image import FAMILY as DUALCOG_IMAGE
 from skyqa.families.dualcog_video import FAMILY as DUALCOG_VIDEO
+from skyqa.families.urbanvideo import FAMILY as URBANVIDEO_NAV
 
 FAMILIES: tuple[TaskFamily[Any], ...] = (
     DUALCOG_IMAGE,
     DUALCOG_VIDEO,
+    URBANVIDEO_NAV,
 )
 
 
@@ -75,6 +77,7 @@ __all__ = [
     "DUALCOG_IMAGE",
     "DUALCOG_VIDEO",
     "FAMILIES",
+    "URBANVIDEO_NAV",
     "CardPart",
     "Checked",
     "Item",

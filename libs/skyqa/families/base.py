@@ -21,7 +21,7 @@ from skyqa import keys
 from skyqa.answers import Parsed
 from skyqa.contracts import ValidInstance
 from skyqa.contracts.missions import MissionIndex
-from skyqa.contracts.qa import EnvRequest, Funnel, OverlayRequest, ReasoningStep
+from skyqa.contracts.qa import ClipRequest, EnvRequest, Funnel, OverlayRequest, ReasoningStep
 
 if TYPE_CHECKING:
     import numpy as np
@@ -114,6 +114,7 @@ class Planned(Generic[R]):
     rows: list[R]
     env_requests: list[EnvRequest] = field(default_factory=list)
     overlays: list[OverlayRequest] = field(default_factory=list)
+    clips: list[ClipRequest] = field(default_factory=list)  # videos cut where a question is asked
     skipped: dict[str, str] = field(default_factory=dict)  # unit -> why it has no rows here
     missions: dict[str, str] = field(default_factory=dict)  # mission the rows use -> unit
 
@@ -144,7 +145,9 @@ class TaskFamily(Protocol[R]):
     files: Mapping[str, str]  # release file name -> path under the run, with ``{scene}``
     row_model: type[R]
     unit_kind: str  # families of one unit kind release a unit together
-    unit_rows: int  # rows a released unit has from this family
+    # rows a released unit has from this family; None: its rows release one by one (a failed
+    # row costs only itself)
+    unit_rows: int | None
     rows_field: str | None  # the QC funnel field counting its released rows; None: family_rows
     funnel: Mapping[str, str]  # row drop reason -> the QC funnel field that counts it
 

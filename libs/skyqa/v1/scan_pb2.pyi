@@ -161,6 +161,39 @@ class VideoSettings(_message.Message):
 Global___VideoSettings: _TypeAlias = VideoSettings  # noqa: Y015
 
 @_typing.final
+class NavigationSettings(_message.Message):
+    """UrbanVideo-Bench-style navigation missions per run; unset: the profile's 3 goals and 2 routes
+    (0 is an explicit "none").
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GOALS_FIELD_NUMBER: _builtins.int
+    ROUTES_FIELD_NUMBER: _builtins.int
+    goals: _builtins.int
+    routes: _builtins.int
+    def __init__(
+        self,
+        *,
+        goals: _builtins.int | None = ...,
+        routes: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_goals", b"_goals", "_routes", b"_routes", "goals", b"goals", "routes", b"routes"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_goals", b"_goals", "_routes", b"_routes", "goals", b"goals", "routes", b"routes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__goals: _TypeAlias = _typing.Literal["goals"]  # noqa: Y015
+    _WhichOneofArgType__goals: _TypeAlias = _typing.Literal["_goals", b"_goals"]  # noqa: Y015
+    _WhichOneofReturnType__routes: _TypeAlias = _typing.Literal["routes"]  # noqa: Y015
+    _WhichOneofArgType__routes: _TypeAlias = _typing.Literal["_routes", b"_routes"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__goals) -> _WhichOneofReturnType__goals | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__routes) -> _WhichOneofReturnType__routes | None: ...
+
+Global___NavigationSettings: _TypeAlias = NavigationSettings  # noqa: Y015
+
+@_typing.final
 class ScanRequest(_message.Message):
     """Published on skyqa.v1.scan.requested."""
 
@@ -184,6 +217,7 @@ class ScanRequest(_message.Message):
     LANDMARK_COUNT_FIELD_NUMBER: _builtins.int
     VIDEO_FIELD_NUMBER: _builtins.int
     EVALUATION_FIELD_NUMBER: _builtins.int
+    NAVIGATION_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     backend: _builtins.str
@@ -217,6 +251,8 @@ class ScanRequest(_message.Message):
     def evaluation(self) -> _eval_pb2.EvaluationSpec:
         """models and conditions the evaluator runs after the QA stage"""
 
+    @_builtins.property
+    def navigation(self) -> Global___NavigationSettings: ...
     def __init__(
         self,
         *,
@@ -238,10 +274,11 @@ class ScanRequest(_message.Message):
         landmark_count: _builtins.int = ...,
         video: Global___VideoSettings | None = ...,
         evaluation: _eval_pb2.EvaluationSpec | None = ...,
+        navigation: Global___NavigationSettings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "lidar", b"lidar", "video", b"video"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "lidar", b"lidar", "navigation", b"navigation", "video", b"video"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "landmark_count", b"landmark_count", "lidar", b"lidar", "poses_per_job", b"poses_per_job", "profile", b"profile", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

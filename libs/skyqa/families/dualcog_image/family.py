@@ -45,7 +45,7 @@ class DualCogImage:
     )
     row_model = ImageRow
     unit_kind = "landmark"
-    unit_rows = 8
+    unit_rows: int | None = 8
     rows_field: str | None = "image_rows"
     funnel: Mapping[str, str] = MappingProxyType({})
 

@@ -42,7 +42,7 @@ class DualCogVideo:
     )
     row_model = VideoRow
     unit_kind = "landmark"
-    unit_rows = 4
+    unit_rows: int | None = 4
     rows_field: str | None = "video_rows"
     funnel: Mapping[str, str] = MappingProxyType(
         {AMBIGUOUS: "count_margin_dropped", SURPLUS: "count_balance_dropped"}

@@ -1,0 +1,333 @@
+"""QC of the navigation rows: structure, and each answer re-derived on a second code path.
+
+The planner's labels are not trusted here. The next or anchored action is read off the
+per-frame drone states (which of position, height, heading or camera pitch changes next);
+bearings and layouts come from rotation matrices instead of angle differences; distances from
+clamping points onto boxes; whether the goal is in view and where, from the stored segmentation
+frame itself; route progress from the states' distances to the route's landmarks; a
+counterfactual's answer from the judged alternatives, which must make the flown way feasible
+and the quickest. A row whose re-derived answer differs from its gold fails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from skyqa import keys, media
+from skyqa.blob import BlobStore
+from skyqa.contracts.navigation import NavigationTask, NavState
+from skyqa.contracts.urbanvideo import NavRow
+from skyqa.errors import BlobNotFound
+from skyqa.families.structure import Verdict, check_options
+from skyqa.families.urbanvideo import words as W
+
+Derive = Callable[[NavRow, NavigationTask], str | None]
+REACHED_M = 14.0  # the planner stops 12 m outside a landmark's footprint
+
+
+def moved(a: NavState, b: NavState) -> str:
+    """The action that takes the drone from state ``a`` to ``b`` (one changes at a time)."""
+    dyaw = (b.yaw_deg - a.yaw_deg + 180.0) % 360.0 - 180.0
+    changes = {
+        "fly_forward": math.hypot(b.x - a.x, b.y - a.y),
+        "ascend": max(b.z - a.z, 0.0),
+        "descend": max(a.z - b.z, 0.0),
+        "turn_left": max(dyaw, 0.0) / 10.0,
+        "turn_right": max(-dyaw, 0.0) / 10.0,
+        "rotate_camera_up": max(b.camera_pitch_deg - a.camera_pitch_deg, 0.0) / 10.0,
+        "rotate_camera_down": max(a.camera_pitch_deg - b.camera_pitch_deg, 0.0) / 10.0,
+    }
+    action, amount = max(changes.items(), key=lambda kv: kv[1])
+    return action if amount > 1e-6 else "hover"
+
+
+def _box(task: NavigationTask, lid: str) -> tuple[np.ndarray, np.ndarray]:
+    lm = next(x for x in task.landmarks if x.landmark_id == lid)
+    c, s = np.array(lm.center), np.array(lm.size) / 2
+    return c - s, c + s
+
+
+def _to_box(task: NavigationTask, lid: str, p: np.ndarray) -> float:
+    lo, hi = _box(task, lid)
+    return float(np.linalg.norm(p - np.clip(p, lo, hi)))
+
+
+def _box_to_box(task: NavigationTask, a: str, b: str) -> float:
+    (alo, ahi), (blo, bhi) = _box(task, a), _box(task, b)
+    per_axis = [max(0.0, float(max(alo[i], blo[i]) - min(ahi[i], bhi[i]))) for i in range(3)]
+    return math.sqrt(sum(v * v for v in per_axis))
+
+
+def _name(task: NavigationTask, lid: str) -> str:
+    return next(x.description for x in task.landmarks if x.landmark_id == lid)
+
+
+def _body(task: NavigationTask, lid: str, frame: int) -> tuple[float, float]:
+    """The landmark centre in the drone's frame at ``frame``: (forward, left) metres."""
+    p = task.poses[frame]
+    lm = next(x for x in task.landmarks if x.landmark_id == lid)
+    yaw = math.radians(p.yaw_deg)
+    rot = np.array([[math.cos(yaw), math.sin(yaw)], [-math.sin(yaw), math.cos(yaw)]])  # world -> body
+    f, left = rot @ (np.array(lm.center[:2]) - np.array([p.x, p.y]))
+    return float(f), float(left)
+
+
+def _next_action(row: NavRow, task: NavigationTask) -> str | None:
+    t = row.clip_end_frame
+    return W.COMMAND[moved(task.poses[t], task.poses[t + 1])] if t + 1 < len(task.poses) else None
+
+
+def _sequence(row: NavRow, task: NavigationTask) -> str | None:
+    after = task.segments[int(row.evidence["segment"])].end_frame + 1  # type: ignore[arg-type]
+    return W.PAST[moved(task.poses[after], task.poses[after + 1])] if after + 1 < len(task.poses) else None
+
+
+def _position(row: NavRow, task: NavigationTask) -> str | None:
+    f, left = _body(task, str(row.evidence["landmark"]), row.clip_end_frame)
+    return W.QUADRANTS[(0 if f > 0 else 2) + (0 if left > 0 else 1)]
+
+
+def _layout(row: NavRow, task: NavigationTask) -> str | None:
+    a, b = str(row.evidence["reference"]), str(row.evidence["landmark"])
+    fa, la = _body(task, a, 0)
+    fb, lb = _body(task, b, 0)
+    df, dl = fb - fa, lb - la
+    return W.LAYOUT[(0 if df > 0 else 1) if abs(df) > abs(dl) else (2 if dl > 0 else 3)]
+
+
+def _proximity(row: NavRow, task: NavigationTask) -> str | None:
+    seg = task.segments[int(row.evidence["segment"])]  # type: ignore[arg-type]
+    lid = str(row.evidence["landmark"])
+    d = [
+        _to_box(task, lid, np.array([p.x, p.y, p.z])) for p in task.poses[seg.start_frame : seg.end_frame + 2]
+    ]
+    tol = max(3.0, 0.1 * d[0])
+    if min(d) < min(d[0], d[-1]) - tol:
+        return W.PROXIMITY[3]
+    if abs(d[-1] - d[0]) < tol / 2:
+        return W.PROXIMITY[2]
+    return W.PROXIMITY[0] if d[-1] < d[0] else W.PROXIMITY[1]
+
+
+def _duration(row: NavRow, task: NavigationTask) -> str | None:
+    a, b = (task.segments[int(row.evidence[k])] for k in ("first", "second"))  # type: ignore[arg-type]
+    # frames the drone actually moves forward over each segment, from the states
+    na = sum(
+        1
+        for i in range(a.start_frame, a.end_frame + 1)
+        if moved(task.poses[i], task.poses[i + 1]) == "fly_forward"
+    )
+    nb = sum(
+        1
+        for i in range(b.start_frame, b.end_frame + 1)
+        if moved(task.poses[i], task.poses[i + 1]) == "fly_forward"
+    )
+    if max(na, nb) <= 1.1 * min(na, nb):
+        return W.LONGER[2]
+    return W.LONGER[0] if na > nb else W.LONGER[1]
+
+
+def _nearest_to(task: NavigationTask, lid: str, among: list[str]) -> str:
+    return _name(task, min(among, key=lambda o: _box_to_box(task, lid, o)))
+
+
+def _object_recall(row: NavRow, task: NavigationTask) -> str | None:
+    lid = str(row.evidence["landmark"])
+    return _nearest_to(task, lid, [x.landmark_id for x in task.landmarks if x.landmark_id != lid])
+
+
+def _association(row: NavRow, task: NavigationTask) -> str | None:
+    goal = task.route[-1]
+    return _nearest_to(task, goal, [x.landmark_id for x in task.landmarks if x.landmark_id != goal])
+
+
+def _start_end(row: NavRow, task: NavigationTask) -> str | None:
+    ids = [x.landmark_id for x in task.landmarks]
+    first, last = (np.array([p.x, p.y, p.z]) for p in (task.poses[0], task.poses[-1]))
+    start = min(ids, key=lambda lid: _to_box(task, lid, first))
+    end = min(ids, key=lambda lid: _to_box(task, lid, last))
+    return f"from the {_name(task, start)} to the {_name(task, end)}"
+
+
+def _progress(row: NavRow, task: NavigationTask) -> str | None:
+    """The step: how many route landmarks the drone has reached, in order, by the states (within
+    ``REACHED_M`` of a landmark's footprint circle counts as reached)."""
+    t = row.clip_end_frame
+    if t + 1 >= len(task.poses) or moved(task.poses[t], task.poses[t + 1]) == "hover":
+        return "the route is complete"
+    done, since = 0, 0
+    for lid in task.route[:-1]:
+        lm = next(x for x in task.landmarks if x.landmark_id == lid)
+        reach = math.hypot(lm.size[0], lm.size[1]) / 2 + REACHED_M
+        d = [math.hypot(p.x - lm.center[0], p.y - lm.center[1]) for p in task.poses[since : t + 1]]
+        near = [i for i, v in enumerate(d) if v <= reach]
+        if not near:
+            break
+        done, since = done + 1, since + near[0]
+    steps = W.route_steps(task.instruction)
+    return steps[done] if done < len(steps) else None
+
+
+def _counterfactual(row: NavRow, task: NavigationTask) -> str | None:
+    leg = int(row.evidence["leg"])  # type: ignore[arg-type]
+    alts = [a for a in task.alternatives if a.leg == leg]
+    flown = [a for a in alts if a.chosen]
+    feasible = [a for a in alts if a.feasible and a.seconds is not None]
+    if (
+        len(flown) != 1
+        or not flown[0].feasible
+        or flown[0].seconds != min(a.seconds for a in feasible if a.seconds is not None)
+    ):
+        return None  # the judged alternatives do not support what was flown
+    asked = next(a for a in alts if a.option == row.evidence["option"])
+    return W.COUNTERFACTUAL[0 if asked.feasible else 1]
+
+
+def why(task: NavigationTask, index: int) -> str:
+    """A segment's reason, from the motion and the geometry rather than its label: a turn that
+    ends facing the leg's landmark faces it (else it steps aside), a tilt looks at it, a climb
+    or descent that ends at the goal's facade height or over its roof matches it (else it clears
+    an obstacle, or comes back down after one), a forward flight between a climb and a descent
+    passes over, one after a side turn steps around, any other approaches; a hover arrives."""
+    s = task.segments[index]
+    a, b = task.poses[s.start_frame], task.poses[min(s.end_frame + 1, len(task.poses) - 1)]
+    act = moved(a, b)
+    lm = next(x for x in task.landmarks if x.landmark_id == s.toward)
+    if act in ("turn_left", "turn_right"):
+        bearing = math.degrees(math.atan2(lm.center[1] - b.y, lm.center[0] - b.x))
+        return (
+            "face_landmark" if abs((bearing - b.yaw_deg + 180.0) % 360.0 - 180.0) < 1.0 else "avoid_obstacle"
+        )
+    if act.startswith("rotate_camera"):
+        return "look_at_landmark"
+    last_leg = s.toward == task.route[-1]
+    goal_z = {"rooftop": lm.center[2] + lm.size[2] / 2 + 8.0, "facade": lm.center[2]}.get(task.goal_part)
+    climbs = [  # (start z, end z) of the leg's climbs before this segment, by the states
+        (task.poses[x.start_frame].z, task.poses[x.end_frame + 1].z)
+        for x in task.segments
+        if x.leg == s.leg
+        and x.index < index
+        and moved(task.poses[x.start_frame], task.poses[x.end_frame + 1]) == "ascend"
+    ]
+    if act == "descend" and any(abs(b.z - z0) < 0.05 for z0, _ in climbs):
+        return "descend_after_obstacle"  # back to the height it climbed from
+    if act in ("ascend", "descend"):
+        if last_leg and goal_z is not None and abs(b.z - goal_z) < 0.05:
+            return "match_goal_height"
+        return "clear_obstacle" if act == "ascend" else "descend_after_obstacle"
+    if act == "fly_forward":
+        before = [x for x in task.segments if x.leg == s.leg and x.index < index]
+        after = next((x for x in task.segments if x.index > index), None)
+        if climbs and before and before[-1].action == "ascend" and after is not None and after.leg == s.leg:
+            back = task.poses[min(after.end_frame + 1, len(task.poses) - 1)].z
+            if after.action == "descend" and abs(back - climbs[-1][0]) < 0.05:
+                return "pass_obstacle"  # between a climb and the descent back to where it began
+        if (
+            before
+            and before[-1].action in ("turn_left", "turn_right")
+            and why(task, before[-1].index) == "avoid_obstacle"
+        ):
+            return "avoid_obstacle"
+        return "approach_landmark"
+    return "arrive"
+
+
+def _reason_words(task: NavigationTask, index: int, plan: bool) -> str:
+    s = task.segments[index]
+    blocker = next((x.blocked_by for x in task.segments if x.leg == s.leg and x.blocked_by), "")
+    words = W.plan_text if plan else W.reason_text
+    name = _name(task, blocker) if blocker else ""
+    return words(why(task, index), _name(task, s.toward), name, task.goal_part)
+
+
+def _causal(row: NavRow, task: NavigationTask) -> str | None:
+    return _reason_words(task, int(row.evidence["segment"]), plan=False)  # type: ignore[arg-type]
+
+
+def _planning(row: NavRow, task: NavigationTask) -> str | None:
+    return _reason_words(task, int(row.evidence["next"]), plan=True)  # type: ignore[arg-type]
+
+
+DERIVE: dict[str, Derive] = {
+    "sequence_recall": _sequence,
+    "causal": _causal,
+    "high_level_planning": _planning,
+    "object_recall": _object_recall,
+    "start_end_position": _start_end,
+    "proximity": _proximity,
+    "duration": _duration,
+    "landmark_position": _position,
+    "cognitive_map": _layout,
+    "counterfactual": _counterfactual,
+    "association": _association,
+    "progress_evaluation": _progress,
+    "action_generation": _next_action,
+}
+
+
+def goal_in_view(
+    store: BlobStore, run_id: str, row: NavRow, task: NavigationTask, instance: int
+) -> str | None:
+    """Goal Detection from the segmentation frame the question is asked at."""
+    key = f"{keys.final_task(run_id, row.mission_id)}/{keys.video_frame('seg', row.clip_end_frame)}"
+    try:
+        mask = media.decode_segmentation(store.get(key))[1] == instance
+    except (BlobNotFound, OSError, ValueError):
+        return None
+    if not mask.any():
+        return W.IN_VIEW[0]
+    cols = np.flatnonzero(mask.any(axis=0))
+    cx = (cols[0] + cols[-1] + 1) / 2 / mask.shape[1]
+    return W.IN_VIEW[1 if cx < 1 / 3 else 2 if cx < 2 / 3 else 3]
+
+
+def in_view_during(store: BlobStore, run_id: str, row: NavRow, task: NavigationTask) -> str | None:
+    """Scene Recall from the window's segmentation frames: the one option landmark with pixels
+    in at least half of them, when every other option landmark has none in any."""
+    a, b = int(row.evidence["start"]), int(row.evidence["end"])  # type: ignore[arg-type]
+    ids = {x.description: x.rendered_instance_id for x in task.landmarks}
+    present = dict.fromkeys((o.label for o in row.options), 0)
+    root = keys.final_task(run_id, row.mission_id)
+    for f in range(a, b + 1):
+        try:
+            instance = media.decode_segmentation(store.get(f"{root}/{keys.video_frame('seg', f)}"))[1]
+        except (BlobNotFound, OSError, ValueError):
+            return None
+        for label in present:
+            present[label] += int(bool(label in ids and (instance == ids[label]).any()))
+    seen = [label for label, k in present.items() if k * 2 >= b - a + 1]
+    others = [k for label, k in present.items() if label not in seen]
+    return seen[0] if len(seen) == 1 and not any(others) else None
+
+
+def check_rows(
+    rows: list[NavRow], tasks: dict[str, NavigationTask | None], store: BlobStore, run_id: str
+) -> Verdict:
+    v = Verdict()
+    for r in rows:
+        ids = [o.option_id for o in r.options]
+        check_options(r.sample_id, [o.label for o in r.options], ids, [r.answer_option_id], v)
+        if r.answer_label != next((o.label for o in r.options if o.option_id == r.answer_option_id), None):
+            v.fail(r.sample_id, "answer label is not the answer option's")
+        task = tasks.get(r.mission_id)
+        if task is None:
+            v.fail(r.sample_id, "navigation task missing or unreadable")
+            continue
+        if not 0 <= r.clip_end_frame < task.frame_count:
+            v.fail(r.sample_id, "question frame outside the video")
+            continue
+        if r.task == "goal_detection":
+            goal = next(x for x in task.landmarks if x.landmark_id == task.route[-1])
+            derived = goal_in_view(store, run_id, r, task, goal.rendered_instance_id)
+        elif r.task == "scene_recall":
+            derived = in_view_during(store, run_id, r, task)
+        elif r.task in DERIVE:
+            derived = DERIVE[r.task](r, task)
+        else:
+            continue  # trajectory captioning: checked by structure only
+        if derived != r.answer_label:
+            v.fail(r.sample_id, "answer disagrees with the geometry re-check")
+    return v
