@@ -36,6 +36,7 @@ from skyqa.contracts.missions import (
     VisibilityParams,
 )
 from skyqa.geometry import visibility as vis
+from skyqa.geometry.boxes import norm_xyxy
 from skyqa.v1 import render_pb2
 from skyqa.video import CODEC, PIX_FMT
 from skyqa.vocab.behaviors import Library
@@ -117,7 +118,7 @@ def build_final_task(
         )
         if flags[i] and stat.pixels:
             x0, y0, x1, y1 = stat.bbox_xyxy
-            norm = [round(x0 / w, 4), round(y0 / h, 4), round(x1 / w, 4), round(y1 / h, 4)]
+            norm = norm_xyxy(stat.bbox_xyxy, w, h)
             boxes.append(
                 FrameBox(
                     frame=r.frame,

@@ -27,6 +27,7 @@ from skyqa.contracts.navigation import (
     NavVideo,
     RejectedNavigation,
 )
+from skyqa.geometry.boxes import norm_xyxy
 from skyqa.protojson import to_json
 from skyqa.v1 import common_pb2, render_pb2
 
@@ -35,8 +36,6 @@ from services.mission_planner.describe import rendered_id, target_of
 from services.mission_planner.navigation import NavConfig, RouteLandmark, plan_navigation
 from services.mission_planner.safety import ObstacleMap
 
-NAV_PLAN = "navigation_plan.json"
-NAV_TASK = "navigation_task.json"
 PARTS: tuple[GoalPart, ...] = ("whole", "facade", "rooftop")
 ROUTE_GAP_M = (20.0, 180.0)
 PART_MIN_HEIGHT_M = 12.0  # a facade or rooftop goal needs a landmark at least this tall
@@ -161,7 +160,9 @@ def plan_all(
 
 def write_plan(store: BlobStore, run_id: str, plan: NavigationPlan) -> None:
     """The plan and, as every mission has, ``poses.csv`` (camera yaw and pitch per frame)."""
-    store.put(keys.mission_file(run_id, plan.traj_id, NAV_PLAN), dump_json(plan), "application/json")
+    store.put(
+        keys.mission_file(run_id, plan.traj_id, keys.NAVIGATION_PLAN), dump_json(plan), "application/json"
+    )
     lines = ["frame,t,x,y,z,yaw,pitch,roll"]
     for i, s in enumerate(plan.poses):
         at = f"{i},{i / plan.fps:.4f},{s.x:.4f},{s.y:.4f},{s.z:.4f}"
@@ -199,7 +200,7 @@ def video_job(run_id: str, backend: str, plan: NavigationPlan, cfg: MissionConfi
 
 
 def index_row(store: BlobStore, run_id: str, traj_id: str) -> NavigationIndexRow:
-    key = f"{keys.final_task(run_id, traj_id)}/{NAV_TASK}"
+    key = f"{keys.final_task(run_id, traj_id)}/{keys.NAVIGATION_TASK}"
     task = load_json(NavigationTask, store.get(key), "navigation task")
     return NavigationIndexRow(
         traj_id=traj_id,
@@ -214,13 +215,15 @@ def index_row(store: BlobStore, run_id: str, traj_id: str) -> NavigationIndexRow
 
 
 def is_navigation(store: BlobStore, run_id: str, traj_id: str) -> bool:
-    return store.exists(keys.mission_file(run_id, traj_id, NAV_PLAN))
+    return store.exists(keys.mission_file(run_id, traj_id, keys.NAVIGATION_PLAN))
 
 
 def bundle(done: render_pb2.VideoDone, store: BlobStore, fov_deg: float) -> NavigationTask:
     """The plan plus the renderer's per-frame measurement of each landmark."""
     plan = load_json(
-        NavigationPlan, store.get(keys.mission_file(done.run_id, done.job_id, NAV_PLAN)), "navigation plan"
+        NavigationPlan,
+        store.get(keys.mission_file(done.run_id, done.job_id, keys.NAVIGATION_PLAN)),
+        "navigation plan",
     )
     rows = load_jsonl(FrameVisibility, store.get(done.frame_visibility.key), "frame visibility")
     if len(rows) != plan.frame_count:
@@ -238,14 +241,13 @@ def bundle(done: render_pb2.VideoDone, store: BlobStore, fov_deg: float) -> Navi
                     )
                 )
                 continue
-            x0, y0, x1, y1 = stat.bbox_xyxy
             frames.append(
                 NavFrame(
                     frame=r.frame,
                     visible=stat.is_visible,
                     visible_ratio=stat.visible_ratio,
                     pixels=stat.pixels,
-                    bbox_xyxy_norm=[round(x0 / w, 4), round(y0 / h, 4), round(x1 / w, 4), round(y1 / h, 4)],
+                    bbox_xyxy_norm=norm_xyxy(stat.bbox_xyxy, w, h),
                 )
             )
         visibility[lm.landmark_id] = frames
@@ -253,5 +255,9 @@ def bundle(done: render_pb2.VideoDone, store: BlobStore, fov_deg: float) -> Navi
         path=keys.VIDEO, fps=done.fps, frame_count=done.frame_count, width=w, height=h, fov_deg=fov_deg
     )
     task = NavigationTask(**plan.model_dump(), video=video, visibility=visibility)
-    store.put(f"{keys.final_task(done.run_id, done.job_id)}/{NAV_TASK}", dump_json(task), "application/json")
+    store.put(
+        f"{keys.final_task(done.run_id, done.job_id)}/{keys.NAVIGATION_TASK}",
+        dump_json(task),
+        "application/json",
+    )
     return task

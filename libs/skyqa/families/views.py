@@ -6,12 +6,11 @@ from __future__ import annotations
 from skyqa import keys
 from skyqa.contracts import RgbView
 from skyqa.contracts.qa import OverlayRequest
+from skyqa.geometry.boxes import norm_xyxy
 
 
 def norm_box(v: RgbView) -> list[float]:
-    w, h = v.bbox_2d_image_size
-    x0, y0, x1, y1 = v.bbox_2d_xyxy
-    return [round(x0 / w, 4), round(y0 / h, 4), round(x1 / w, 4), round(y1 / h, 4)]
+    return norm_xyxy(v.bbox_2d_xyxy, *v.bbox_2d_image_size)
 
 
 def reference_overlay(landmark_id: str, v: RgbView, source: str) -> OverlayRequest:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,12 @@ class Box2D:
     @property
     def xyxy(self) -> list[int]:
         return [self.x0, self.y0, self.x1, self.y1]
+
+
+def norm_xyxy(xyxy: Sequence[float], width: float, height: float) -> list[float]:
+    """A pixel box as fractions of the image size, 4 decimals (the releases' ``*_norm`` boxes)."""
+    x0, y0, x1, y1 = xyxy
+    return [round(x0 / width, 4), round(y0 / height, 4), round(x1 / width, 4), round(y1 / height, 4)]
 
 
 def instance_boxes(instance: NDArray[np.integer], semantic: NDArray[np.integer]) -> list[Box2D]:

@@ -271,12 +271,8 @@ class AirSimApi:
         self, instance: NDArray[np.integer[Any]], semantic: NDArray[np.integer[Any]], table: NDArray[Any]
     ) -> NDArray[Any]:
         """Per pixel or point, ``table`` at its object's slot."""
-        if table.dtype == object:  # names, per LiDAR point: few enough for numpy
-            slots = np.where(
-                instance > 0,
-                np.minimum(instance, self._n_inst),
-                self._n_inst + 1 + np.minimum(semantic, self._n_sem).astype(np.uint32),
-            )
+        if table.dtype == object:  # names: the kernel gathers their slot numbers, numpy the names
+            slots = gather_slots(instance, semantic, self._n_inst, self._n_sem, np.arange(len(table)))
             named: NDArray[Any] = table[slots]
             return named
         return gather_slots(instance, semantic, self._n_inst, self._n_sem, table)

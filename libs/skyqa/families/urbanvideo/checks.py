@@ -23,6 +23,7 @@ from skyqa.contracts.urbanvideo import NavRow
 from skyqa.errors import BlobNotFound
 from skyqa.families.structure import Verdict, check_options
 from skyqa.families.urbanvideo import words as W
+from skyqa.families.urbanvideo.questions import leg_blocker
 
 Derive = Callable[[NavRow, NavigationTask], str | None]
 REACHED_M = 14.0  # the planner stops 12 m outside a landmark's footprint
@@ -237,7 +238,7 @@ def why(task: NavigationTask, index: int) -> str:
 
 def _reason_words(task: NavigationTask, index: int, plan: bool) -> str:
     s = task.segments[index]
-    blocker = next((x.blocked_by for x in task.segments if x.leg == s.leg and x.blocked_by), "")
+    blocker = leg_blocker(task, s.leg)
     words = W.plan_text if plan else W.reason_text
     name = _name(task, blocker) if blocker else ""
     return words(why(task, index), _name(task, s.toward), name, task.goal_part)

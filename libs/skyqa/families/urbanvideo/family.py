@@ -32,7 +32,6 @@ from skyqa.families.urbanvideo.questions import BUILDERS, Mission, Question
 
 LETTERS = "ABCDEFGH"
 OVER = "navigation answer over-represented"
-NAV_TASK = "navigation_task.json"
 
 
 class UrbanVideo:
@@ -155,7 +154,7 @@ class UrbanVideo:
     def check(self, rows: list[NavRow], rendered: Rendered) -> Checked[NavRow]:
         tasks: dict[str, NavigationTask | None] = {}
         for mission in sorted({r.mission_id for r in rows}):
-            key = f"{keys.final_task(rendered.run_id, mission)}/{NAV_TASK}"
+            key = f"{keys.final_task(rendered.run_id, mission)}/{keys.NAVIGATION_TASK}"
             try:
                 tasks[mission] = load_json(NavigationTask, rendered.store.get(key), "navigation task")
             except (BlobNotFound, InvalidInput):

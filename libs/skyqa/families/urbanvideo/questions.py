@@ -84,11 +84,7 @@ class Mission:
         return self.names.get(s.blocked_by, "")
 
     def leg_blocker(self, s: NavSegment) -> str:
-        """The landmark that made the segment's leg avoid something, else ""."""
-        for o in self.task.segments:
-            if o.leg == s.leg and o.blocked_by:
-                return self.names.get(o.blocked_by, "")
-        return ""
+        return self.names.get(leg_blocker(self.task, s.leg), "")
 
     def reason(self, s: NavSegment) -> str:
         return W.reason_text(s.reason, self.names[s.toward], self.leg_blocker(s), self.part)
@@ -96,6 +92,11 @@ class Mission:
     def span(self, s: NavSegment) -> str:
         end = min(s.end_frame + 1, self.last)  # the last segment ends on the video's last frame
         return f"from {W.seconds(s.start_frame, self.fps)} to {W.seconds(end, self.fps)}"
+
+
+def leg_blocker(task: NavigationTask, leg: int) -> str:
+    """The landmark id that made the leg avoid something, else ""."""
+    return next((s.blocked_by for s in task.segments if s.leg == leg and s.blocked_by), "")
 
 
 def _nearest(values: dict[str, float]) -> str | None:
