@@ -48,6 +48,9 @@ class Embedded:
             if self.store is None:
                 self.store = LocalBlobStore(self.data_dir / "store")
             settings.bus.nats_url = self.nats_url
+            if "cache_dir" not in settings.evaluation.model_fields_set:
+                # replies kept with the run's data, not in whatever directory the run started from
+                settings.evaluation.cache_dir = self.data_dir / "eval-cache"
             settings.http.port = 0
             for name in self.services:
                 svc = SERVICES[name](settings, self.store)

@@ -26,7 +26,7 @@ from skyqa.settings import ModelEndpoint
 
 from services.evaluator.baselines import Responder, TextPrior
 from services.evaluator.questions import Question
-from services.evaluator.runner import Cache, ModelResponder, run_items
+from services.evaluator.runner import ModelResponder, cache_for, run_items
 
 SAMPLE_TEMPERATURE = 0.7
 
@@ -80,7 +80,7 @@ async def blind_filter(
     responders += _samplers(endpoints, store, root, samples)
     rates: dict[str, dict[str, float]] = {q.sample_id: {} for q in rows}
     for name, copies in responders:
-        cache = Cache(cache_dir / f"{name.replace('/', '_')}.jsonl")
+        cache = cache_for(copies[0], cache_dir)
         right: dict[str, list[float]] = {}
         for resp in copies:
             condition = "text_only" if isinstance(resp, ModelResponder) else "full"

@@ -21,7 +21,7 @@ from services.evaluator.html_report import html_page
 from services.evaluator.leaderboard import leaderboard
 from services.evaluator.metrics_csv import image_csv, video_csv
 from services.evaluator.questions import Question, load_questions
-from services.evaluator.runner import Cache, ModelResponder, RunStats, run_items
+from services.evaluator.runner import ModelResponder, RunStats, cache_for, run_items
 
 
 @dataclass
@@ -75,7 +75,7 @@ async def evaluate(
     items: list[dict[str, Any]] = []
     stats: dict[str, RunStats] = {}
     for responder in responders_for(rows, endpoints, store, run_id, scene_id):
-        cache = Cache(cache_dir / f"{responder.name.replace('/', '_')}.jsonl")
+        cache = cache_for(responder, cache_dir)
         total = RunStats()
         for condition in conditions:
             if condition not in responder.conditions:

@@ -163,12 +163,13 @@ def cache_key(responder: Responder, q: Question, media: list[str], condition: st
 
 
 class Cache:
-    """Append-only JSONL of successful replies, keyed by content hash."""
+    """Append-only JSONL of successful replies, keyed by content hash; ``path=None`` keeps them
+    for this run only."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | None) -> None:
         self.path = path
         self.entries: dict[str, str] = {}
-        if path.exists():
+        if path is not None and path.exists():
             for line in path.read_text().splitlines():
                 if line.strip():
                     rec = json.loads(line)
@@ -181,10 +182,21 @@ class Cache:
         if key in self.entries:
             return
         self.entries[key] = text
+        if self.path is None:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as fh:
             fh.write(json.dumps({"key": key, "text": text}) + "\n")
             fh.flush()
+
+
+def cache_for(responder: Responder, cache_dir: Path) -> Cache:
+    """Only a model's replies outlive the run: a baseline's answer also depends on the release
+    it was fitted on (the text prior's label counts), which the key does not cover, so a kept
+    one goes stale when the release changes; recomputing it costs nothing."""
+    if isinstance(responder, ModelResponder):
+        return Cache(cache_dir / f"{responder.name.replace('/', '_')}.jsonl")
+    return Cache(None)
 
 
 @dataclass

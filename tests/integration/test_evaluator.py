@@ -379,6 +379,31 @@ async def test_blind_filter_flags_rows_text_only_models_solve(tmp_path: Path) ->
     assert kept == [r["sample_id"] for r in rows if r["sample_id"] not in set(result.flagged)]
 
 
+async def test_a_baseline_answers_from_the_release_it_sees_not_from_an_earlier_runs_cache(
+    tmp_path: Path,
+) -> None:
+    """The text prior's answer to a row depends on the other rows' golds, which its cache key
+    (prompt, media, params) does not cover: a cached answer from an earlier release is stale."""
+    store = LocalBlobStore(tmp_path / "store")
+    rows = write_manifest(store, 6)
+    await evaluate(store, RUN, SCENE, [], tmp_path / "cache")
+    # every other landmark's rows now answer "Right": s0's prompt and images are unchanged, its
+    # prior is not
+    for r in rows[2:]:
+        r["answer_label"], r["answer_option_id"] = "Right", "C"
+    manifest = release_files(RUN, SCENE)["image_qa"]
+    store.put(manifest, b"".join(json.dumps(r).encode() + b"\n" for r in rows))
+
+    async def answers(cache: str) -> dict[str, str]:
+        result = await evaluate(store, RUN, SCENE, [], tmp_path / cache)
+        items = [json.loads(x) for x in store.get(result.outputs["eval_items"]).splitlines()]
+        return {i["sample_id"]: i["pred_option"] for i in items if i["model"] == "text_prior"}
+
+    again = await answers("cache")
+    assert again["s0"] == "C" and again == await answers("fresh-cache")
+    assert not list((tmp_path / "cache").glob("*.jsonl"))  # nothing of a baseline's is kept
+
+
 async def test_evaluation_requests_on_the_bus_and_bad_ones_as_error_events(
     settings: Settings, bus: Bus, tmp_path: Path, unique: str
 ) -> None:
