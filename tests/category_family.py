@@ -103,6 +103,7 @@ class LandmarkCategory:
         return {}
 
     metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({"landmark_category": ("option_correct",)})
+    groups: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 
     def difficulty(self, row: CategoryRow) -> str:
         return "4way"

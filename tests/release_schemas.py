@@ -47,16 +47,6 @@ class LogRow(BaseModel):
     event: str
 
 
-class UrbanVideoMCQ(BaseModel):
-    """A row of UrbanVideo-Bench's MCQ table, as its scripts read it."""
-
-    Question_id: str
-    video_id: str
-    question_category: str
-    question: str
-    answer: str
-
-
 Schema = type[BaseModel] | type[Message] | None  # None: checked by its own tool (croissant.json)
 
 SCHEMAS: list[tuple[str, Schema]] = [
@@ -98,7 +88,6 @@ SCHEMAS: list[tuple[str, Schema]] = [
     (r"video_tasks/missions/[^/]+/final_task/navigation_task\.json", NavigationTask),
     (r"navigation_qa\.metadata\.jsonl", NavRow),
     (r"video_tasks/manifests/[^/]+\.navigation_qa\.jsonl", NavRow),
-    (r"video_tasks/manifests/[^/]+\.urbanvideo_mcq\.jsonl", UrbanVideoMCQ),
 ]
 
 

@@ -16,6 +16,7 @@ from google.protobuf import json_format
 
 from skyqa import keys
 from skyqa.blob import BlobStore
+from skyqa.contracts.urbanvideo import NAV_TASKS
 from skyqa.errors import BlobNotFound, InvalidInput, InvalidScanRequest, RunConflict
 from skyqa.keys import validate_id
 from skyqa.models.endpoints import resolve
@@ -31,6 +32,7 @@ MAX_EXTENT_M = 20_000.0
 PROFILES = ("preview", "release")
 MAX_LANDMARKS = 2000
 MAX_NAVIGATION = 200  # navigation missions of each kind per run
+MAX_PER_TYPE = 8  # navigation questions per mission and type: the candidates run out well before
 MAX_EVAL_MODELS = 32
 
 # The evidence-access conditions the evaluator implements (services/evaluator/conditions.py).
@@ -121,6 +123,7 @@ def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
     nav = out.navigation
     nav.goals = nav.goals if nav.HasField("goals") else 3
     nav.routes = nav.routes if nav.HasField("routes") else 2
+    nav.per_type = nav.per_type if nav.HasField("per_type") else 1
     out.review_mode = out.review_mode or "auto"
     return out
 
@@ -195,6 +198,14 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         raise bad(f"video fov must be 10..170 degrees, got {v.fov_deg}")
     if req.navigation.goals > MAX_NAVIGATION or req.navigation.routes > MAX_NAVIGATION:
         raise bad(f"navigation goals and routes must be 0..{MAX_NAVIGATION} each")
+    if not 1 <= req.navigation.per_type <= MAX_PER_TYPE:
+        raise bad(f"navigation questions per type must be 1..{MAX_PER_TYPE}, got {req.navigation.per_type}")
+    unknown = sorted(set(req.navigation.types) - set(NAV_TASKS))
+    if unknown or len(set(req.navigation.types)) != len(req.navigation.types):
+        raise bad(
+            f"navigation types must be distinct names of {', '.join(NAV_TASKS)}; "
+            f"got {', '.join(unknown) or 'a repeated one'}"
+        )
     try:
         validate_evaluation(req.evaluation)
     except InvalidInput as exc:

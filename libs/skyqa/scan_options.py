@@ -46,6 +46,7 @@ def build_request(
     landmarks: int | None = None,
     video: str | None = None,
     navigation: str | None = None,
+    navigation_types: str | None = None,
     eval_models: list[str] | None = None,
     eval_conditions: str | None = None,
 ) -> scan_pb2.ScanRequest:
@@ -66,9 +67,18 @@ def build_request(
             raise InvalidInput(f"--video needs WIDTHxHEIGHT, e.g. 480x360, got {video!r}") from None
     if navigation:
         try:
-            req.navigation.goals, req.navigation.routes = (int(v) for v in navigation.split(","))
+            counts = [int(v) for v in navigation.split(",")]
+            if len(counts) not in (2, 3) or min(counts) < 0:
+                raise ValueError
         except ValueError:
-            raise InvalidInput(f"--navigation needs GOALS,ROUTES, e.g. 3,2, got {navigation!r}") from None
+            raise InvalidInput(
+                f"--navigation needs GOALS,ROUTES[,PER_TYPE], e.g. 3,2 or 3,2,2, got {navigation!r}"
+            ) from None
+        req.navigation.goals, req.navigation.routes = counts[:2]
+        if len(counts) == 3:
+            req.navigation.per_type = counts[2]
+    if navigation_types:
+        req.navigation.types.extend(t.strip() for t in navigation_types.split(",") if t.strip())
     if bound:
         try:
             values = [float(v) for v in bound.split(",")]

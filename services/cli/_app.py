@@ -74,7 +74,17 @@ VideoOpt = Annotated[
 ]
 NavigationOpt = Annotated[
     str | None,
-    typer.Option("--navigation", help="navigation missions GOALS,ROUTES per run (default 3,2; 0,0 for none)"),
+    typer.Option(
+        "--navigation",
+        help="navigation missions GOALS,ROUTES[,PER_TYPE] per run, PER_TYPE questions per mission "
+        "and type (default 3,2,1; 0,0 for none)",
+    ),
+]
+NavigationTypesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--navigation-types", help="comma list of the navigation question types asked (default all 16)"
+    ),
 ]
 EvalModelsOpt = Annotated[
     list[str] | None,

@@ -26,6 +26,7 @@ from services.cli._app import (
     EvalModelsOpt,
     LandmarksOpt,
     NavigationOpt,
+    NavigationTypesOpt,
     ProfileOpt,
     ReviewOpt,
     SceneOpt,
@@ -177,6 +178,7 @@ def demo(
     landmarks: LandmarksOpt = None,
     video: VideoOpt = None,
     navigation: NavigationOpt = None,
+    navigation_types: NavigationTypesOpt = None,
     eval_model: EvalModelsOpt = None,
     eval_conditions: EvalConditionsOpt = None,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the run")] = 1800.0,
@@ -195,6 +197,7 @@ def demo(
         review=review,
         landmarks=landmarks,
         navigation=navigation,
+        navigation_types=navigation_types,
     )
     with user_errors():
         # whoever starts the demo is its operator: the models it names are on its allow-list
@@ -267,6 +270,7 @@ def scan_cmd(
     landmarks: LandmarksOpt = None,
     video: VideoOpt = None,
     navigation: NavigationOpt = None,
+    navigation_types: NavigationTypesOpt = None,
     eval_model: EvalModelsOpt = None,
     eval_conditions: EvalConditionsOpt = None,
     nats_url: Annotated[str | None, typer.Option(help="default: SKYQA_BUS__NATS_URL")] = None,
@@ -283,6 +287,7 @@ def scan_cmd(
         review=review,
         landmarks=landmarks,
         navigation=navigation,
+        navigation_types=navigation_types,
     )
     req = _scan_request(
         scene, profile, run_id, video=video, eval_models=eval_model, eval_conditions=eval_conditions, **opts

@@ -96,9 +96,27 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
     return f"<table><tr>{cells}</tr>{body}</table>"
 
 
+def _group_tables(models: list[dict[str, Any]]) -> str:
+    """Per family with task groups: each group's score and 95% interval per model."""
+    out = []
+    for fam in sorted({f for e in models for f in e.get("per_group", {})}):
+        groups = next(e["per_group"][fam] for e in models if fam in e.get("per_group", {}))
+        rows = []
+        for e in models:
+            cells = []
+            for g in groups:
+                s = e.get("per_group", {}).get(fam, {}).get(g, {})
+                metric = next((k for k in s if k != "count" and not k.endswith("_ci95")), None)
+                cells.append(f"{s[metric]} {s[metric + '_ci95']} (n={s['count']})" if metric else "–")
+            rows.append([e["model"], *cells])
+        out.append(f"<h3>{html.escape(fam)}</h3>" + _table(["model", *groups], rows))
+    return "".join(out) or "<p><i>No family with task groups was evaluated.</i></p>"
+
+
 def html_page(board: dict[str, Any], title: str) -> bytes:
     """A self-contained report page: bars, tables per protocol, the correlation heat map."""
     models = board["models"]
+    corr = board["task_correlation"]
     summary = _table(
         ["model", "option acc", "95% CI", "bbox Acc@0.5", "joint", "gap over text prior", "parse"],
         [
@@ -166,7 +184,11 @@ resolution = full − thumbnail, access = crop − full, augmentation = full_cro
 <h2>CircularEval</h2><p>Each MCQ asked once per rotation of its options; circular counts a group only if
 every rotation is right; consistency: the same answer content in every rotation.</p>{circular}
 <h2>Process level (GT reasoning steps, schema_cot)</h2>{process}
-<h2>Task correlation</h2><p>{html.escape(board["task_correlation"]["method"])},
-{board["task_correlation"]["units"]} units.</p>{_heatmap_svg(board["task_correlation"])}
+<h2>Task groups</h2><p>Primary score per group of a family's tasks (and all of them), with 95%
+cluster-bootstrap intervals.</p>{_group_tables(models)}
+<h2>Task correlation</h2><p>{html.escape(corr["method"])},
+{corr["units"]} units.</p>{_heatmap_svg(corr)}
+<p>{html.escape(corr["across_models"]["method"])}, {corr["across_models"]["models"]} models.</p>
+{_heatmap_svg(corr["across_models"])}
 <details><summary>leaderboard.json</summary>
 <pre>{html.escape(json.dumps(board, indent=1))}</pre></details>""".encode()

@@ -4,7 +4,7 @@ CircularEval and the correlation of models' scores across tasks."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,11 +17,31 @@ from services.evaluator.metrics import summarize
 from services.evaluator.metrics_csv import element_instance_f1
 from services.evaluator.steps import summarize_steps
 
+# the score a task is correlated by: UAV-DualCog's choices, else the family's first metric
 PRIMARY: dict[str, str] = {
     **{t: "option_correct" for t in IMAGE_TASKS},
     "self_instance_recognition_joint": "element_f1",
     "env_visibility_reasoning": "count_exact",
 }
+
+
+def primary_metrics(families: Sequence[TaskFamily[Any]]) -> dict[str, str]:
+    out = dict(PRIMARY)
+    for f in families:
+        for task, metrics in f.metrics.items():
+            out.setdefault(task, metrics[0])
+    return out
+
+
+def _groups(full: list[dict[str, Any]], f: TaskFamily[Any]) -> dict[str, Any]:
+    """Each of the family's task groups and all its tasks together, by the metrics they share."""
+    out = {}
+    for name, tasks in {**f.groups, "all": tuple(f.metrics)}.items():
+        shared = [m for m in f.metrics[tasks[0]] if all(m in f.metrics[t] for t in tasks)]
+        out[name] = summarize([i for i in full if i["task"] in tasks], tuple(shared))
+    return out
+
+
 ACCESS = ("text_only", "thumbnail", "full", "crop", "full_crop")
 
 
@@ -53,6 +73,9 @@ def _entry(model: str, mine: list[dict[str, Any]], families: Sequence[TaskFamily
         f.name: {t: summarize([i for i in full if i["task"] == t], m) for t, m in f.metrics.items()}
         for f in families
         if any(i["task"] in f.metrics for i in full)
+    }
+    entry["per_group"] = {
+        f.name: _groups(full, f) for f in families if f.groups and any(i["task"] in f.metrics for i in full)
     }
     access = {
         c: summarize([i for i in mine if i["condition"] == c and i["task"] in IMAGE_TASKS], IMAGE_METRICS)
@@ -110,33 +133,59 @@ def circular_summary(items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def task_correlation(items: list[dict[str, Any]]) -> dict[str, Any]:
+def task_correlation(
+    items: list[dict[str, Any]], families: Sequence[TaskFamily[Any]] = FAMILIES
+) -> dict[str, Any]:
     """Spearman correlation between tasks' primary scores over (model, landmark) units, in the
-    full condition; a pair is left out when either side is constant or fewer than 4 units share it."""
+    full condition; a pair is left out when either side is constant or fewer than 4 units share it.
+    ``across_models``: UrbanVideo-Bench's analysis, Pearson between two tasks' mean scores over
+    the models (at least 3 scored on both)."""
     # imported here: scipy.stats is about 70 MB resident, and the evaluator waits for releases
     # far longer than it writes reports
-    from scipy.stats import spearmanr
+    from scipy.stats import pearsonr, spearmanr
 
+    primary = primary_metrics(families)
     units: dict[tuple[str, str], dict[str, list[float]]] = {}
     for i in items:
-        metric = PRIMARY.get(i["task"])
+        metric = primary.get(i["task"])
         if i["condition"] != "full" or metric is None or not isinstance(i.get(metric), int | float):
             continue
         units.setdefault((i["model"], i["landmark_id"]), {}).setdefault(i["task"], []).append(
             float(i[metric])
         )
-    tasks = [t for t in PRIMARY if any(t in u for u in units.values())]
+    tasks = [t for t in primary if any(t in u for u in units.values())]
+    models: dict[str, dict[str, list[float]]] = {}
+    for (model, _), scores in units.items():
+        for task, values in scores.items():
+            models.setdefault(model, {}).setdefault(task, []).extend(values)
+    return {
+        "method": "spearman over (model, landmark) units",
+        "units": len(units),
+        "matrix": _matrix(tasks, list(units.values()), 4, spearmanr),
+        "across_models": {
+            "method": "pearson over models' mean scores (UrbanVideo-Bench)",
+            "models": len(models),
+            "matrix": _matrix(tasks, list(models.values()), 3, pearsonr),
+        },
+    }
+
+
+def _matrix(
+    tasks: list[str], units: list[dict[str, list[float]]], least: int, corr: Callable[..., Any]
+) -> dict[str, dict[str, float | None]]:
+    """Task x task correlation of the units' mean scores; None where fewer than ``least`` units
+    have both tasks or either side is constant."""
     matrix: dict[str, dict[str, float | None]] = {}
     for a in tasks:
         matrix[a] = {}
         for b in tasks:
-            both = [(np.mean(u[a]), np.mean(u[b])) for u in units.values() if a in u and b in u]
+            both = [(np.mean(u[a]), np.mean(u[b])) for u in units if a in u and b in u]
             xs, ys = np.array([p[0] for p in both]), np.array([p[1] for p in both])
-            if len(both) < 4 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
+            if len(both) < least or np.ptp(xs) == 0 or np.ptp(ys) == 0:
                 matrix[a][b] = None
                 continue
-            matrix[a][b] = round(float(spearmanr(xs, ys).statistic), 3)
-    return {"method": "spearman over (model, landmark) units", "units": len(units), "matrix": matrix}
+            matrix[a][b] = round(float(corr(xs, ys).statistic), 3)
+    return matrix
 
 
 def leaderboard(
@@ -153,5 +202,5 @@ def leaderboard(
     return {
         "ranked_by": "image joint accuracy (option and box), full condition",
         "models": board,
-        "task_correlation": task_correlation(items),
+        "task_correlation": task_correlation(items, families),
     }

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from dualcog_fields import COMPOSITE_WORDS, IMAGE_READ, IMAGE_REQUIRED, VIDEO_READ, VIDEO_REQUIRED
 from google.protobuf.message import Message
@@ -108,6 +109,11 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     assert models["random"]["circular"]["circular"] <= models["random"]["circular"]["vanilla"]
     assert set(models["text_prior"]["process"]["operation_accuracy"]) == {"GND", "PER", "QUA", "INT", "INF"}
     assert "env_where" in board["task_correlation"]["matrix"]
+    # UrbanVideo-Bench's four groups, and its correlation across the three baselines
+    groups = models["random"]["per_group"]["urbanvideo_nav"]
+    assert set(groups) == {"recall", "perception", "reasoning", "navigation", "all"}
+    assert groups["all"]["count"] == sum(groups[g]["count"] for g in groups if g != "all") > 0
+    assert board["task_correlation"]["across_models"]["models"] == 3
     assert out["preview_oblique"].read_bytes().startswith(b"\x89PNG")
     index = json.loads(out["missions_index"].read_text())
     assert index["missions"], "the demo renders missions"
@@ -175,7 +181,10 @@ def test_rerun_resumes_the_finished_run(tmp_path: Path) -> None:
         (["demo", "--bound", "1,2,3"], "--bound needs six numbers"),
         (["demo", "--profile", "ultra"], "--profile must be one of"),
         (["demo", "--spacing", "-3"], "--spacing must be positive"),
-        (["demo", "--navigation", "2"], "--navigation needs GOALS,ROUTES"),
+        (["demo", "--navigation", "2"], "--navigation needs GOALS,ROUTES[,PER_TYPE]"),
+        (["demo", "--navigation", "2,1,-1"], "--navigation needs GOALS,ROUTES[,PER_TYPE]"),
+        (["demo", "--navigation", "2,1,9"], "navigation questions per type must be 1..8"),
+        (["demo", "--navigation-types", "causal,teleport"], "navigation types must be distinct names"),
         (["serve", "teleporter"], "unknown service"),
         (["demo", "--eval-model", "nowhere"], "--eval-model needs URL[#MODEL]"),
         (["demo", "--eval-conditions", "full,x-ray"], "unknown conditions ['x-ray']"),
@@ -451,6 +460,37 @@ def _replies(out: dict[str, Path]) -> dict[str, list[dict[str, object]]]:
             off = {"visible_count": gold["visible_count"] + 1, "visible_intervals_sec": shifted}
             replies[r["sample_id"]] = [dict(gold), off]
     return replies
+
+
+def test_urbanvideo_bench_scripts_find_every_question_and_its_video(
+    two_demo_runs: list[dict[str, Path]],
+) -> None:
+    """UrbanVideo-Bench's run script reads MCQ.parquet with pandas, opens each
+    ``<videos folder>/<video_id>`` with OpenCV and sends the question text; its eval script
+    compares the extracted letter with ``answer`` per ``question_category``. Here the release
+    folder is the videos folder."""
+    import cv2
+
+    out = two_demo_runs[0]
+    release = out["qc_report"].parent
+    table = pd.read_parquet(out["navigation_urbanvideo"])
+    assert list(table.columns) == ["Question_id", "video_id", "question_category", "question", "answer"]
+    nav = [json.loads(line) for line in out["navigation_qa"].read_text().splitlines()]
+    assert table["Question_id"].tolist() == [r["sample_id"] for r in nav]
+    assert set(table["question_category"]) <= {
+        "Trajectory Captioning", "Sequence Recall", "Object Recall", "Scene Recall", "Start/End Position",
+        "Proximity", "Duration", "Landmark Position", "Goal Detection", "Cognitive Map", "Causal",
+        "Counterfactual", "Association", "Progress Evaluation", "High-level Planning", "Action Generation",
+    }  # fmt: skip
+    for row, r in zip(table.to_dict("records"), nav, strict=True):
+        video = cv2.VideoCapture(os.path.join(release, str(row["video_id"])))
+        frames = 0
+        while video.read()[0]:
+            frames += 1
+        video.release()
+        assert frames == r["clip_end_frame"] + 1, row["video_id"]
+        letters = [line.split(".")[0] for line in str(row["question"]).split("Choices:\n")[1].splitlines()]
+        assert row["answer"] in letters
 
 
 def test_the_croissant_metadata_validates_and_reads_every_row(two_demo_runs: list[dict[str, Path]]) -> None:

@@ -10,6 +10,7 @@ import httpx
 from playwright.async_api import Page, async_playwright, expect
 from pydantic import SecretStr
 from skyqa.contracts import ValidInstancesFile, load_json
+from skyqa.contracts.runs import StageState
 from skyqa.scan_options import build_request
 from skyqa.settings import Settings
 from skyqa.v1 import scan_pb2
@@ -35,7 +36,9 @@ document.addEventListener("securitypolicyviolation",
 async def wait_for_review(nats_url: str, run_id: str) -> None:
     for _ in range(600):
         state = await read_run(nats_url, run_id)
-        if state and "review" in state.stages:
+        # the stage's own word that it waits, not its first progress event (which comes before
+        # the review is in the book the page lists)
+        if state and "waiting for human review" in state.stages.get("review", StageState()).message:
             return
         assert not (state and state.status == "failed"), state.errors if state else ""
         await asyncio.sleep(0.5)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from category_family import LandmarkCategory
 from PIL import Image
@@ -247,7 +248,8 @@ def check_navigation_rows(run: dict[str, str], store: S3BlobStore, tmp_path: Pat
         assert frames == (r.frame_count if "/clips/" not in r.video_path else r.clip_end_frame + 1), (
             r.sample_id
         )
-    table = [json.loads(line) for line in store.get(run["navigation_urbanvideo"]).splitlines()]
+    # UrbanVideo-Bench's scripts read its MCQ table with pandas.read_parquet
+    table = pd.read_parquet(io.BytesIO(store.get(run["navigation_urbanvideo"]))).to_dict("records")
     assert [(t["Question_id"], t["answer"]) for t in table] == [
         (r.sample_id, r.answer_option_id) for r in rows
     ]

@@ -12,12 +12,13 @@ import pytest
 from rows import image_row, video_row
 from skyqa.contracts.qa import ReasoningStep, VideoRow
 from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO
+from skyqa.families.urbanvideo.family import FAMILY as NAV_FAMILY
 from skyqa.models import openai_http
 from skyqa.steps import score_steps, step_correct
 from skyqa.v1 import model_pb2
 
 from services.evaluator.conditions import rows_for
-from services.evaluator.leaderboard import access_gaps, circular_summary, task_correlation
+from services.evaluator.leaderboard import access_gaps, circular_summary, leaderboard, task_correlation
 from services.evaluator.questions import Question
 from services.evaluator.steps import summarize_steps
 
@@ -171,6 +172,45 @@ def test_task_correlation_on_constructed_units() -> None:
     assert c["units"] == 10
     assert c["matrix"]["self_where"]["env_where"] == 1.0 and c["matrix"]["self_where"]["env_how"] == -1.0
     assert c["matrix"]["self_what"]["env_where"] is None  # constant: undefined, not 0
+    assert c["across_models"]["matrix"]["self_where"]["env_where"] is None  # 2 models: too few
+
+
+def nav_item(model: str, mission: str, task: str, right: float) -> dict[str, Any]:
+    return {
+        "model": model,
+        "landmark_id": mission,
+        "condition": "full",
+        "task": task,
+        "option_correct": right,
+        "parse_kind": "choice",
+        "parse_stage": "strict_json",
+    }
+
+
+def test_navigation_groups_and_urbanvideo_correlation_across_models() -> None:
+    """Four models: causal follows sequence recall across models (as UrbanVideo-Bench found),
+    duration runs against it; groups pool their tasks' questions."""
+    skill = {"m1": 0.9, "m2": 0.6, "m3": 0.4, "m4": 0.1}
+    items = []
+    for model, s in skill.items():
+        for k in range(10):
+            mission = f"nav_{k}"
+            items.append(nav_item(model, mission, "sequence_recall", float(k < 10 * s)))
+            items.append(nav_item(model, mission, "causal", float(k < 10 * s - 1)))
+            items.append(nav_item(model, mission, "duration", float(k >= 10 * s)))
+    c = task_correlation(items, [NAV_FAMILY])["across_models"]
+    assert c["models"] == 4
+    assert c["matrix"]["sequence_recall"]["causal"] == pytest.approx(1.0, abs=0.01)
+    assert c["matrix"]["sequence_recall"]["duration"] == pytest.approx(-1.0, abs=0.01)
+    board = leaderboard(items, [NAV_FAMILY])
+    m1 = next(e for e in board["models"] if e["model"] == "m1")
+    groups = m1["per_group"]["urbanvideo_nav"]
+    assert set(groups) == {"recall", "perception", "reasoning", "navigation", "all"}
+    assert groups["recall"]["count"] == 10 and groups["recall"]["option_correct"] == 0.9
+    assert groups["reasoning"]["option_correct"] == 0.8 and groups["perception"]["option_correct"] == 0.1
+    assert groups["all"]["count"] == 30 and groups["navigation"] == {"count": 0}
+    lo, hi = groups["recall"]["option_correct_ci95"]
+    assert lo < 0.9 < hi or lo == hi == 0.9
 
 
 def test_token_limiter_waits_for_the_bucket_and_settles(monkeypatch: pytest.MonkeyPatch) -> None:

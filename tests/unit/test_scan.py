@@ -44,11 +44,25 @@ def test_defaults_are_valid_and_keep_explicit_values() -> None:
         ({"run_id": ""}, "run id"),
         ({"lidar__channels": 999}, "channels"),
         ({"fusion__voxel_size_m": 50.0}, "voxel"),
+        ({"navigation__goals": 201}, "navigation goals and routes"),
+        ({"navigation__per_type": 0}, "questions per type must be 1..8"),
+        ({"navigation__per_type": 9}, "questions per type must be 1..8"),
     ],
 )
 def test_validation_names_the_problem(changes: dict[str, object], message: str) -> None:
     with pytest.raises(InvalidScanRequest, match=message):
         scan.validate(valid(**changes))
+
+
+@pytest.mark.parametrize(
+    ("types", "message"),
+    [(["sequence_recall", "teleport"], "got teleport"), (["causal", "causal"], "repeated")],
+)
+def test_navigation_types_are_known_and_distinct(types: list[str], message: str) -> None:
+    req = valid()
+    req.navigation.types[:] = types
+    with pytest.raises(InvalidScanRequest, match=message):
+        scan.validate(req)
 
 
 def test_altitude_outside_bound() -> None:

@@ -6,15 +6,22 @@ depends on a side."""
 from __future__ import annotations
 
 import math
+from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
+from skyqa.blob import LocalBlobStore
+from skyqa.contracts.missions import MissionIndex, NavigationIndexRow
 from skyqa.contracts.navigation import NavFrame, NavigationPlan, NavigationTask, NavState, NavVideo
 from skyqa.contracts.qa import Option
 from skyqa.contracts.urbanvideo import NavRow
+from skyqa.families.base import PlanInputs
 from skyqa.families.urbanvideo import words as W
 from skyqa.families.urbanvideo.checks import DERIVE, moved
+from skyqa.families.urbanvideo.family import FAMILY
 from skyqa.families.urbanvideo.questions import BUILDERS, Mission, Question
+from skyqa.v1 import scan_pb2
 
 from services.mission_planner.navigation import (
     Flight,
@@ -46,10 +53,11 @@ def faces(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def world(
-    side: float, hall: float | None = 30.0, tower_y: float = 0.0, fountain_y: float = 0.0
+    side: float, hall: float | None = 30.0, tower_y: float = 0.0, fountain_y: float = 0.0, span: float = 140.0
 ) -> tuple[ObstacleMap, list[RouteLandmark]]:
     """``side`` 1 or -1: the world as drawn, or mirrored across the x axis; ``hall``: the hall's
-    height, None without it; ``tower_y``, ``fountain_y``: those moved sideways."""
+    height, None without it, ``span`` how far it reaches either side; ``tower_y``, ``fountain_y``:
+    those moved sideways."""
 
     def box(lid: str, x0: float, y0: float, x1: float, y1: float, h: float, name: str) -> RouteLandmark:
         ys = sorted((side * y0, side * y1))
@@ -61,7 +69,7 @@ def world(
         box("lm_4", 90, 20, 96, 26, 4, "blue kiosk"),
     ]
     if hall is not None:
-        marks.append(box("lm_2", 40, -140, 60, 140, hall, "red brick hall"))
+        marks.append(box("lm_2", 40, -span, 60, span, hall, "red brick hall"))
     ground = np.stack(np.meshgrid(np.arange(-150.0, 151, 2), np.arange(-150.0, 151, 2)), -1).reshape(-1, 2)
     cloud = [np.column_stack([ground, np.zeros(len(ground))])]
     keep = []
@@ -91,9 +99,9 @@ def seen(p: NavState, m: RouteLandmark) -> NavFrame:
 
 
 def mission(
-    side: float, hall: float | None = 30.0, tower_y: float = 0.0, fountain_y: float = 0.0
+    side: float, hall: float | None = 30.0, tower_y: float = 0.0, fountain_y: float = 0.0, span: float = 140.0
 ) -> NavigationTask:
-    obstacles, marks = world(side, hall, tower_y, fountain_y)
+    obstacles, marks = world(side, hall, tower_y, fountain_y, span)
     tower, fountain = marks[0], marks[1]
     f = Flight(NavState(x=0.0, y=0.0, z=20.0, yaw_deg=side * 20.0, camera_pitch_deg=0.0), NavConfig())
     fly_leg(f, fountain, 0, obstacles, marks, None)
@@ -215,3 +223,84 @@ def test_the_next_action_is_read_off_the_states() -> None:
     assert moved(a, a.model_copy(update={"camera_pitch_deg": -5.0})) == "rotate_camera_down"
     assert moved(a, a) == "hover"
     assert W.COMMAND[moved(a, a.model_copy(update={"x": 1.0}))] == "Fly forward"
+
+
+def plan_rows(task: NavigationTask, tmp_path: Path, per_type: int | None, types: list[str]) -> list[NavRow]:
+    store = LocalBlobStore(tmp_path / "store")
+    store.put("runs/r/task.json", task.model_dump_json().encode())
+    scan = scan_pb2.ScanRequest(scene_id="blocks", run_id="r")
+    if per_type is not None:
+        scan.navigation.per_type = per_type
+    scan.navigation.types.extend(types)
+    index = MissionIndex(
+        scene_id="blocks",
+        missions=[],
+        rejected=[],
+        navigation=[
+            NavigationIndexRow(
+                traj_id=task.traj_id,
+                kind=task.kind,
+                goal_part=task.goal_part,
+                route=task.route,
+                task="runs/r/task.json",
+                video=task.video.path,
+                frame_count=task.frame_count,
+                duration_sec=task.duration_sec,
+            )
+        ],
+    )
+    inputs = PlanInputs(
+        run_id="r", scene_id="blocks", engine="builtin", seed=0, scan=scan, store=store,
+        landmarks=[], excluded={}, missions=index,
+    )  # fmt: skip
+    return FAMILY.plan(inputs).rows
+
+
+def test_questions_per_type_and_the_types_asked_come_from_the_scan(
+    flights: tuple[NavigationTask, NavigationTask], tmp_path: Path
+) -> None:
+    task = flights[0]
+    m = Mission(task)
+    found = {kind: len({q.key for q in build(m)}) for kind, build in BUILDERS.items()}
+    one = Counter(r.task for r in plan_rows(task, tmp_path / "a", None, []))
+    assert one == Counter({k: 1 for k, n in found.items() if n})
+    two = plan_rows(task, tmp_path / "b", 3, [])
+    assert Counter(r.task for r in two) == Counter(
+        {k: min(3, len(list(BUILDERS[k](m)))) for k in found if found[k]}
+    )
+    assert len({r.sample_id for r in two}) == len(two)
+    # a type asked alone gets the same questions as when every type is asked
+    alone = plan_rows(task, tmp_path / "c", 3, ["duration", "causal"])
+    assert {r.task for r in alone} == {"duration", "causal"}
+    same = [r for r in two if r.task in {"duration", "causal"}]
+    assert [(r.question, r.answer_label) for r in alone] == [(r.question, r.answer_label) for r in same]
+
+
+@pytest.mark.parametrize(
+    ("variant", "caption"),
+    [
+        ({}, "turn left, stone fountain, turn right, climb over the red brick hall, grey office tower"),
+        (
+            {"side": -1.0},
+            "turn right, stone fountain, turn left, climb over the red brick hall, grey office tower",
+        ),
+        ({"hall": None}, "turn left, stone fountain, turn right, grey office tower"),
+        # a tall, short hall: flying around it is quicker than over
+        (
+            {"hall": 60.0, "span": 12.0},
+            "turn left, stone fountain, turn right, go around the red brick hall, grey office tower",
+        ),
+    ],
+)
+def test_the_flight_is_captioned_from_the_states_as_the_planner_flew_it(
+    variant: dict[str, float | None], caption: str
+) -> None:
+    task = mission(**{"side": 1.0, **variant})  # type: ignore[arg-type]
+    q = next(iter(BUILDERS["trajectory_captioning"](Mission(task))))
+    assert q.options[0] == caption
+    assert DERIVE["trajectory_captioning"](as_row(q, task), task) == caption
+    # the second path reads the states: a flight whose states turn the other way disagrees
+    flipped = task.model_copy(
+        update={"poses": [p.model_copy(update={"yaw_deg": -p.yaw_deg}) for p in task.poses]}
+    )
+    assert DERIVE["trajectory_captioning"](as_row(q, flipped), flipped) != caption

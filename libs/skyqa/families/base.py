@@ -174,6 +174,7 @@ class TaskFamily(Protocol[R]):
     # -- evaluation: how a model is asked a row and how its reply is scored --
 
     metrics: Mapping[str, tuple[str, ...]]  # task -> its metrics, in report order
+    groups: Mapping[str, tuple[str, ...]]  # task groups reported together (none: empty)
 
     def difficulty(self, row: R) -> str:
         """The difficulty results are reported by."""

@@ -170,24 +170,38 @@ class NavigationSettings(_message.Message):
 
     GOALS_FIELD_NUMBER: _builtins.int
     ROUTES_FIELD_NUMBER: _builtins.int
+    PER_TYPE_FIELD_NUMBER: _builtins.int
+    TYPES_FIELD_NUMBER: _builtins.int
     goals: _builtins.int
     routes: _builtins.int
+    per_type: _builtins.int
+    """questions per mission and question type (unset: 1)"""
+    @_builtins.property
+    def types(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """the question types asked (UrbanVideo-Bench's names in snake case); empty: all 16"""
+
     def __init__(
         self,
         *,
         goals: _builtins.int | None = ...,
         routes: _builtins.int | None = ...,
+        per_type: _builtins.int | None = ...,
+        types: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_goals", b"_goals", "_routes", b"_routes", "goals", b"goals", "routes", b"routes"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_goals", b"_goals", "_per_type", b"_per_type", "_routes", b"_routes", "goals", b"goals", "per_type", b"per_type", "routes", b"routes"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_goals", b"_goals", "_routes", b"_routes", "goals", b"goals", "routes", b"routes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_goals", b"_goals", "_per_type", b"_per_type", "_routes", b"_routes", "goals", b"goals", "per_type", b"per_type", "routes", b"routes", "types", b"types"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__goals: _TypeAlias = _typing.Literal["goals"]  # noqa: Y015
     _WhichOneofArgType__goals: _TypeAlias = _typing.Literal["_goals", b"_goals"]  # noqa: Y015
+    _WhichOneofReturnType__per_type: _TypeAlias = _typing.Literal["per_type"]  # noqa: Y015
+    _WhichOneofArgType__per_type: _TypeAlias = _typing.Literal["_per_type", b"_per_type"]  # noqa: Y015
     _WhichOneofReturnType__routes: _TypeAlias = _typing.Literal["routes"]  # noqa: Y015
     _WhichOneofArgType__routes: _TypeAlias = _typing.Literal["_routes", b"_routes"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__goals) -> _WhichOneofReturnType__goals | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__per_type) -> _WhichOneofReturnType__per_type | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__routes) -> _WhichOneofReturnType__routes | None: ...
 

@@ -126,6 +126,7 @@ class DualCogImage:
         return {"image_dualcog_latest": manifest, "image_dualcog_listed": manifest}
 
     metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({t: evaluation.METRICS for t in IMAGE_TASKS})
+    groups: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 
     def difficulty(self, row: ImageRow) -> str:
         return row.difficulty

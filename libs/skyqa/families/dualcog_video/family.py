@@ -170,6 +170,7 @@ class DualCogVideo:
     metrics: Mapping[str, tuple[str, ...]] = MappingProxyType(
         {evaluation.JOINT: evaluation.JOINT_METRICS, evaluation.VISIBILITY: evaluation.VISIBILITY_METRICS}
     )
+    groups: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 
     def difficulty(self, row: VideoRow) -> str:
         return row.difficulty_band

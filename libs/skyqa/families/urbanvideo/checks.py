@@ -23,10 +23,12 @@ from skyqa.contracts.urbanvideo import NavRow
 from skyqa.errors import BlobNotFound
 from skyqa.families.structure import Verdict, check_options
 from skyqa.families.urbanvideo import words as W
-from skyqa.families.urbanvideo.questions import leg_blocker
+from skyqa.families.urbanvideo.questions import caption_text, leg_blocker
 
 Derive = Callable[[NavRow, NavigationTask], str | None]
 REACHED_M = 14.0  # the planner stops 12 m outside a landmark's footprint
+KEEP_OUT_M = 3.0  # the planner's 2 m keep-out around structures, and a metre of path sampling
+_TILTS = ("rotate_camera_up", "rotate_camera_down")
 
 
 def moved(a: NavState, b: NavState) -> str:
@@ -54,6 +56,13 @@ def _box(task: NavigationTask, lid: str) -> tuple[np.ndarray, np.ndarray]:
 def _to_box(task: NavigationTask, lid: str, p: np.ndarray) -> float:
     lo, hi = _box(task, lid)
     return float(np.linalg.norm(p - np.clip(p, lo, hi)))
+
+
+def _off_footprint(task: NavigationTask, lid: str, p: np.ndarray) -> float:
+    """How far outside the landmark's footprint circle (half its diagonal) ``p`` is, flat: the
+    planner stops that far out whatever the heights."""
+    lm = next(x for x in task.landmarks if x.landmark_id == lid)
+    return math.hypot(p[0] - lm.center[0], p[1] - lm.center[1]) - math.hypot(*lm.size[:2]) / 2
 
 
 def _box_to_box(task: NavigationTask, a: str, b: str) -> float:
@@ -252,7 +261,90 @@ def _planning(row: NavRow, task: NavigationTask) -> str | None:
     return _reason_words(task, int(row.evidence["next"]), plan=True)  # type: ignore[arg-type]
 
 
+def _bearing_off(p: NavState, target: list[float]) -> float:
+    """How far the heading is from the bearing to ``target`` (degrees, 0..180)."""
+    bearing = math.degrees(math.atan2(target[1] - p.y, target[0] - p.x))
+    return abs((bearing - p.yaw_deg + 180.0) % 360.0 - 180.0)
+
+
+def _crosses(lo: np.ndarray, hi: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the XY segment a-b meets the XY rectangle lo-hi (slab test)."""
+    t0, t1 = 0.0, 1.0
+    for k in range(2):
+        d = b[k] - a[k]
+        if abs(d) < 1e-9:
+            if not lo[k] <= a[k] <= hi[k]:
+                return False
+            continue
+        u, v = sorted(((lo[k] - a[k]) / d, (hi[k] - a[k]) / d))
+        t0, t1 = max(t0, u), min(t1, v)
+    return t0 <= t1
+
+
+def _leg_from_states(task: NavigationTask, leg: int, at: np.ndarray) -> tuple[str, str, str] | None:
+    """(turn, way, blocker description) of one leg read off the states; None when ambiguous.
+
+    The opening turn: the heading change of the leg's first run of turning frames, when it ends
+    facing the leg's landmark and is at least 20 degrees. What was avoided: a landmark (not the
+    leg's own) whose footprint, widened by the keep-out margin, the straight way from where the
+    drone set off to where the leg ends crosses, and that stood above the drone then; climbed
+    over when the drone passed above its footprint higher than it set off, gone around when the
+    path left the straight way sideways."""
+    frames = [f for s in task.segments if s.leg == leg for f in (s.start_frame, s.end_frame)]
+    a, b = min(frames), max(frames)
+    target = next(x for x in task.landmarks if x.landmark_id == task.route[leg])
+    p = a
+    while p < b and moved(task.poses[p], task.poses[p + 1]) in ("turn_left", "turn_right"):
+        p += 1
+    dyaw = (task.poses[p].yaw_deg - task.poses[a].yaw_deg + 180.0) % 360.0 - 180.0
+    faced = _bearing_off(task.poses[p], target.center) < 3.0 and abs(dyaw) >= 20.0
+    turn = ("left" if dyaw > 0 else "right") if faced else ""
+    # the set-off point: after the opening turn, the rooftop goal's climb and the camera tilt
+    for moves in (("ascend",) if leg == len(task.route) - 1 and task.goal_part == "rooftop" else (), _TILTS):
+        while p < b and moved(task.poses[p], task.poses[p + 1]) in moves:
+            p += 1
+    start, end, path = at[p], at[b], at[p : b + 1]
+    line = (end - start)[:2] / max(float(np.linalg.norm((end - start)[:2])), 1e-9)
+    sideways = float(np.max(np.abs((path[:, :2] - start[:2]) @ np.array([-line[1], line[0]]))))
+    found = []
+    for lm in task.landmarks:
+        lo, hi = _box(task, lm.landmark_id)
+        if lm.landmark_id == target.landmark_id or hi[2] <= start[2] - KEEP_OUT_M:
+            continue
+        if not _crosses(lo[:2] - KEEP_OUT_M, hi[:2] + KEEP_OUT_M, start, end):
+            continue
+        inside = np.all((path[:, :2] >= lo[:2]) & (path[:, :2] <= hi[:2]), axis=1)
+        over = bool(inside.any()) and float(path[inside, 2].max()) > start[2] + 1.0
+        around = not inside.any() and sideways > 2.0
+        if over or around:
+            found.append(("climb over" if over else "go around", lm.description))
+    if len(found) > 1:
+        return None
+    return (turn, *found[0]) if found else (turn, "", "")
+
+
+def _captioning(row: NavRow, task: NavigationTask) -> str | None:
+    """Trajectory Captioning: the route's landmarks in the order the drone stopped beside them,
+    each leg's turn and avoidance from the states (the planner's segment labels unread)."""
+    at = np.array([[p.x, p.y, p.z] for p in task.poses])
+    legs = [x for leg in range(len(task.route)) if (x := _leg_from_states(task, leg, at)) is not None]
+    last = len(task.poses) - 1
+    stops = [
+        f for f in range(last + 1) if f == last or moved(task.poses[f], task.poses[f + 1]) != "fly_forward"
+    ]
+    arrived = {
+        lid: next((f for f in stops if _off_footprint(task, lid, at[f]) <= REACHED_M), None)
+        for lid in task.route
+    }
+    if len(legs) < len(task.route) or None in arrived.values():
+        return None
+    names = [_name(task, lid) for lid in sorted(task.route, key=lambda lid: arrived[lid] or 0)]
+    turns, ways, blockers = ([leg[k] for leg in legs] for k in range(3))
+    return caption_text(names, turns, ways, blockers)
+
+
 DERIVE: dict[str, Derive] = {
+    "trajectory_captioning": _captioning,
     "sequence_recall": _sequence,
     "causal": _causal,
     "high_level_planning": _planning,
@@ -325,10 +417,8 @@ def check_rows(
             derived = goal_in_view(store, run_id, r, task, goal.rendered_instance_id)
         elif r.task == "scene_recall":
             derived = in_view_during(store, run_id, r, task)
-        elif r.task in DERIVE:
-            derived = DERIVE[r.task](r, task)
         else:
-            continue  # trajectory captioning: checked by structure only
+            derived = DERIVE[r.task](r, task)
         if derived != r.answer_label:
             v.fail(r.sample_id, "answer disagrees with the geometry re-check")
     return v

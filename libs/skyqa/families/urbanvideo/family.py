@@ -1,7 +1,8 @@
 """UrbanVideo-Bench-style navigation questions: 16 types over the run's navigation missions,
 each answered from recorded geometry (see :mod:`skyqa.families.urbanvideo.questions`).
 
-Per mission and type the family keeps ``per_type`` questions, choosing among the candidates
+Per mission and type the family keeps the scan's ``navigation.per_type`` questions (of the
+``navigation.types`` asked, all 16 unless listed), choosing among the candidates
 the ones whose gold answer the release has least of so far (so no answer of a type dominates:
 what a text-only solver would exploit). Options are shuffled onto letters by a seeded draw. A
 question asked "now" shows the mission video cut at that frame (a clip the QA stage encodes
@@ -22,7 +23,7 @@ from skyqa.answers import Parsed
 from skyqa.contracts import load_json
 from skyqa.contracts.navigation import NavigationTask
 from skyqa.contracts.qa import ClipRequest, Funnel, Option, ReasoningStep
-from skyqa.contracts.urbanvideo import DISPLAY, NAV_TASKS, NavRow, group_of
+from skyqa.contracts.urbanvideo import DISPLAY, GROUPS, NAV_TASKS, NavRow, group_of
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.urbanvideo import evaluation
@@ -42,7 +43,7 @@ class UrbanVideo:
         {
             "navigation_qa": "video_tasks/manifests/{scene}.navigation_qa.jsonl",
             # UrbanVideo-Bench's own table: Question_id, video_id, question_category, question, answer
-            "navigation_urbanvideo": "video_tasks/manifests/{scene}.urbanvideo_mcq.jsonl",
+            "navigation_urbanvideo": "video_tasks/manifests/{scene}.urbanvideo_mcq.parquet",
         }
     )
     row_model = NavRow
@@ -51,9 +52,7 @@ class UrbanVideo:
     rows_field: str | None = None
     funnel: Mapping[str, str] = MappingProxyType({})  # its drops are counted in drop_reasons
     metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({t: evaluation.METRICS for t in NAV_TASKS})
-
-    def __init__(self, per_type: int = 1) -> None:
-        self.per_type = per_type
+    groups: Mapping[str, tuple[str, ...]] = MappingProxyType(GROUPS)  # UrbanVideo-Bench's four
 
     def plan(self, inputs: PlanInputs) -> Planned[NavRow]:
         out = Planned[NavRow](rows=[])
@@ -62,15 +61,21 @@ class UrbanVideo:
         # so the release's letters balance too): no letter is a type's habit
         placed: Counter[str] = Counter()
         bitrate = int(inputs.scan.video.bitrate) or 2_000_000
+        settings = inputs.scan.navigation
+        per_type = settings.per_type if settings.HasField("per_type") else 1
+        asked = [t for t in NAV_TASKS if not settings.types or t in settings.types]
         for n, nav in enumerate(inputs.missions.navigation):
             task = load_json(NavigationTask, inputs.store.get(nav.task), "navigation task")
             m = Mission(task)
-            rng = np.random.default_rng(inputs.seed + 7919 * n + 3)
             final = inputs.rel(keys.final_task(inputs.run_id, nav.traj_id))
-            for kind in NAV_TASKS:
+            for t, kind in enumerate(NAV_TASKS):
+                if kind not in asked:
+                    continue
+                # one stream per mission and type: the types asked never change another's draw
+                rng = np.random.default_rng([inputs.seed, n, t])
                 found = list(BUILDERS[kind](m))
                 order = [found[i] for i in rng.permutation(len(found))]
-                for k, q in enumerate(self._pick(order, used)):
+                for k, q in enumerate(self._pick(order, used, per_type)):
                     slot = (placed[kind] + NAV_TASKS.index(kind)) % len(q.options)
                     placed[kind] += 1
                     row = self._row(
@@ -92,9 +97,9 @@ class UrbanVideo:
             out.missions[nav.traj_id] = nav.traj_id
         return out
 
-    def _pick(self, found: list[Question], used: Counter[tuple[str, str]]) -> list[Question]:
+    def _pick(self, found: list[Question], used: Counter[tuple[str, str]], per_type: int) -> list[Question]:
         picked: list[Question] = []
-        for _ in range(self.per_type):
+        for _ in range(per_type):
             left = [q for q in found if q not in picked]
             if not left:
                 break

@@ -13,7 +13,7 @@ question is about what was not in view.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -137,6 +137,21 @@ def _four(gold: str, pool: list[str]) -> tuple[str, ...] | None:
 
 
 Flight = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # landmarks, turns, ways, per leg
+
+
+def caption_text(
+    names: Sequence[str], turns: Sequence[str], ways: Sequence[str], blockers: Sequence[str]
+) -> str:
+    """Terse, so options differ by what matters: "turn left, stone fountain, climb over the red
+    brick hall, grey office tower" (per leg: its opening turn, how it avoided what, where to)."""
+    parts = []
+    for name, turn, way, blocker in zip(names, turns, ways, blockers, strict=True):
+        parts += [f"turn {turn}"] if turn else []
+        parts += [f"{way} {W.obstacle(blocker)}"] if way else []
+        parts.append(name)
+    return ", ".join(parts)
+
+
 TURNED = {"left": "right", "right": "left", "": ""}
 AVOIDED = {"climb over": "go around", "go around": "climb over", "": ""}
 
@@ -150,17 +165,10 @@ def trajectory_captioning(m: Mission) -> Iterator[Question]:
         turns.append(first.action.removeprefix("turn_") if turned else "")
         avoid = next((s for s in m.task.segments if s.leg == leg and s.blocked_by), None)
         ways.append("" if avoid is None else "climb over" if avoid.action == "ascend" else "go around")
-        blockers.append("" if avoid is None else W.obstacle(m.blocker(avoid)))
+        blockers.append("" if avoid is None else m.blocker(avoid))
 
     def caption(f: Flight) -> str:
-        """Terse, so options differ by what matters: "turn left, stone fountain, climb over the
-        red brick hall, grey office tower"."""
-        parts = []
-        for lid, turn, way, blocker in zip(*f, blockers, strict=True):
-            parts += [f"turn {turn}"] if turn else []
-            parts += [f"{way} {blocker}"] if way else []
-            parts.append(m.names[lid])
-        return ", ".join(parts)
+        return caption_text([m.names[lid] for lid in f[0]], f[1], f[2], blockers)
 
     def reverse(f: Flight) -> Flight:
         return f[0][::-1], f[1], f[2]
