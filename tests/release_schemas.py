@@ -15,7 +15,9 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from pydantic import BaseModel
 from skyqa import integrity
+from skyqa.contracts.aircop import GroupPlan, GroupTask
 from skyqa.contracts.capture import FrameRow, SemanticClassTable
+from skyqa.contracts.collab import CollabRow
 from skyqa.contracts.fusion import FusionMeta, InstanceTable
 from skyqa.contracts.landmarks import InstancesFile, LandmarkInstance
 from skyqa.contracts.missions import (
@@ -45,6 +47,17 @@ class LogRow(BaseModel):
     ts: float
     scene_id: str
     event: str
+
+
+class AirCopQuestion(BaseModel):
+    """An entry of AirCopBench's question JSON, as its evaluation reads it."""
+
+    question_id: str
+    question_type: str
+    question: str
+    options: dict[str, str]
+    correct_answer: str
+    uav_paths: dict[str, str]
 
 
 Schema = type[BaseModel] | type[Message] | None  # None: checked by its own tool (croissant.json)
@@ -86,8 +99,13 @@ SCHEMAS: list[tuple[str, Schema]] = [
     (r"video_tasks/missions/[^/]+/final_task/frame_visibility\.jsonl", FrameVisibility),
     (r"video_tasks/missions/[^/]+/navigation_plan\.json", NavigationPlan),
     (r"video_tasks/missions/[^/]+/final_task/navigation_task\.json", NavigationTask),
+    (r"video_tasks/missions/[^/]+/group_plan\.json", GroupPlan),
+    (r"video_tasks/missions/[^/]+/final_task/group_task\.json", GroupTask),
     (r"navigation_qa\.metadata\.jsonl", NavRow),
     (r"video_tasks/manifests/[^/]+\.navigation_qa\.jsonl", NavRow),
+    (r"collab_qa\.metadata\.jsonl", CollabRow),
+    (r"image_tasks/manifests/[^/]+\.collab_qa\.jsonl", CollabRow),
+    (r"image_tasks/manifests/[^/]+\.aircop_questions\.json", AirCopQuestion),
 ]
 
 

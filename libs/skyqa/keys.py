@@ -218,6 +218,7 @@ COMPOSED_SEGMENTS = "composed_segments.json"
 CONSTRAINT_REPORT = "constraint_report.json"
 RENDER_REQUEST = "render_request.json"
 NAVIGATION_PLAN = "navigation_plan.json"  # a navigation mission's plan; its final task below
+GROUP_PLAN = "group_plan.json"  # a UAV group's plan (the missions folder holds groups too)
 FINAL_TASK = "final_task"
 
 
@@ -233,6 +234,7 @@ def final_task(run_id: str, traj_id: str) -> str:
 # the final task bundle; the renderer writes the video, the visibility rows and the frames
 TASK_DATA = "task_data.json"
 NAVIGATION_TASK = "navigation_task.json"
+GROUP_TASK = "group_task.json"
 FINAL_FRAMES_MANIFEST = "frames_manifest.json"
 FRAME_INDEX_MAP = "frame_index_map.json"
 VIDEO = "task_rgb.mp4"

@@ -32,6 +32,7 @@ MAX_EXTENT_M = 20_000.0
 PROFILES = ("preview", "release")
 MAX_LANDMARKS = 2000
 MAX_NAVIGATION = 200  # navigation missions of each kind per run
+MIN_GROUP, MAX_GROUP = 2, 8  # UAVs in a group (AirCopBench flies 2 to 6)
 MAX_PER_TYPE = 8  # navigation questions per mission and type: the candidates run out well before
 MAX_EVAL_MODELS = 32
 
@@ -124,6 +125,10 @@ def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
     nav.goals = nav.goals if nav.HasField("goals") else 3
     nav.routes = nav.routes if nav.HasField("routes") else 2
     nav.per_type = nav.per_type if nav.HasField("per_type") else 1
+    groups = out.groups
+    if not groups.sizes:
+        groups.sizes.extend((3, 5, 6))
+    groups.per_size = groups.per_size if groups.HasField("per_size") else 1
     out.review_mode = out.review_mode or "auto"
     return out
 
@@ -200,6 +205,10 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         raise bad(f"navigation goals and routes must be 0..{MAX_NAVIGATION} each")
     if not 1 <= req.navigation.per_type <= MAX_PER_TYPE:
         raise bad(f"navigation questions per type must be 1..{MAX_PER_TYPE}, got {req.navigation.per_type}")
+    if not all(MIN_GROUP <= n <= MAX_GROUP for n in req.groups.sizes) or len(req.groups.sizes) > MAX_GROUP:
+        raise bad(f"UAV group sizes must be {MIN_GROUP}..{MAX_GROUP}, at most {MAX_GROUP} of them")
+    if req.groups.per_size > MAX_NAVIGATION:
+        raise bad(f"UAV groups per size must be 0..{MAX_NAVIGATION}")
     unknown = sorted(set(req.navigation.types) - set(NAV_TASKS))
     if unknown or len(set(req.navigation.types)) != len(req.navigation.types):
         raise bad(

@@ -47,6 +47,7 @@ def build_request(
     video: str | None = None,
     navigation: str | None = None,
     navigation_types: str | None = None,
+    groups: str | None = None,
     eval_models: list[str] | None = None,
     eval_conditions: str | None = None,
 ) -> scan_pb2.ScanRequest:
@@ -77,6 +78,17 @@ def build_request(
         req.navigation.goals, req.navigation.routes = counts[:2]
         if len(counts) == 3:
             req.navigation.per_type = counts[2]
+    if groups is not None:
+        try:
+            sizes = [int(v) for v in groups.split(",")]
+        except ValueError:
+            raise InvalidInput(
+                f"--groups needs UAV group sizes, e.g. 3,5,6 (0 for none), got {groups!r}"
+            ) from None
+        if sizes == [0]:
+            req.groups.per_size = 0
+        else:
+            req.groups.sizes.extend(sizes)
     if navigation_types:
         req.navigation.types.extend(t.strip() for t in navigation_types.split(",") if t.strip())
     if bound:

@@ -86,6 +86,10 @@ NavigationTypesOpt = Annotated[
         "--navigation-types", help="comma list of the navigation question types asked (default all 16)"
     ),
 ]
+GroupsOpt = Annotated[
+    str | None,
+    typer.Option("--groups", help="UAV group sizes, one group of each per run (default 3,5,6; 0 for none)"),
+]
 EvalModelsOpt = Annotated[
     list[str] | None,
     typer.Option("--eval-model", help="URL[#MODEL] the evaluator runs after the QA stage, repeatable"),

@@ -22,7 +22,7 @@ from skyqa.sim import SimulatorCache
 from skyqa.v1 import render_pb2
 
 from services.mission_planner.missions import bundle_mission
-from services.qa_generator.assets import cut_clips, draw_overlay, render_env
+from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay, render_env
 from services.qa_generator.pipeline import QAPlan, scan_of
 from services.qa_generator.release import finish
 from services.renderer.video import render_video
@@ -65,6 +65,8 @@ def rerender(
             bundle_mission(done, store, scan)
             done_videos += 1
     cut_clips(store, root, p.requests.clips)  # after the videos: clips are cut from their frames
+    for g in p.requests.degraded:  # after the videos too: degraded from their frames
+        degrade_view(store, root, g)
     _, out = finish(p, store, gate_mode or QASettings().blind_gate)
     return Refreshed(
         len(p.requests.env_requests), len(p.requests.overlays), len(p.requests.clips), done_videos, out

@@ -24,6 +24,7 @@ from services.cli._app import (
     BoundOpt,
     EvalConditionsOpt,
     EvalModelsOpt,
+    GroupsOpt,
     LandmarksOpt,
     NavigationOpt,
     NavigationTypesOpt,
@@ -179,6 +180,7 @@ def demo(
     video: VideoOpt = None,
     navigation: NavigationOpt = None,
     navigation_types: NavigationTypesOpt = None,
+    groups: GroupsOpt = None,
     eval_model: EvalModelsOpt = None,
     eval_conditions: EvalConditionsOpt = None,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the run")] = 1800.0,
@@ -198,6 +200,7 @@ def demo(
         landmarks=landmarks,
         navigation=navigation,
         navigation_types=navigation_types,
+        groups=groups,
     )
     with user_errors():
         # whoever starts the demo is its operator: the models it names are on its allow-list
@@ -271,6 +274,7 @@ def scan_cmd(
     video: VideoOpt = None,
     navigation: NavigationOpt = None,
     navigation_types: NavigationTypesOpt = None,
+    groups: GroupsOpt = None,
     eval_model: EvalModelsOpt = None,
     eval_conditions: EvalConditionsOpt = None,
     nats_url: Annotated[str | None, typer.Option(help="default: SKYQA_BUS__NATS_URL")] = None,
@@ -288,6 +292,7 @@ def scan_cmd(
         landmarks=landmarks,
         navigation=navigation,
         navigation_types=navigation_types,
+        groups=groups,
     )
     req = _scan_request(
         scene, profile, run_id, video=video, eval_models=eval_model, eval_conditions=eval_conditions, **opts

@@ -17,6 +17,9 @@ render_requests sidecar (a UAV knows its own camera). It never reads gold fields
 - ``self_where`` and ``self_what`` ask which facade or future view, which matching alone does
   not decide: the option comes from ``text_prior`` (the box is still matched), as do video rows.
   Per-task numbers in the report show where matching helps and where it defers.
+- AirCopBench-style Quality Assessment: a no-reference estimate of the asked UAV's image against
+  the group's other views (:mod:`services.evaluator.quality_cv`); the other collaboration
+  types defer to ``text_prior``.
 """
 
 from __future__ import annotations
@@ -29,11 +32,14 @@ import cv2
 import numpy as np
 from skyqa import keys
 from skyqa.blob import BlobStore
+from skyqa.contracts.collab import CollabRow
 from skyqa.contracts.qa import ImageRow
+from skyqa.degrade import LEVELS
 from skyqa.families import release_files
 from skyqa.vocab import directions as L
 
 from services.evaluator.baselines import TextPrior
+from services.evaluator.quality_cv import estimate_quality
 from services.evaluator.questions import Question
 
 RATIO = 0.75
@@ -150,7 +156,7 @@ class CVBaseline:
     def __init__(self, questions: list[Question], store: BlobStore, run_id: str, scene_id: str) -> None:
         self.name = "cv_grounding"
         # part of the cache key: bump ``implementation`` whenever this code's answers change
-        self.params = {"implementation": 2, "ratio": RATIO, "min_inliers": MIN_INLIERS}
+        self.params = {"implementation": 3, "ratio": RATIO, "min_inliers": MIN_INLIERS}
         self.conditions = frozenset({"full", "circular"})
         self.store = store
         self.root = keys.run_prefix(run_id)
@@ -160,12 +166,27 @@ class CVBaseline:
         # CircularEval asks the same images once per rotation: match them once
         self._found: dict[tuple[str, str, str], tuple[list[float] | None, dict[str, Any]]] = {}
 
+    def _quality(self, row: CollabRow, prior_text: str) -> tuple[str, dict[str, Any]]:
+        """The no-reference estimate of the asked UAV's image, against the group's other views."""
+        k = row.image_labels.index(row.uav)
+        images = [self._image(p) for p in row.images]
+        level = LEVELS[estimate_quality(images[k], images[:k] + images[k + 1 :])]
+        by_label = {o.label: o.option_id for o in row.options}
+        if level not in by_label:
+            return prior_text, {"status": "ok", "cv_method": "quality_estimate_not_an_option"}
+        return json.dumps({"answer_option_id": by_label[level]}), {
+            "status": "ok",
+            "cv_method": "quality_estimate",
+        }
+
     def _image(self, path: str) -> np.ndarray:
         return _decode(self.store.get(f"{self.root}/{path}"))
 
     async def answer(self, q: Question, condition: str = "full") -> tuple[str, dict[str, Any]]:
         prior_text, _ = await self.prior.answer(q, condition)
         row = q.row
+        if isinstance(row, CollabRow) and row.task == "quality_assessment":
+            return self._quality(row, prior_text)
         if not isinstance(row, ImageRow):
             return prior_text, {"status": "ok", "cv_method": "deferred"}
         body = json.loads(prior_text)

@@ -40,8 +40,10 @@ async def setup(svc: Service) -> None:
         event = await asyncio.to_thread(write_index, plan, svc.store)
         total = plan.videos
         message = (
-            f"{event.missions} missions and {len(plan.navigation)} navigation missions rendered, "
-            f"{event.rejected + len(plan.rejected_navigation)} rejected, for {plan.landmarks} landmarks"
+            f"{event.missions} missions, {len(plan.navigation)} navigation missions and "
+            f"{len(plan.groups)} UAV groups rendered, "
+            f"{event.rejected + len(plan.rejected_navigation) + len(plan.rejected_groups)} rejected, "
+            f"for {plan.landmarks} landmarks"
         )
         outputs = {"missions_index": event.index.key}
         completion = Completion(topology.MISSIONS_COMPLETED, event, total, total, message, outputs)
@@ -51,8 +53,9 @@ async def setup(svc: Service) -> None:
         plan, jobs = await asyncio.to_thread(plan_run, event, svc.store, svc.settings.archive_video_frames)
         keyed = [(f"{REQUESTER}:{job.job_id}", job) for job in jobs]
         message = (
-            f"{len(plan.missions)} missions and {len(plan.navigation)} navigation missions planned, "
-            f"{len(plan.rejected) + len(plan.rejected_navigation)} rejected"
+            f"{len(plan.missions)} missions, {len(plan.navigation)} navigation missions and "
+            f"{len(plan.groups)} UAV groups planned, "
+            f"{len(plan.rejected) + len(plan.rejected_navigation) + len(plan.rejected_groups)} rejected"
         )
         if not await stage.scatter(event.run_id, topology.VIDEO_JOB, keyed, d.trace_id, message):
             await finish(plan, d.trace_id)

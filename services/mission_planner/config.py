@@ -29,6 +29,9 @@ class MissionConfig(BaseModel):
     # UrbanVideo-Bench-style navigation missions per run (see navigation.py), from the scan request
     navigation_goals: int = 3
     navigation_routes: int = 2
+    # AirCopBench-style UAV groups (see group_missions.py): their sizes, each planned per_size times
+    group_sizes: tuple[int, ...] = (3, 5, 6)
+    groups_per_size: int = 1
 
     @classmethod
     def for_scan(cls, scan: scan_pb2.ScanRequest) -> MissionConfig:
@@ -42,6 +45,8 @@ class MissionConfig(BaseModel):
             jpeg_quality=90 if scan.profile == "release" else 85,
             navigation_goals=scan.navigation.goals,
             navigation_routes=scan.navigation.routes,
+            group_sizes=tuple(scan.groups.sizes),
+            groups_per_size=scan.groups.per_size,
         )
 
     @property

@@ -16,7 +16,9 @@ from pydantic import Field
 from skyqa import keys, scan as scan_rules
 from skyqa.blob import BlobStore
 from skyqa.contracts import Contract, ValidInstancesFile, dump_json, load_json
+from skyqa.contracts.aircop import RejectedGroup
 from skyqa.contracts.base import load_jsonl
+from skyqa.contracts.fusion import InstanceTable
 from skyqa.contracts.missions import (
     ComposedSegments,
     ConstraintReport,
@@ -33,7 +35,7 @@ from skyqa.sim import Intrinsics
 from skyqa.v1 import common_pb2, landmark_pb2, mission_pb2, render_pb2, scan_pb2
 from skyqa.vocab.behaviors import load_library
 
-from services.mission_planner import nav_missions
+from services.mission_planner import group_missions, nav_missions
 from services.mission_planner.camera_plan import CountBalance
 from services.mission_planner.config import MissionConfig
 from services.mission_planner.describe import describe, mission_id, target_of
@@ -53,14 +55,16 @@ class MissionPlanFile(Contract):
     rejected: list[RejectedMission]
     navigation: list[str] = Field(default_factory=list)
     rejected_navigation: list[RejectedNavigation] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=list)
+    rejected_groups: list[RejectedGroup] = Field(default_factory=list)
     landmarks: int
     valid_instances: str
     scan: dict[str, object]
 
     @property
     def videos(self) -> int:
-        """Video jobs the plan sent out: every mission, navigation ones included."""
-        return len(self.missions) + len(self.navigation)
+        """Video jobs the plan sent out: every mission, navigation ones and UAV groups included."""
+        return len(self.missions) + len(self.navigation) + len(self.groups)
 
 
 def _seed(base: int, instance_id: str, kind: str) -> int:
@@ -123,6 +127,13 @@ def plan_run(
         run_id, scene_id, scan.backend or "builtin", landmarks, obstacles, cfg, scan.seed, store
     )
     jobs += [((job.poses[0].x, job.poses[0].y), job) for job in nav_jobs]
+    table = load_json(
+        InstanceTable, store.get(keys.fusion_outputs(run_id, scene_id)["instances"]), "fused instances"
+    )
+    groups, groups_rejected, group_jobs = group_missions.plan_all(
+        run_id, scene_id, scan.backend or "builtin", table, obstacles, cfg, scan.seed, store
+    )
+    jobs += [((job.poses[0].x, job.poses[0].y), job) for job in group_jobs]
     plan = MissionPlanFile(
         run_id=run_id,
         scene_id=scene_id,
@@ -131,6 +142,8 @@ def plan_run(
         rejected=rejected,
         navigation=navigation,
         rejected_navigation=nav_rejected,
+        groups=groups,
+        rejected_groups=groups_rejected,
         landmarks=len(landmarks),
         valid_instances=event.valid_instances.key,
         scan=to_dict(scan),
@@ -144,6 +157,9 @@ def bundle_mission(done: render_pb2.VideoDone, store: BlobStore, scan: scan_pb2.
     cfg = MissionConfig.for_scan(scan)
     if nav_missions.is_navigation(store, done.run_id, done.job_id):
         nav_missions.bundle(done, store, cfg.video_fov_deg)
+        return
+    if group_missions.is_group(store, done.run_id, done.job_id):
+        group_missions.bundle(done, store)
         return
     lib = load_library()
     composed_key = keys.mission_file(done.run_id, done.job_id, keys.COMPOSED_SEGMENTS)
@@ -180,6 +196,8 @@ def write_index(plan: MissionPlanFile, store: BlobStore) -> mission_pb2.Missions
         rejected=sorted(plan.rejected, key=lambda r: r.traj_id),
         navigation=[nav_missions.index_row(store, plan.run_id, t) for t in sorted(plan.navigation)],
         rejected_navigation=sorted(plan.rejected_navigation, key=lambda r: r.traj_id),
+        groups=[group_missions.index_row(store, plan.run_id, g) for g in sorted(plan.groups)],
+        rejected_groups=sorted(plan.rejected_groups, key=lambda r: r.group_id),
     )
     info = store.put(keys.missions_index(plan.run_id), dump_json(index), "application/json")
     return mission_pb2.MissionsCompleted(

@@ -1,5 +1,5 @@
-"""Assets recorded in the ``render_requests`` sidecar: reference overlays, env observations and
-video clips.
+"""Assets recorded in the ``render_requests`` sidecar: reference overlays, env observations,
+video clips and degraded views.
 
 Each is a pure function of the sidecar entry (and the scene, or the mission's stored frames),
 so ``skyqa refresh`` re-creates them byte for byte (one encoder thread keeps x264 deterministic).
@@ -14,7 +14,8 @@ import numpy as np
 from PIL import Image, ImageDraw
 from skyqa import keys, media
 from skyqa.blob import BlobStore
-from skyqa.contracts.qa import ClipRequest, EnvRequest, OverlayRequest
+from skyqa.contracts.qa import ClipRequest, DegradeRequest, EnvRequest, OverlayRequest
+from skyqa.degrade import degraded_jpeg
 from skyqa.sim import CameraSpec, Pose, Simulator
 from skyqa.video import Mp4Writer, discard
 
@@ -31,6 +32,11 @@ def draw_overlay(store: BlobStore, run_root: str, req: OverlayRequest) -> None:
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=JPEG_QUALITY)
     store.put(f"{run_root}/{req.output_image}", buf.getvalue(), "image/jpeg")
+
+
+def degrade_view(store: BlobStore, run_root: str, req: DegradeRequest) -> None:
+    data, _ = degraded_jpeg(store.get(f"{run_root}/{req.source_image}"), req.degradation)
+    store.put(f"{run_root}/{req.output_image}", data, "image/jpeg")
 
 
 def cut_clips(store: BlobStore, run_root: str, reqs: list[ClipRequest]) -> None:

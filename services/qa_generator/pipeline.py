@@ -18,7 +18,7 @@ from skyqa import keys, scan as scan_rules
 from skyqa.blob import BlobStore
 from skyqa.contracts import Contract, InstancesFile, ValidInstance, ValidInstancesFile, load_json
 from skyqa.contracts.missions import MissionIndex
-from skyqa.contracts.qa import ClipRequest, EnvRequest, OverlayRequest, RenderRequests
+from skyqa.contracts.qa import ClipRequest, DegradeRequest, EnvRequest, OverlayRequest, RenderRequests
 from skyqa.errors import InvalidInput
 from skyqa.families import FAMILIES, PlanInputs, TaskFamily
 from skyqa.protojson import to_dict
@@ -107,6 +107,7 @@ def plan(
     env_requests: list[EnvRequest] = []
     overlays: dict[str, OverlayRequest] = {}
     clips: dict[str, ClipRequest] = {}
+    degraded: dict[str, DegradeRequest] = {}
     missions: dict[str, str] = {}
     for family in families:
         planned = family.plan(inputs)
@@ -116,6 +117,8 @@ def plan(
             overlays.setdefault(o.output_image, o)
         for c in planned.clips:
             clips.setdefault(c.output_video, c)
+        for g in planned.degraded:
+            degraded.setdefault(g.output_image, g)
         for unit, why in planned.skipped.items():
             skipped.setdefault(unit, why)
         missions.update(planned.missions)
@@ -133,6 +136,7 @@ def plan(
             env_requests=env_requests,
             overlays=sorted(overlays.values(), key=lambda o: o.output_image),
             clips=sorted(clips.values(), key=lambda c: c.output_video),
+            degraded=sorted(degraded.values(), key=lambda g: g.output_image),
         ),
         missions=missions,
         candidates=collected.summary.candidate_pairs,

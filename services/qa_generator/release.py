@@ -29,7 +29,7 @@ from skyqa.scan import stills
 from skyqa.v1 import eval_pb2, qa_pb2
 
 from services.qa_generator import export, gate, qc
-from services.qa_generator.assets import cut_clips, draw_overlay
+from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay
 from services.qa_generator.croissant import croissant
 from services.qa_generator.pipeline import QAPlan, scan_of
 
@@ -61,6 +61,9 @@ def finish(
         if not store.exists(f"{root}/{o.output_image}"):
             draw_overlay(store, root, o)
     cut_clips(store, root, [c for c in p.requests.clips if not store.exists(f"{root}/{c.output_video}")])
+    for g in p.requests.degraded:
+        if not store.exists(f"{root}/{g.output_image}"):
+            degrade_view(store, root, g)
     masks: dict[str, np.ndarray] = {}
     for r in p.requests.env_requests:
         key = f"{root}/{r.output_segmentation}"
@@ -73,6 +76,7 @@ def finish(
         requests={r.request_id: r for r in p.requests.env_requests},
         masks=masks,
         landmarks={v.instance_id: v for v in valid.valid_instances},
+        degraded={g.output_image: g for g in p.requests.degraded},
     )
     families = p.families(families)
     checked = {f.name: f.check(p.rows_of(f), rendered) for f in families}

@@ -78,6 +78,11 @@ def measure(
     cols, rows = px[inframe, 0].astype(int), px[inframe, 1].astype(int)
     seen = d[inframe] <= depth[rows, cols] + DEPTH_MARGIN_M
     count = int(seen.sum())
+    # a hidden sample whose pixel shows the target itself is on its far side; one that shows
+    # something else is occluded by that (the most frequent such id names the occluder)
+    shown = instance[rows[~seen], cols[~seen]]
+    others = shown[shown != instance_id]
+    occluder = int(np.bincount(others).argmax()) if len(others) else 0
     ratio = count / len(grid)
     mask = instance == instance_id
     pixels = int(mask.sum())
@@ -91,6 +96,9 @@ def measure(
         visible_ratio=round(ratio, 4),
         visible_point_count=count,
         target_inframe_point_count=int(inframe.sum()),
+        occluded_point_count=len(others),
+        occluder_instance_id=occluder,
+        sample_count=len(grid),
         pixels=pixels,
         bbox_xyxy=box,
     )

@@ -91,6 +91,8 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
         "video_qa",
         "navigation_qa",
         "navigation_urbanvideo",
+        "collab_qa",
+        "collab_aircop",
         "qc_report",
         "dataset_card",
         "image_dualcog_latest",
@@ -138,6 +140,26 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     nav = [json.loads(line) for line in out["navigation_qa"].read_text().splitlines()]
     assert len({r["task"] for r in nav}) >= 8 and funnel["family_rows"]["urbanvideo_nav"] == len(nav)
     assert "## Blind gate" in out["dataset_card"].read_text()
+    # UAV groups and their collaboration questions (AirCopBench style): every group's views
+    # shipped degraded as recorded, and AirCopBench's question JSON carrying the same rows
+    assert index["groups"], index["rejected_groups"]
+    collab = [json.loads(line) for line in out["collab_qa"].read_text().splitlines()]
+    assert len({r["task"] for r in collab}) >= 8 and funnel["family_rows"]["aircop_collab"] == len(collab)
+    release = out["qc_report"].parent
+    requests = json.loads(out["render_requests"].read_text())["degraded"]
+    assert {g["output_image"] for g in requests} >= {p for r in collab for p in r["images"]}
+    assert all((release / p).is_file() for r in collab for p in r["images"])
+    aircop = json.loads(out["collab_aircop"].read_text())["results"]
+    # AirCopBench's evaluation sorts rows into its four categories by these exact subtask names
+    assert {q["question_type"] for q in aircop} <= {
+        "Scene Description", "Scene Comparison", "Observing Posture", "Object Recognition",
+        "Object Counting", "Object Grounding", "Object Matching", "Quality Assessment",
+        "Usability Assessment", "Causal Assessment", "When to Collaborate", "What to Collaborate",
+        "Who to Collaborate", "Why to Collaborate",
+    }  # fmt: skip
+    assert [(q["question_id"], q["correct_answer"]) for q in aircop] == [
+        (r["sample_id"], r["answer_option_id"]) for r in collab
+    ]
 
 
 def test_same_scene_config_seed_gives_byte_identical_outputs(
@@ -185,6 +207,8 @@ def test_rerun_resumes_the_finished_run(tmp_path: Path) -> None:
         (["demo", "--navigation", "2,1,-1"], "--navigation needs GOALS,ROUTES[,PER_TYPE]"),
         (["demo", "--navigation", "2,1,9"], "navigation questions per type must be 1..8"),
         (["demo", "--navigation-types", "causal,teleport"], "navigation types must be distinct names"),
+        (["demo", "--groups", "3,five"], "--groups needs UAV group sizes"),
+        (["demo", "--groups", "3,9"], "UAV group sizes must be 2..8"),
         (["serve", "teleporter"], "unknown service"),
         (["demo", "--eval-model", "nowhere"], "--eval-model needs URL[#MODEL]"),
         (["demo", "--eval-conditions", "full,x-ray"], "unknown conditions ['x-ray']"),
@@ -532,7 +556,8 @@ def test_every_json_file_of_a_release_carries_every_field_of_its_schema(
             if isinstance(schema, type) and issubclass(schema, Message):
                 problems += [f"{rel}: {m}" for m in proto_missing(schema, doc)]
                 continue
-            for item in doc["samples"] if isinstance(doc, dict) and "samples" in doc else [doc]:
+            items = doc.get("samples", doc.get("results", [doc]))
+            for item in items:
                 problems += [f"{rel}: {m}" for m in missing(schema, item, "")]
     assert not problems, problems[:20]
     assert len(kinds) >= 25  # the demo release has every kind the table knows

@@ -467,7 +467,13 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
     scored = {e["model"]: e["per_family"] for e in result.leaderboard["models"]}
     random = scored["random"]["landmark_category"]["landmark_category"]
     assert random["count"] == len(category) and 0.0 <= random["option_correct"] <= 1.0
-    assert set(scored["random"]) == {"dualcog_image", "dualcog_video", "landmark_category", "urbanvideo_nav"}
+    assert set(scored["random"]) == {
+        "dualcog_image",
+        "dualcog_video",
+        "landmark_category",
+        "urbanvideo_nav",
+        "aircop_collab",
+    }
 
 
 def decode(data: bytes) -> np.ndarray:

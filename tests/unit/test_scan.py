@@ -47,6 +47,7 @@ def test_defaults_are_valid_and_keep_explicit_values() -> None:
         ({"navigation__goals": 201}, "navigation goals and routes"),
         ({"navigation__per_type": 0}, "questions per type must be 1..8"),
         ({"navigation__per_type": 9}, "questions per type must be 1..8"),
+        ({"groups__per_size": 201}, "UAV groups per size must be 0..200"),
     ],
 )
 def test_validation_names_the_problem(changes: dict[str, object], message: str) -> None:
@@ -62,6 +63,13 @@ def test_navigation_types_are_known_and_distinct(types: list[str], message: str)
     req = valid()
     req.navigation.types[:] = types
     with pytest.raises(InvalidScanRequest, match=message):
+        scan.validate(req)
+
+
+def test_uav_group_sizes_are_2_to_8() -> None:
+    req = valid()
+    req.groups.sizes[:] = [3, 1]
+    with pytest.raises(InvalidScanRequest, match=r"UAV group sizes must be 2\.\.8"):
         scan.validate(req)
 
 

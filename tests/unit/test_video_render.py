@@ -11,6 +11,9 @@ import pytest
 from skyqa import keys, media
 from skyqa.blob import BlobInfo, LocalBlobStore
 from skyqa.sim import BuiltinSimulator, CameraSpec, Pose, load_scene, look_at
+from skyqa.sim.classes import CLASSES, by_name
+from skyqa.sim.mesh import box
+from skyqa.sim.scene import Scene, SceneObject
 from skyqa.v1 import common_pb2, render_pb2
 from skyqa.video import probe
 
@@ -80,3 +83,43 @@ def test_an_error_while_storing_a_frame_fails_the_video_and_marks_nothing_done(
     assert store.head(f"{job.output_prefix}/{keys.VIDEO}") is None
     assert store.head(f"{job.output_prefix}/{keys.FRAME_VISIBILITY}") is None
     assert store.head(f"{job.output_prefix}/seg/frame_000001.png") is not None  # earlier frames kept
+
+
+def _street(truck: bool) -> BuiltinSimulator:
+    """Ground, a car at the origin and (optionally) a tall truck between it and the camera."""
+    grey = (0.5, 0.5, 0.5)
+    objects = [
+        SceneObject.from_parts(
+            0, by_name("ground"), "gray", 0.0, [box(200, 200, 0.1, (0, 0, -0.1), color=grey)]
+        ),
+        SceneObject.from_parts(1, by_name("car"), "red", 0.0, [box(4.5, 2.0, 1.5, color=(0.8, 0.1, 0.1))]),
+    ]
+    if truck:
+        objects.append(
+            SceneObject.from_parts(
+                2, by_name("truck"), "white", 0.0, [box(3, 8, 6, (-8, 0, 0), color=(0.9, 0.9, 0.9))]
+            )
+        )
+    return BuiltinSimulator(
+        Scene("street", objects, {c.id: c for c in CLASSES}, (-100.0, 100.0, -100.0, 100.0))
+    )
+
+
+@pytest.mark.parametrize("truck", [False, True])
+def test_a_target_hidden_behind_another_object_is_measured_occluded_by_it(
+    truck: bool, tmp_path: Path
+) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    job = _job(1)
+    job.poses[0].CopyFrom(common_pb2.Pose(x=-30.0, y=0.0, z=4.0, yaw_deg=0.0, pitch_deg=-5.0))
+    job.targets.add(landmark_id="car", instance_id=1, center=[0.0, 0.0, 0.75], size=[4.5, 2.0, 1.5])
+    render_video(job, _street(truck), store)
+    row = json.loads(store.get(f"{job.output_prefix}/{keys.FRAME_VISIBILITY}").splitlines()[0])
+    stat = row["targets"][0]
+    assert stat["target_inframe_point_count"] > 0
+    if truck:  # the truck stands in the line of sight: most of the car's facing side is behind it
+        assert (
+            stat["occluder_instance_id"] == 2 and stat["occluded_point_count"] > stat["visible_point_count"]
+        )
+    else:  # nothing in the way: the hidden samples are the car's own far side
+        assert stat["occluder_instance_id"] == 0 and stat["occluded_point_count"] == 0 and stat["pixels"] > 0

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from skyqa.contracts.aircop import GroupIndexRow, RejectedGroup
 from skyqa.contracts.base import Contract
 from skyqa.contracts.navigation import RejectedNavigation
 
@@ -238,6 +239,11 @@ class TargetFrameStat(Contract):
     target_inframe_point_count: int
     pixels: int  # pixels of the instance in the segmentation
     bbox_xyxy: list[int]  # from the segmentation; [0, 0, 0, 0] when absent
+    # in-frame samples hidden behind something else (not the target's own far side), and the
+    # instance id shown most often in their place (0: none)
+    occluded_point_count: int = 0
+    occluder_instance_id: int = 0
+    sample_count: int = 0  # the box-surface samples measured (0 in rows written before it)
 
 
 class FrameVisibility(Contract):
@@ -456,3 +462,5 @@ class MissionIndex(Contract):
     rejected: list[RejectedMission]
     navigation: list[NavigationIndexRow] = Field(default_factory=list)
     rejected_navigation: list[RejectedNavigation] = Field(default_factory=list)
+    groups: list[GroupIndexRow] = Field(default_factory=list)
+    rejected_groups: list[RejectedGroup] = Field(default_factory=list)

@@ -13,6 +13,7 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from skyqa.contracts.base import Contract
+from skyqa.contracts.degradation import Degradation
 from skyqa.contracts.missions import ElementInstance, FrameBehavior, FrameBoxNorm, SetInstance
 
 Operation = Literal["GND", "PER", "QUA", "INT", "INF"]
@@ -162,6 +163,15 @@ class ClipRequest(Contract):
     bitrate: int
 
 
+class DegradeRequest(Contract):
+    """A view degraded by a recorded transform (:mod:`skyqa.degrade`) from a stored clean frame;
+    paths relative to the release."""
+
+    output_image: str
+    source_image: str
+    degradation: Degradation
+
+
 class RenderRequests(Contract):
     scene_id: str
     run_id: str
@@ -169,6 +179,7 @@ class RenderRequests(Contract):
     env_requests: list[EnvRequest]
     overlays: list[OverlayRequest]
     clips: list[ClipRequest] = Field(default_factory=list)
+    degraded: list[DegradeRequest] = Field(default_factory=list)
 
 
 class Funnel(Contract):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from skyqa import keys
+from skyqa.families.aircop import FAMILY as AIRCOP_COLLAB
 from skyqa.families.base import (
     CardPart,
     Checked,
@@ -29,6 +30,7 @@ FAMILIES: tuple[TaskFamily[Any], ...] = (
     DUALCOG_IMAGE,
     DUALCOG_VIDEO,
     URBANVIDEO_NAV,
+    AIRCOP_COLLAB,
 )
 
 

@@ -21,7 +21,7 @@ from skyqa import keys
 from skyqa.answers import Parsed
 from skyqa.contracts import ValidInstance
 from skyqa.contracts.missions import MissionIndex
-from skyqa.contracts.qa import ClipRequest, EnvRequest, Funnel, OverlayRequest, ReasoningStep
+from skyqa.contracts.qa import ClipRequest, DegradeRequest, EnvRequest, Funnel, OverlayRequest, ReasoningStep
 
 if TYPE_CHECKING:
     import numpy as np
@@ -115,6 +115,7 @@ class Planned(Generic[R]):
     env_requests: list[EnvRequest] = field(default_factory=list)
     overlays: list[OverlayRequest] = field(default_factory=list)
     clips: list[ClipRequest] = field(default_factory=list)  # videos cut where a question is asked
+    degraded: list[DegradeRequest] = field(default_factory=list)  # views degraded by a recorded transform
     skipped: dict[str, str] = field(default_factory=dict)  # unit -> why it has no rows here
     missions: dict[str, str] = field(default_factory=dict)  # mission the rows use -> unit
 
@@ -129,6 +130,7 @@ class Rendered:
     requests: Mapping[str, EnvRequest]
     masks: Mapping[str, np.ndarray]
     landmarks: Mapping[str, ValidInstance]
+    degraded: Mapping[str, DegradeRequest] = field(default_factory=dict)  # by output image
 
 
 @dataclass

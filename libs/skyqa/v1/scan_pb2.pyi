@@ -208,6 +208,35 @@ class NavigationSettings(_message.Message):
 Global___NavigationSettings: _TypeAlias = NavigationSettings  # noqa: Y015
 
 @_typing.final
+class GroupSettings(_message.Message):
+    """AirCopBench-style UAV groups per run: one group of each size in `sizes`, `per_size` times
+    (unset: sizes 3, 5 and 6, once each; per_size 0 is an explicit "none").
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SIZES_FIELD_NUMBER: _builtins.int
+    PER_SIZE_FIELD_NUMBER: _builtins.int
+    per_size: _builtins.int
+    @_builtins.property
+    def sizes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        sizes: _abc.Iterable[_builtins.int] | None = ...,
+        per_size: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_per_size", b"_per_size", "per_size", b"per_size"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_per_size", b"_per_size", "per_size", b"per_size", "sizes", b"sizes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__per_size: _TypeAlias = _typing.Literal["per_size"]  # noqa: Y015
+    _WhichOneofArgType__per_size: _TypeAlias = _typing.Literal["_per_size", b"_per_size"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__per_size) -> _WhichOneofReturnType__per_size | None: ...
+
+Global___GroupSettings: _TypeAlias = GroupSettings  # noqa: Y015
+
+@_typing.final
 class ScanRequest(_message.Message):
     """Published on skyqa.v1.scan.requested."""
 
@@ -232,6 +261,7 @@ class ScanRequest(_message.Message):
     VIDEO_FIELD_NUMBER: _builtins.int
     EVALUATION_FIELD_NUMBER: _builtins.int
     NAVIGATION_FIELD_NUMBER: _builtins.int
+    GROUPS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     backend: _builtins.str
@@ -267,6 +297,8 @@ class ScanRequest(_message.Message):
 
     @_builtins.property
     def navigation(self) -> Global___NavigationSettings: ...
+    @_builtins.property
+    def groups(self) -> Global___GroupSettings: ...
     def __init__(
         self,
         *,
@@ -289,10 +321,11 @@ class ScanRequest(_message.Message):
         video: Global___VideoSettings | None = ...,
         evaluation: _eval_pb2.EvaluationSpec | None = ...,
         navigation: Global___NavigationSettings | None = ...,
+        groups: Global___GroupSettings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "lidar", b"lidar", "navigation", b"navigation", "video", b"video"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "lidar", b"lidar", "navigation", b"navigation", "video", b"video"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

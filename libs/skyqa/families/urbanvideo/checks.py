@@ -21,7 +21,8 @@ from skyqa.blob import BlobStore
 from skyqa.contracts.navigation import NavigationTask, NavState
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.errors import BlobNotFound
-from skyqa.families.structure import Verdict, check_options
+from skyqa.families import mcq
+from skyqa.families.structure import Verdict
 from skyqa.families.urbanvideo import words as W
 from skyqa.families.urbanvideo.questions import caption_text, leg_blocker
 
@@ -401,10 +402,7 @@ def check_rows(
 ) -> Verdict:
     v = Verdict()
     for r in rows:
-        ids = [o.option_id for o in r.options]
-        check_options(r.sample_id, [o.label for o in r.options], ids, [r.answer_option_id], v)
-        if r.answer_label != next((o.label for o in r.options if o.option_id == r.answer_option_id), None):
-            v.fail(r.sample_id, "answer label is not the answer option's")
+        mcq.check_structure(r, v)
         task = tasks.get(r.mission_id)
         if task is None:
             v.fail(r.sample_id, "navigation task missing or unreadable")

@@ -25,6 +25,7 @@ from skyqa.contracts.navigation import NavigationTask
 from skyqa.contracts.qa import ClipRequest, Funnel, Option, ReasoningStep
 from skyqa.contracts.urbanvideo import DISPLAY, GROUPS, NAV_TASKS, NavRow, group_of
 from skyqa.errors import BlobNotFound, InvalidInput
+from skyqa.families import mcq
 from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.urbanvideo import evaluation
 from skyqa.families.urbanvideo.checks import check_rows
@@ -129,7 +130,7 @@ class UrbanVideo:
             if whole
             else f"video_tasks/clips/{traj_id}/until_{q.end_frame:06d}.mp4"
         )
-        user = evaluation.user_prompt(q.question, options)
+        user = mcq.user_prompt(q.question, options)
         seconds = (q.end_frame + 1) / task.fps
         return NavRow(
             sample_id=sample_id,
@@ -168,21 +169,7 @@ class UrbanVideo:
         return Checked(rows, verdict.reasons)
 
     def balance(self, rows: list[NavRow]) -> dict[str, str]:
-        """Per type and difficulty (both public in a row), no gold answer more than once above
-        the next most common one: planning balances across missions, but a type whose missions
-        offer one answer only (short clips all approaching, say) would let a text-only solver
-        learn it (rows kept in manifest order)."""
-        out: dict[str, str] = {}
-        for kind, level in sorted({(r.task, r.difficulty) for r in rows}):
-            mine = [r for r in rows if r.task == kind and r.difficulty == level]
-            ranked = Counter(r.answer_label for r in mine).most_common()
-            cap = ranked[1][1] + 1 if len(ranked) > 1 else 1
-            kept: Counter[str] = Counter()
-            for r in mine:
-                kept[r.answer_label] += 1
-                if kept[r.answer_label] > cap:
-                    out[r.sample_id] = OVER
-        return out
+        return mcq.balance(rows, self.difficulty, OVER)
 
     def item(self, row: NavRow) -> Item:
         options = tuple((o.option_id, o.label) for o in row.options)
@@ -217,19 +204,19 @@ class UrbanVideo:
         return []
 
     def parse(self, row: NavRow, text: str) -> Parsed:
-        return evaluation.parse(row, text)
+        return mcq.parse(row, text)
 
     def score(self, row: NavRow, parsed: Parsed, steps: bool) -> dict[str, Any]:
-        return evaluation.score(row, parsed)
+        return mcq.score(row, parsed)
 
     def rotations(self, row: NavRow) -> list[NavRow]:
-        return evaluation.rotations(row)
+        return mcq.rotations(row)
 
     def with_steps(self, row: NavRow) -> NavRow | None:
         return None
 
     def guess(self, row: NavRow, rng: np.random.Generator) -> dict[str, Any]:
-        return evaluation.guess(row, rng)
+        return mcq.guess(row, rng)
 
     def prior(self, row: NavRow, rows: Sequence[NavRow]) -> dict[str, Any]:
         return evaluation.prior(row, rows)

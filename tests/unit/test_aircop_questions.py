@@ -1,0 +1,156 @@
+"""The AirCopBench rules on a hand-built street (a red car, a tall white truck west of it, a blue
+car north): UAV1 looks at the car over the truck, UAV2 from the east with nothing in between,
+UAV3 from high and far. Who, when, why and what to collaborate, quality and the object questions
+follow from what the renderer measured and what each view's degradation did."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from group_scenes import render_group
+from PIL import Image
+from skyqa import media
+from skyqa.blob import LocalBlobStore
+from skyqa.contracts.aircop import GroupIndexRow, GroupTask
+from skyqa.contracts.degradation import KINDS
+from skyqa.contracts.missions import MissionIndex
+from skyqa.degrade import LEVELS, degraded_jpeg, draw
+from skyqa.families.aircop import facts as F
+from skyqa.families.aircop.checks import check_rows
+from skyqa.families.aircop.family import FAMILY
+from skyqa.families.aircop.questions import BUILDERS, Group, Question
+from skyqa.families.base import PlanInputs
+from skyqa.v1 import scan_pb2
+
+from services.qa_generator.assets import degrade_view
+
+pytestmark = pytest.mark.unit
+
+POSES = [
+    [-30.0, 0.0, 6.0, 0.0, -10.0, 0.0],  # behind the truck
+    [30.0, 0.0, 6.0, 180.0, -10.0, 0.0],  # clear
+    [0.0, -45.0, 40.0, 90.0, -40.0, 0.0],  # high, south
+]
+
+
+def render(tmp_path: Path, truck: bool = True) -> tuple[GroupTask, LocalBlobStore]:
+    return render_group(tmp_path, POSES, truck)
+
+
+def group(task: GroupTask, store: LocalBlobStore, kinds: dict[int, tuple[str, float]] | None = None) -> Group:
+    final = "runs/r/video_tasks/missions/street_hand_000/final_task"
+    frames, masks, qualities = [], [], []
+    for u in range(len(task.uavs)):
+        clean = store.get(f"{final}/{task.images[u]}")
+        frames.append(np.asarray(Image.open(io.BytesIO(clean)).convert("RGB")))
+        masks.append(media.decode_segmentation(store.get(f"{final}/{task.segmentation[u]}"))[1])
+        kind, strength = (kinds or {}).get(u, ("none", 0.0))
+        d = draw(kind, strength, seed=u)  # type: ignore[arg-type]
+        _, m = degraded_jpeg(clean, d)
+        qualities.append(F.ViewQuality(d, m.quality, m.limited_by))
+    return Group(task, F.perceive(task, qualities), qualities, F.unique_names(task, frames, masks))
+
+
+def asked(g: Group, kind: str, uav: str, about: str = "") -> Question:
+    found = [q for q in BUILDERS[kind](g) if q.uav == uav and about in q.question]
+    assert len(found) == 1, [q.question for q in BUILDERS[kind](g)]
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> tuple[GroupTask, LocalBlobStore]:
+    return render(tmp_path_factory.mktemp("street"))
+
+
+def test_objects_are_named_by_the_colour_their_pixels_show(scene: tuple[GroupTask, LocalBlobStore]) -> None:
+    g = group(*scene)
+    assert g.names == {1: "red car", 2: "white truck", 3: "blue car"}
+
+
+def test_the_car_hidden_from_uav1_makes_uav2_the_one_to_ask(scene: tuple[GroupTask, LocalBlobStore]) -> None:
+    g = group(*scene)
+    car1, car2 = g.seen[0][0], g.seen[1][0]
+    assert (car1.state, car2.state) == ("occluded", "clear")
+    assert asked(g, "who_to_collaborate", "UAV1", "red car").options[0] == "UAV2"
+    assert asked(g, "when_to_collaborate", "UAV1", "red car").options[0] == "Yes: it is hidden"
+    assert asked(g, "when_to_collaborate", "UAV2", "red car").options[0] == "No: it sees it clearly"
+    why = asked(g, "why_to_collaborate", "UAV1", "red car")
+    assert why.options[0] == "the red car is hidden in UAV1's view, while UAV2 sees it unoccluded"
+    assert asked(g, "causal_assessment", "UAV1", "red car").options[0] == "it is hidden behind another object"
+    assert asked(g, "usability_assessment", "UAV1", "red car").options[0] == "No: it is mostly hidden"
+    what = [q for q in BUILDERS["what_to_collaborate"](g) if q.uav == "UAV1"]
+    assert all(q.options[0] != "the white truck" for q in what)  # UAV1 sees the truck itself
+
+
+def test_without_the_truck_uav1_needs_no_help(tmp_path: Path) -> None:
+    g = group(*render(tmp_path, truck=False))
+    assert g.seen[0][0].state == "clear"
+    assert asked(g, "when_to_collaborate", "UAV1", "red car").options[0] == "No: it sees it clearly"
+    assert not [q for q in BUILDERS["who_to_collaborate"](g) if q.uav == "UAV1" and "red car" in q.question]
+
+
+def test_heavier_noise_lowers_the_quality_and_a_ruined_view_helps_nobody(
+    scene: tuple[GroupTask, LocalBlobStore],
+) -> None:
+    light = group(*scene, kinds={1: ("noise", 0.05)})
+    heavy = group(*scene, kinds={1: ("noise", 1.0)})
+    gold = {g: LEVELS.index(asked(g, "quality_assessment", "UAV2").options[0]) for g in (light, heavy)}
+    assert gold[light] > gold[heavy] and gold[heavy] < F.USABLE_QUALITY
+    assert heavy.seen[1][0].state == "degraded"
+    assert asked(heavy, "causal_assessment", "UAV2", "red car").options[0] == "sensor noise"
+    # with UAV2's view ruined, UAV3's small but clear view of the red car is the one to ask
+    assert asked(light, "who_to_collaborate", "UAV1", "red car").options[0] == "UAV2"
+    assert asked(heavy, "who_to_collaborate", "UAV1", "red car").options[0] == "UAV3"
+
+
+def test_object_questions_read_the_measured_views(scene: tuple[GroupTask, LocalBlobStore]) -> None:
+    g = group(*scene)
+    # UAV2 looks west at the red car from 30 m: it sits near the image centre
+    assert asked(g, "object_grounding", "UAV2", "red car").options[0] == "centre"
+    counts = [F.visible(s) for s in g.seen]
+    n = sum(1 for s in counts[1] if s.obj.category == "vehicle")
+    assert asked(g, "object_counting", "UAV2").options[0] == str(n)
+    # UAV1 and UAV2 both fly at 6 m: "lowest" has no single answer, and that is the gold
+    assert asked(g, "observing_posture", "", "lowest").options[0] == "no single one: two are about equal"
+
+
+def test_qc_rederives_the_planned_answers_from_the_stored_views_and_catches_a_wrong_one(
+    tmp_path: Path,
+) -> None:
+    task, store = render(tmp_path)
+    key = "runs/r/video_tasks/missions/street_hand_000/final_task/group_task.json"
+    index = MissionIndex(
+        scene_id="street",
+        missions=[],
+        rejected=[],
+        groups=[GroupIndexRow(group_id=task.group_id, size=3, task=key)],
+    )
+    scan = scan_pb2.ScanRequest(scene_id="street", run_id="r")
+    inputs = PlanInputs(
+        run_id="r", scene_id="street", engine="builtin", seed=4, scan=scan, store=store,
+        landmarks=[], excluded={}, missions=index,
+    )  # fmt: skip
+    planned = FAMILY.plan(inputs)
+    assert {d.degradation.kind for d in planned.degraded} <= set(KINDS) and len(planned.degraded) == 3
+    for g in planned.degraded:
+        degrade_view(store, "runs/r", g)
+    degraded = {g.output_image: g for g in planned.degraded}
+    rows = planned.rows
+    assert len({r.task for r in rows}) >= 8
+    assert not check_rows(rows, {task.group_id: task}, store, "r", degraded).reasons
+    # a gold moved to another option, and a shipped view swapped for a clean one
+    other = next(o for o in rows[0].options if o.option_id != rows[0].answer_option_id)
+    wrong = rows[0].model_copy(update={"answer_option_id": other.option_id, "answer_label": other.label})
+    assert check_rows([wrong], {task.group_id: task}, store, "r", degraded).reasons == {
+        wrong.sample_id: "answer disagrees with the re-measured views"
+    }
+    # the shipped view of the quality row's UAV replaced by one of another quality
+    q = next(r for r in rows if r.task == "quality_assessment")
+    req = degraded[f"image_tasks/groups/{task.group_id}/{q.uav}.jpg"]
+    clean = store.get(f"runs/r/{req.source_image}")
+    swap = clean if q.answer_label == "Very poor" else degraded_jpeg(clean, draw("noise", 1.0, seed=0))[0]
+    store.put(f"runs/r/{req.output_image}", swap)
+    assert check_rows([q], {task.group_id: task}, store, "r", degraded).reasons
