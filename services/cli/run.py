@@ -192,16 +192,6 @@ def demo(
     if not settings.gateway.token.get_secret_value():
         settings.gateway.token = SecretStr(secrets.token_urlsafe(16))
     configure_logging("WARNING")
-    opts: dict[str, Any] = dict(
-        bound=bound,
-        spacing=spacing,
-        altitude=altitude,
-        review=review,
-        landmarks=landmarks,
-        navigation=navigation,
-        navigation_types=navigation_types,
-        groups=groups,
-    )
     with user_errors():
         # whoever starts the demo is its operator: the models it names are on its allow-list
         settings.evaluation.allowed_endpoints += model_specs(eval_model, "--eval-model")
@@ -213,7 +203,14 @@ def demo(
         video=video,
         eval_models=eval_model,
         eval_conditions=eval_conditions,
-        **opts,
+        bound=bound,
+        spacing=spacing,
+        altitude=altitude,
+        review=review,
+        landmarks=landmarks,
+        navigation=navigation,
+        navigation_types=navigation_types,
+        groups=groups,
     )
 
     async def main(env: Embedded) -> RunState:
@@ -284,7 +281,13 @@ def scan_cmd(
     """Publish a scan request and show live progress."""
     settings = settings_or_exit()
     url = nats_url or settings.bus.nats_url
-    opts: dict[str, Any] = dict(
+    req = _scan_request(
+        scene,
+        profile,
+        run_id,
+        video=video,
+        eval_models=eval_model,
+        eval_conditions=eval_conditions,
         bound=bound,
         spacing=spacing,
         altitude=altitude,
@@ -293,9 +296,6 @@ def scan_cmd(
         navigation=navigation,
         navigation_types=navigation_types,
         groups=groups,
-    )
-    req = _scan_request(
-        scene, profile, run_id, video=video, eval_models=eval_model, eval_conditions=eval_conditions, **opts
     )
     try:
         asyncio.run(publish_scan(url, req))
