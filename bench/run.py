@@ -31,6 +31,7 @@ from bench.bus import bus_overhead
 from bench.labeller import labeller_accuracy
 from bench.lean import service_start_rss, table as lean_table
 from bench.scaling import renderer_scaling, service_processes
+from bench.trajectories import trajectory_video
 from services.capture.planner import plan_jobs
 from services.capture.worker import capture_job
 from services.fusion.fuse import fuse
@@ -307,6 +308,7 @@ def main() -> None:
         "still_4096x3072": still_views(sim, 4096, 3072, ceiling["rays_per_s"]),
         "video_preview_480x360": video_frames(sim, 480, 360, ceiling["rays_per_s"]),
         "video_release_1440x1080": video_frames(sim, 1440, 1080, ceiling["rays_per_s"], 20),
+        "trajectory_1280x720": trajectory_video(sim, ceiling["rays_per_s"]),
         **capture_and_fusion(ceiling["rays_per_s"]),
         "evaluator": evaluator_concurrency(),
         "bus": bus_overhead(),
@@ -387,6 +389,14 @@ def main() -> None:
         )
         for size, row in results["airsim_rpc"].items()
     ]
+    tv = results["trajectory_1280x720"]
+    lines.append(
+        (
+            "RSV trajectory 1280x720x360",
+            f"{tv['trajectories_per_hour']:.0f} traj/h",
+            f"{tv['ratio_of_ceiling_per_pixel']:.2f}",
+        )
+    )
     rr = results["renderer_replicas"]
     lines += [
         (

@@ -32,6 +32,7 @@ from skyqa.contracts.missions import (
 from skyqa.contracts.navigation import NavigationPlan, NavigationTask
 from skyqa.contracts.qa import ImageRow, QCReport, RenderRequests, VideoRow
 from skyqa.contracts.review import ReviewState, ValidInstancesFile
+from skyqa.contracts.rsv import Execution, TrajectoryPlan, TrajectoryRow
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.protojson import to_dict
 from skyqa.v1 import render_pb2, scan_pb2
@@ -58,6 +59,42 @@ class AirCopQuestion(BaseModel):
     options: dict[str, str]
     correct_answer: str
     uav_paths: dict[str, str]
+
+
+class CardStep(BaseModel):
+    """A step of a Reasoning-Structured Videos ``_meta.json``, the card's fields."""
+
+    step: int
+    action: str
+    action_id: int
+    start_pos: list[float]
+    start_rot: list[float]
+    expected_end_pos: list[float]
+    actual_end_pos: list[float]
+    actual_end_rot: list[float]
+    collision: bool
+    collision_displacement: float
+
+
+class CardMeta(BaseModel):
+    """A Reasoning-Structured Videos ``_meta.json``: the fields its dataset card names."""
+
+    trajectory_id: int
+    data_type: str
+    trajectory_type: str
+    algebraic_property: str
+    paired_trajectory: dict[str, Any]
+    has_collision: bool
+    collision_count: int
+    total_steps: int
+    frames_per_step: int
+    total_frames: int
+    render_config: dict[str, Any]
+    root_state: dict[str, list[float]]
+    action_sequence: list[str]
+    collision_mask: list[int]
+    steps: list[CardStep]
+    video_encoding: dict[str, Any]
 
 
 Schema = type[BaseModel] | type[Message] | None  # None: checked by its own tool (croissant.json)
@@ -106,6 +143,12 @@ SCHEMAS: list[tuple[str, Schema]] = [
     (r"collab_qa\.metadata\.jsonl", CollabRow),
     (r"image_tasks/manifests/[^/]+\.collab_qa\.jsonl", CollabRow),
     (r"image_tasks/manifests/[^/]+\.aircop_questions\.json", AirCopQuestion),
+    (r"video_tasks/missions/[^/]+/trajectory_plan\.json", TrajectoryPlan),
+    (r"video_tasks/missions/[^/]+/final_task/execution\.json", Execution),
+    (r"video_tasks/missions/[^/]+/final_task/card_meta\.json", CardMeta),
+    (r"reasoning_trajectories\.metadata\.jsonl", TrajectoryRow),
+    (r"reasoning_videos/trajectories\.jsonl", TrajectoryRow),
+    (r"reasoning_videos/[a-z_]+/run_[^/]+_meta\.json", CardMeta),
 ]
 
 

@@ -26,6 +26,8 @@ def small_scan(run_id: str, **changes: float) -> scan_pb2.ScanRequest:
     req.landmark_count = 3
     req.video.width, req.video.height = 160, 120
     req.navigation.goals, req.navigation.routes = 1, 1
+    req.reasoning.per_split, req.reasoning.random_walks = 1, 1
+    req.reasoning.width, req.reasoning.height = 96, 64
     full = scan.apply_defaults(req)
     for k, v in changes.items():
         setattr(full.fusion, k, v)

@@ -206,7 +206,12 @@ def missions_index(run_id: str) -> str:
 
 
 def mission_root(run_id: str, traj_id: str) -> str:
-    return f"{video_tasks(run_id)}/missions/{validate_id(traj_id, 'mission id')}"
+    return f"{run_prefix(run_id)}/{mission_rel(traj_id)}"
+
+
+def mission_rel(traj_id: str) -> str:
+    """A mission's folder relative to the release folder."""
+    return f"video_tasks/missions/{validate_id(traj_id, 'mission id')}"
 
 
 # the files of one mission folder, next to its final task
@@ -219,6 +224,7 @@ CONSTRAINT_REPORT = "constraint_report.json"
 RENDER_REQUEST = "render_request.json"
 NAVIGATION_PLAN = "navigation_plan.json"  # a navigation mission's plan; its final task below
 GROUP_PLAN = "group_plan.json"  # a UAV group's plan (the missions folder holds groups too)
+TRAJECTORY_PLAN = "trajectory_plan.json"  # an action trajectory's plan (and trajectories)
 FINAL_TASK = "final_task"
 
 
@@ -239,6 +245,12 @@ FINAL_FRAMES_MANIFEST = "frames_manifest.json"
 FRAME_INDEX_MAP = "frame_index_map.json"
 VIDEO = "task_rgb.mp4"
 FRAME_VISIBILITY = "frame_visibility.jsonl"
+EXECUTION = "execution.json"  # what an action program's body did, step by step
+
+
+def key_frame(index: int) -> str:
+    """A frame an action program keeps losslessly, relative to its job's output prefix."""
+    return f"keyframes/frame_{index:06d}.png"
 
 
 def video_frame(kind: str, index: int) -> str:
@@ -301,4 +313,13 @@ def eval_outputs(run_id: str, scene_id: str) -> dict[str, str]:
         "eval_video_metrics": f"{base}/stage3_metrics_{scene_id}_difficulty.csv",
         "leaderboard": f"{base}/leaderboard.json",
         "eval_report": f"{base}/report.html",
+    }
+
+
+def world_outputs(run_id: str) -> dict[str, str]:
+    """The world-model evaluation of a release's action trajectories."""
+    base = f"{run_prefix(run_id)}/eval"
+    return {
+        "world_items": f"{base}/world_items.jsonl",
+        "world_leaderboard": f"{base}/world_leaderboard.json",
     }

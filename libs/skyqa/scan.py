@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Literal
 
 from google.protobuf import json_format
+from pydantic import ValidationError
 
 from skyqa import keys
+from skyqa.actions.space import ActionSpace, Capsule
 from skyqa.blob import BlobStore
+from skyqa.contracts.base import first_error
 from skyqa.contracts.urbanvideo import NAV_TASKS
 from skyqa.errors import BlobNotFound, InvalidInput, InvalidScanRequest, RunConflict
 from skyqa.keys import validate_id
@@ -32,6 +35,8 @@ MAX_EXTENT_M = 20_000.0
 PROFILES = ("preview", "release")
 MAX_LANDMARKS = 2000
 MAX_NAVIGATION = 200  # navigation missions of each kind per run
+MAX_TRAJECTORY_FRAMES = 6000  # the renderer's cap on one video
+MAX_TRAJECTORY_PIXELS = 10**12  # about 3000 card-size trajectories (the card ships 1377)
 MIN_GROUP, MAX_GROUP = 2, 8  # UAVs in a group (AirCopBench flies 2 to 6)
 MAX_PER_TYPE = 8  # navigation questions per mission and type: the candidates run out well before
 MAX_EVAL_MODELS = 32
@@ -129,8 +134,45 @@ def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
     if not groups.sizes:
         groups.sizes.extend((3, 5, 6))
     groups.per_size = groups.per_size if groups.HasField("per_size") else 1
+    rs = out.reasoning
+    for name in ("per_split", "random_walks"):
+        if not rs.HasField(name):
+            setattr(rs, name, 8 if release else 2)
+    rs.width = rs.width or (1280 if release else 320)
+    rs.height = rs.height or (720 if release else 180)
+    rs.fps = rs.fps or 16.0
+    rs.fov_deg = rs.fov_deg or 79.0
+    rs.crf = rs.crf or 28
+    space, capsule = ActionSpace(), Capsule()
+    rs.translation_m = rs.translation_m or space.translation_m
+    rs.yaw_deg = rs.yaw_deg or space.yaw_deg
+    rs.pitch_deg = rs.pitch_deg or space.pitch_deg
+    rs.frames_per_action = rs.frames_per_action or space.frames_per_action
+    rs.actions = rs.actions or space.actions
+    rs.capsule_radius_m = rs.capsule_radius_m or capsule.radius_m
+    rs.capsule_half_height_m = rs.capsule_half_height_m or capsule.half_height_m
+    if not rs.HasField("camera_offset_m"):
+        rs.camera_offset_m = capsule.camera_offset_m
     out.review_mode = out.review_mode or "auto"
     return out
+
+
+def action_space(req: scan_pb2.ScanRequest) -> tuple[ActionSpace, Capsule]:
+    """The (defaulted) request's action space and body; ``ValueError`` says what is wrong."""
+    rs = req.reasoning
+    space = ActionSpace(
+        translation_m=rs.translation_m,
+        yaw_deg=rs.yaw_deg,
+        pitch_deg=rs.pitch_deg,
+        frames_per_action=rs.frames_per_action,
+        actions=rs.actions,
+    )
+    capsule = Capsule(
+        radius_m=rs.capsule_radius_m,
+        half_height_m=rs.capsule_half_height_m,
+        camera_offset_m=rs.camera_offset_m,
+    )
+    return space, capsule
 
 
 def _finite(*values: float) -> bool:
@@ -209,6 +251,32 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         raise bad(f"UAV group sizes must be {MIN_GROUP}..{MAX_GROUP}, at most {MAX_GROUP} of them")
     if req.groups.per_size > MAX_NAVIGATION:
         raise bad(f"UAV groups per size must be 0..{MAX_NAVIGATION}")
+    rs = req.reasoning
+    if rs.per_split > MAX_NAVIGATION or rs.random_walks > MAX_NAVIGATION:
+        raise bad(f"reasoning trajectories per split and random walks must be 0..{MAX_NAVIGATION} each")
+    if not (16 <= rs.width <= 4096 and 16 <= rs.height <= 3072) or rs.width % 2 or rs.height % 2:
+        raise bad(
+            f"reasoning video size must be even and within 16x16..4096x3072, got {rs.width}x{rs.height}"
+        )
+    if not (_finite(rs.fps, rs.fov_deg) and 1 <= rs.fps <= 60 and 10 <= rs.fov_deg <= 170) or rs.crf > 51:
+        raise bad("reasoning video needs 1..60 fps, a 10..170 degree FOV and crf 0..51")
+    if rs.HasField("altitude_m") and not (_finite(rs.altitude_m) and 0.0 <= rs.altitude_m <= 500.0):
+        raise bad(f"reasoning altitude must be 0..500 m above the ground, got {rs.altitude_m}")
+    try:
+        space, _ = action_space(req)
+    except ValidationError as exc:
+        where, msg = first_error(exc)
+        raise bad(f"reasoning action space: {where + ': ' if where else ''}{msg}") from None
+    trajectories = 6 * rs.per_split + rs.random_walks  # an equivalence pair is two
+    if space.frames > MAX_TRAJECTORY_FRAMES:
+        raise bad(
+            f"a reasoning trajectory renders at most {MAX_TRAJECTORY_FRAMES} frames, got {space.frames}"
+        )
+    if trajectories * space.frames * rs.width * rs.height > MAX_TRAJECTORY_PIXELS:
+        raise bad(
+            f"the reasoning trajectories ask for more than {MAX_TRAJECTORY_PIXELS / 1e12:g} terapixels; "
+            "lower the count, the length or the size"
+        )
     unknown = sorted(set(req.navigation.types) - set(NAV_TASKS))
     if unknown or len(set(req.navigation.types)) != len(req.navigation.types):
         raise bad(
@@ -294,8 +362,10 @@ def validate_evaluation(spec: eval_pb2.EvaluationSpec) -> None:
     if len(spec.models) > MAX_EVAL_MODELS:
         raise InvalidInput(f"an evaluation names at most {MAX_EVAL_MODELS} models, got {len(spec.models)}")
     for m in spec.models:
-        if m.kind not in ("openai", "grpc") or not m.url:
-            raise InvalidInput(f"model {m.model or m.url!r}: kind must be openai or grpc and url is required")
+        if m.kind not in ("openai", "grpc", "world_grpc") or not m.url:
+            raise InvalidInput(
+                f"model {m.model or m.url!r}: kind must be openai, grpc or world_grpc and url is required"
+            )
     unknown = sorted(set(spec.conditions) - set(EVAL_CONDITIONS))
     if unknown:
         raise InvalidInput(f"unknown evaluation conditions {unknown}; known: {', '.join(EVAL_CONDITIONS)}")

@@ -12,12 +12,15 @@ from skyqa.v1 import scan_pb2
 
 
 def model_specs(urls: list[str] | None, flag: str = "--model") -> list[ModelEndpoint]:
-    """``URL[#MODEL]``: an http(s) URL is OpenAI-compatible (…/v1), anything else host:port gRPC."""
+    """``URL[#MODEL]``: an http(s) URL is OpenAI-compatible (…/v1), ``world://host:port`` a
+    world model over gRPC, anything else host:port gRPC."""
     out = []
     for text in urls or []:
         url, _, model = text.partition("#")
         kind = "openai" if url.startswith(("http://", "https://")) else "grpc"
-        if not url or (kind == "grpc" and ":" not in url):
+        if url.startswith("world://"):
+            kind, url = "world_grpc", url.removeprefix("world://")
+        if not url or (kind != "openai" and ":" not in url):
             raise InvalidInput(f"{flag} needs URL[#MODEL] (http://host:port/v1 or host:port), got {text!r}")
         out.append(ModelEndpoint(kind=kind, url=url, model=model))
     return out
@@ -48,6 +51,7 @@ def build_request(
     navigation: str | None = None,
     navigation_types: str | None = None,
     groups: str | None = None,
+    reasoning: str | None = None,
     eval_models: list[str] | None = None,
     eval_conditions: str | None = None,
 ) -> scan_pb2.ScanRequest:
@@ -89,6 +93,17 @@ def build_request(
             req.groups.per_size = 0
         else:
             req.groups.sizes.extend(sizes)
+    if reasoning is not None:
+        try:
+            counts = [int(v) for v in reasoning.split(",")]
+            if len(counts) not in (1, 2) or min(counts) < 0:
+                raise ValueError
+        except ValueError:
+            raise InvalidInput(
+                f"--reasoning needs PER_SPLIT[,RANDOM_WALKS], e.g. 2 or 2,1 (0 for none), got {reasoning!r}"
+            ) from None
+        req.reasoning.per_split = counts[0]
+        req.reasoning.random_walks = counts[-1]
     if navigation_types:
         req.navigation.types.extend(t.strip() for t in navigation_types.split(",") if t.strip())
     if bound:

@@ -16,6 +16,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from skyqa.contracts.base import first_error
 from skyqa.errors import InvalidInput
 from skyqa.sim.classes import CLASSES
 
@@ -82,7 +83,8 @@ class AirSimSettings(BaseModel):
 class ModelEndpoint(BaseModel):
     """Which model a service calls; swapping models is a configuration change."""
 
-    kind: Literal["heuristic", "openai", "grpc"] = "heuristic"
+    # world_grpc: an action-conditioned video world model (skyqa.v1.WorldModel) at host:port
+    kind: Literal["heuristic", "openai", "grpc", "world_grpc"] = "heuristic"
     url: str = ""  # OpenAI-compatible base URL (…/v1) or gRPC target host:port
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"
@@ -94,6 +96,9 @@ class ModelEndpoint(BaseModel):
     # is set, that many frames per second of video (at most 256)
     video_frames: int = Field(8, ge=1, le=256)
     video_sample_fps: float = Field(0.0, ge=0.0, le=30.0)
+    # a world model that receives the scene and root state (a reference renderer, not a model
+    # under test); only the operator's entry can say so
+    privileged: bool = False
 
 
 class EvaluationSettings(BaseModel):
@@ -182,9 +187,8 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "settings"
-        raise ConfigError(f"invalid configuration at {where}: {first['msg']}") from None
+        where, msg = first_error(exc)
+        raise ConfigError(f"invalid configuration at {where or 'settings'}: {msg}") from None
     except (ValueError, OSError, yaml.YAMLError) as exc:  # malformed YAML, unreadable files
         detail = " ".join(str(exc).split())
         raise ConfigError(f"cannot read configuration {config_path}: {detail}") from None

@@ -46,7 +46,11 @@ class VideoProbe:
 class Mp4Writer:
     """Write RGB frames to an MP4 file; use as a context manager, then read ``path``."""
 
-    def __init__(self, width: int, height: int, fps: float, bitrate: int, preset: str = PRESET) -> None:
+    def __init__(
+        self, width: int, height: int, fps: float, bitrate: int, preset: str = PRESET, crf: int | None = None
+    ) -> None:
+        """``crf`` set: constant quality (Reasoning-Structured Videos' ``-crf 28``), main profile,
+        ``bitrate`` unused."""
         if width % 2 or height % 2:
             raise InvalidInput(f"H.264 yuv420p needs an even frame size, got {width}x{height}")
         fd, self.path = tempfile.mkstemp(suffix=".mp4", prefix="skyqa-video-")
@@ -57,14 +61,17 @@ class Mp4Writer:
         assert isinstance(stream, av.VideoStream)
         stream.width, stream.height = width, height
         stream.pix_fmt = PIX_FMT
-        stream.bit_rate = bitrate
-        stream.options = {
-            "profile": "baseline",
-            "preset": preset,
-            "maxrate": str(bitrate),
-            "bufsize": str(2 * bitrate),
-            "threads": str(ENCODER_THREADS),
-        }
+        if crf is None:
+            stream.bit_rate = bitrate
+            stream.options = {
+                "profile": "baseline",
+                "preset": preset,
+                "maxrate": str(bitrate),
+                "bufsize": str(2 * bitrate),
+                "threads": str(ENCODER_THREADS),
+            }
+        else:
+            stream.options = {"crf": str(crf), "preset": preset, "threads": str(ENCODER_THREADS)}
         self._stream = stream
 
     def write(self, rgb: NDArray[np.uint8]) -> None:

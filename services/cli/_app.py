@@ -90,6 +90,13 @@ GroupsOpt = Annotated[
     str | None,
     typer.Option("--groups", help="UAV group sizes, one group of each per run (default 3,5,6; 0 for none)"),
 ]
+ReasoningOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reasoning",
+        help="Reasoning-Structured-Videos trajectories: PER_SPLIT[,RANDOM_WALKS] (default 2; 0 for none)",
+    ),
+]
 EvalModelsOpt = Annotated[
     list[str] | None,
     typer.Option("--eval-model", help="URL[#MODEL] the evaluator runs after the QA stage, repeatable"),
@@ -109,6 +116,17 @@ ModelsOpt = Annotated[
 ConditionsOpt = Annotated[
     str | None, typer.Option("--conditions", help=f"comma list of: {', '.join(EVAL_CONDITIONS)}")
 ]
+
+
+def print_world_board(board: dict[str, Any]) -> None:
+    out.print("world models (GT-anchored / self-consistency PSNR per split, dB; 100 = exact):")
+    for m in board["models"]:
+        cells = [f"{s} {_db(e['gt_psnr'])}/{_db(e['sc_psnr'])}" for s, e in m["splits"].items()]
+        out.print(f"  {m['model']:<19} {m['gt_psnr']:6.1f}  " + "  ".join(cells), highlight=False)
+
+
+def _db(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
 
 
 def print_board(board: dict[str, Any]) -> None:

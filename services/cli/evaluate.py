@@ -7,6 +7,7 @@ runs this CLI (``skyqa serve``) and only these two commands need it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Annotated
 
 import typer
@@ -20,8 +21,10 @@ from services.cli._app import (
     ModelsOpt,
     SceneOpt,
     app,
+    fail,
     out,
     print_board,
+    print_world_board,
     settings_or_exit,
     store_for,
     user_errors,
@@ -49,22 +52,59 @@ def eval_cmd(
         endpoints = list(settings.evaluation.models) + model_specs(models)
         conds = condition_list(conditions) or settings.evaluation.conditions
         from services.evaluator.evaluate import evaluate
+        from services.evaluator.world import run_world, split_endpoints
 
+        vlms, worlds = split_endpoints(endpoints)
         result = asyncio.run(
             evaluate(
                 store,
                 run_id,
                 scene,
-                endpoints,
+                vlms,
                 settings.evaluation.cache_dir,
                 settings.evaluation.concurrency,
                 budget or None,
                 conds,
             )
         )
+        world = asyncio.run(run_world(store, run_id, scene, worlds, settings.scenes_dir))
     print_board(result.leaderboard)
-    for name, key in sorted(result.outputs.items()):
+    outputs = dict(result.outputs)
+    if world is not None:
+        print_world_board(world.leaderboard)
+        outputs |= world.outputs
+    for name, key in sorted(outputs.items()):
         out.print(f"  {name:<17} {key}")
+
+
+@app.command("world-model")
+def world_model_cmd(
+    baseline: Annotated[str, typer.Argument(help="oracle, symmetric_shortcut or copy_last")],
+    port: Annotated[int, typer.Option(help="port on 127.0.0.1 (0: any free one)")] = 0,
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+) -> None:
+    """Serve a built-in world-model baseline over the WorldModel gRPC contract (until Ctrl-C);
+    evaluate it with ``--model world://HOST:PORT`` (the oracle and the shortcut need the
+    operator to mark the endpoint privileged)."""
+    settings = settings_or_exit()
+    from skyqa.models.world import serve_world_model
+
+    from services.evaluator.world_baselines import builtin_world_models
+
+    models = {m.name: m for m in builtin_world_models(settings.scenes_dir)}
+    if baseline not in models:
+        raise fail(f"unknown world-model baseline {baseline!r}; choose from {', '.join(sorted(models))}")
+
+    async def main() -> None:
+        server, bound = await serve_world_model(models[baseline], host, port)
+        out.print(f"{baseline} world model on {host}:{bound}", highlight=False)
+        try:
+            await server.wait_for_termination()
+        finally:
+            await server.stop(1)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
 
 
 @app.command("blind-filter")

@@ -29,6 +29,7 @@ from services.cli._app import (
     NavigationOpt,
     NavigationTypesOpt,
     ProfileOpt,
+    ReasoningOpt,
     ReviewOpt,
     SceneOpt,
     SpacingOpt,
@@ -38,6 +39,7 @@ from services.cli._app import (
     fail,
     out,
     print_board,
+    print_world_board,
     settings_or_exit,
     user_errors,
 )
@@ -107,6 +109,9 @@ def _report(state: RunState, store_root: Path | None) -> None:
     )
     if board is not None and board.is_file():
         print_board(json.loads(board.read_text()))
+    world = store_root / state.outputs.get("world_leaderboard", "-") if store_root else None
+    if world is not None and world.is_file():
+        print_world_board(json.loads(world.read_text()))
 
 
 def _run_embedded(command: str, env: Embedded, body: Any) -> Any:
@@ -181,6 +186,7 @@ def demo(
     navigation: NavigationOpt = None,
     navigation_types: NavigationTypesOpt = None,
     groups: GroupsOpt = None,
+    reasoning: ReasoningOpt = None,
     eval_model: EvalModelsOpt = None,
     eval_conditions: EvalConditionsOpt = None,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the run")] = 1800.0,
@@ -211,6 +217,7 @@ def demo(
         navigation=navigation,
         navigation_types=navigation_types,
         groups=groups,
+        reasoning=reasoning,
     )
 
     async def main(env: Embedded) -> RunState:
@@ -272,6 +279,7 @@ def scan_cmd(
     navigation: NavigationOpt = None,
     navigation_types: NavigationTypesOpt = None,
     groups: GroupsOpt = None,
+    reasoning: ReasoningOpt = None,
     eval_model: EvalModelsOpt = None,
     eval_conditions: EvalConditionsOpt = None,
     nats_url: Annotated[str | None, typer.Option(help="default: SKYQA_BUS__NATS_URL")] = None,
@@ -296,6 +304,7 @@ def scan_cmd(
         navigation=navigation,
         navigation_types=navigation_types,
         groups=groups,
+        reasoning=reasoning,
     )
     try:
         asyncio.run(publish_scan(url, req))

@@ -15,6 +15,7 @@ from skyqa.v1 import common_pb2, eval_pb2, qa_pb2
 from services.evaluator.evaluate import evaluate
 from services.evaluator.questions import released
 from services.evaluator.request import resolve_request
+from services.evaluator.world import run_world, split_endpoints
 
 NAME = "evaluator"
 STAGE = "eval"
@@ -38,16 +39,19 @@ async def setup(svc: Service) -> None:
             1,
             message=f"evaluating 3 baselines and {len(req.models)} models in {req.conditions}",
         )
+        vlms, worlds = split_endpoints(req.models)
         result = await evaluate(
             svc.store,
             run_id,
             scene_id,
-            req.models,
+            vlms,
             cfg.cache_dir,
             cfg.concurrency,
             req.budget,
             req.conditions,
         )
+        world = await run_world(svc.store, run_id, scene_id, worlds, svc.settings.scenes_dir)
+        outputs = dict(result.outputs) | (world.outputs if world else {})
         top = result.leaderboard["models"][0]
         await progress.report(
             run_id,
@@ -56,8 +60,9 @@ async def setup(svc: Service) -> None:
             1,
             common_pb2.RUN_STATUS_COMPLETED,
             f"{len(result.leaderboard['models'])} models scored; best image joint accuracy "
-            f"{top['image'].get('joint_correct', 0.0):.2f} ({top['model']})",
-            outputs=result.outputs,
+            f"{top['image'].get('joint_correct', 0.0):.2f} ({top['model']})"
+            + (f"; best world model {world.leaderboard['models'][0]['model']}" if world else ""),
+            outputs=outputs,
         )
 
     async def on_qa(event: qa_pb2.QACompleted, d: Delivery) -> None:

@@ -40,9 +40,9 @@ async def setup(svc: Service) -> None:
         event = await asyncio.to_thread(write_index, plan, svc.store)
         total = plan.videos
         message = (
-            f"{event.missions} missions, {len(plan.navigation)} navigation missions and "
-            f"{len(plan.groups)} UAV groups rendered, "
-            f"{event.rejected + len(plan.rejected_navigation) + len(plan.rejected_groups)} rejected, "
+            f"{event.missions} missions, {len(plan.navigation)} navigation missions, "
+            f"{len(plan.groups)} UAV groups and {len(plan.trajectories)} action trajectories rendered, "
+            f"{plan.rejections} rejected, "
             f"for {plan.landmarks} landmarks"
         )
         outputs = {"missions_index": event.index.key}
@@ -53,9 +53,9 @@ async def setup(svc: Service) -> None:
         plan, jobs = await asyncio.to_thread(plan_run, event, svc.store, svc.settings.archive_video_frames)
         keyed = [(f"{REQUESTER}:{job.job_id}", job) for job in jobs]
         message = (
-            f"{len(plan.missions)} missions, {len(plan.navigation)} navigation missions and "
-            f"{len(plan.groups)} UAV groups planned, "
-            f"{len(plan.rejected) + len(plan.rejected_navigation) + len(plan.rejected_groups)} rejected"
+            f"{len(plan.missions)} missions, {len(plan.navigation)} navigation missions, "
+            f"{len(plan.groups)} UAV groups and {len(plan.trajectories)} action trajectories planned, "
+            f"{plan.rejections} rejected"
         )
         if not await stage.scatter(event.run_id, topology.VIDEO_JOB, keyed, d.trace_id, message):
             await finish(plan, d.trace_id)

@@ -29,13 +29,14 @@ from skyqa.contracts.missions import (
     TaskData,
 )
 from skyqa.contracts.navigation import RejectedNavigation
+from skyqa.contracts.rsv import RejectedTrajectory
 from skyqa.geometry.pcd import decode_cloud
 from skyqa.protojson import to_dict, to_json
 from skyqa.sim import Intrinsics
 from skyqa.v1 import common_pb2, landmark_pb2, mission_pb2, render_pb2, scan_pb2
 from skyqa.vocab.behaviors import load_library
 
-from services.mission_planner import group_missions, nav_missions
+from services.mission_planner import group_missions, nav_missions, trajectories
 from services.mission_planner.camera_plan import CountBalance
 from services.mission_planner.config import MissionConfig
 from services.mission_planner.describe import describe, mission_id, target_of
@@ -57,14 +58,26 @@ class MissionPlanFile(Contract):
     rejected_navigation: list[RejectedNavigation] = Field(default_factory=list)
     groups: list[str] = Field(default_factory=list)
     rejected_groups: list[RejectedGroup] = Field(default_factory=list)
+    trajectories: list[str] = Field(default_factory=list)
+    rejected_trajectories: list[RejectedTrajectory] = Field(default_factory=list)
     landmarks: int
     valid_instances: str
     scan: dict[str, object]
 
     @property
     def videos(self) -> int:
-        """Video jobs the plan sent out: every mission, navigation ones and UAV groups included."""
-        return len(self.missions) + len(self.navigation) + len(self.groups)
+        """Video jobs the plan sent out: every mission, navigation ones, UAV groups and action
+        trajectories included."""
+        return len(self.missions) + len(self.navigation) + len(self.groups) + len(self.trajectories)
+
+    @property
+    def rejections(self) -> int:
+        return (
+            len(self.rejected)
+            + len(self.rejected_navigation)
+            + len(self.rejected_groups)
+            + len(self.rejected_trajectories)
+        )
 
 
 def _seed(base: int, instance_id: str, kind: str) -> int:
@@ -134,6 +147,10 @@ def plan_run(
         run_id, scene_id, scan.backend or "builtin", table, obstacles, cfg, scan.seed, store
     )
     jobs += [((job.poses[0].x, job.poses[0].y), job) for job in group_jobs]
+    planned_trajectories, trajectories_rejected, trajectory_jobs = trajectories.plan_all(
+        run_id, scene_id, scan, obstacles, store
+    )
+    jobs += [((job.program.root.x, job.program.root.y), job) for job in trajectory_jobs]
     plan = MissionPlanFile(
         run_id=run_id,
         scene_id=scene_id,
@@ -144,6 +161,10 @@ def plan_run(
         rejected_navigation=nav_rejected,
         groups=groups,
         rejected_groups=groups_rejected,
+        trajectories=planned_trajectories,
+        rejected_trajectories=[
+            RejectedTrajectory(traj_id=t, reason=why) for t, why in sorted(trajectories_rejected.items())
+        ],
         landmarks=len(landmarks),
         valid_instances=event.valid_instances.key,
         scan=to_dict(scan),
@@ -160,6 +181,9 @@ def bundle_mission(done: render_pb2.VideoDone, store: BlobStore, scan: scan_pb2.
         return
     if group_missions.is_group(store, done.run_id, done.job_id):
         group_missions.bundle(done, store)
+        return
+    if trajectories.is_trajectory(store, done.run_id, done.job_id):
+        trajectories.check_rendered(done, store)
         return
     lib = load_library()
     composed_key = keys.mission_file(done.run_id, done.job_id, keys.COMPOSED_SEGMENTS)
@@ -198,6 +222,8 @@ def write_index(plan: MissionPlanFile, store: BlobStore) -> mission_pb2.Missions
         rejected_navigation=sorted(plan.rejected_navigation, key=lambda r: r.traj_id),
         groups=[group_missions.index_row(store, plan.run_id, g) for g in sorted(plan.groups)],
         rejected_groups=sorted(plan.rejected_groups, key=lambda r: r.group_id),
+        trajectories=[trajectories.index_row(store, plan.run_id, t) for t in sorted(plan.trajectories)],
+        rejected_trajectories=plan.rejected_trajectories,
     )
     info = store.put(keys.missions_index(plan.run_id), dump_json(index), "application/json")
     return mission_pb2.MissionsCompleted(

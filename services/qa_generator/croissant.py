@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal, get_args, get_origin
 
-from skyqa.families import TaskFamily
+from skyqa.families import ReleaseFamily
 
 CONTEXT: dict[str, Any] = {
     "@language": "en",
@@ -69,7 +69,7 @@ def _scalar(annotation: Any) -> str | None:
 def croissant(
     scene_id: str,
     run_id: str,
-    families: Sequence[TaskFamily[Any]],
+    families: Sequence[ReleaseFamily[Any]],
     manifests: dict[str, tuple[str, bytes]],
     globs: dict[str, list[str]],
 ) -> bytes:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skyqa.contracts.qa import QCReport
-from skyqa.families import FAMILIES, TaskFamily, metadata_file
+from skyqa.families import RELEASED, ReleaseFamily, metadata_file
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Media:
 HF_MEDIA = "media_file_names"
 
 
-def hf_metadata(fam: TaskFamily[Any], rows: Sequence[Any]) -> bytes:
+def hf_metadata(fam: ReleaseFamily[Any], rows: Sequence[Any]) -> bytes:
     """A family's rows as an image-folder metadata file: each row plus its still images."""
     lines = []
     for row in rows:
@@ -47,7 +47,7 @@ def hf_metadata(fam: TaskFamily[Any], rows: Sequence[Any]) -> bytes:
     return "".join(lines).encode()
 
 
-def hf_globs(fam: TaskFamily[Any], rows: Sequence[Any]) -> list[str]:
+def hf_globs(fam: ReleaseFamily[Any], rows: Sequence[Any]) -> list[str]:
     """Globs over the folders the rows' images are in; ``datasets`` picks the image-folder builder
     because image files outnumber the one metadata file."""
     paths = {m.path for row in rows for m in fam.media(row) if m.fps is None}
@@ -64,15 +64,19 @@ def dataset_card(
     root: str,
     media: Media,
     globs: dict[str, list[str]],
-    families: Sequence[TaskFamily[Any]] = FAMILIES,
+    families: Sequence[ReleaseFamily[Any]] = RELEASED,
 ) -> bytes:
     """Front matter with one ``datasets`` config per family manifest; each family adds its funnel
     lines, its files (manifests listed first) and its answer rules."""
     rel = {k: v.removeprefix(root + "/") for k, v in files.items()}
     f = report.funnel
     parts = [(fam, fam.card(rel, f)) for fam in families]
+    # ``datasets`` picks one builder for the whole folder (the image folder): a family whose rows
+    # show no images (videos only) gets no config; it ships a table of its own
     configs = "\n".join(
-        _config(fam.manifest, rel[metadata_file(fam)], globs.get(fam.manifest, [])) for fam, _ in parts
+        _config(fam.manifest, rel[metadata_file(fam)], globs[fam.manifest])
+        for fam, _ in parts
+        if globs.get(fam.manifest)
     )
     manifests = {fam.manifest for fam, _ in parts}
     listed = [text for _, part in parts for name, text in part.files if name in manifests]

@@ -17,10 +17,11 @@ from pydantic import ValidationError, model_validator
 from skyqa import keys, scan as scan_rules
 from skyqa.blob import BlobStore
 from skyqa.contracts import Contract, InstancesFile, ValidInstance, ValidInstancesFile, load_json
+from skyqa.contracts.base import first_error
 from skyqa.contracts.missions import MissionIndex
 from skyqa.contracts.qa import ClipRequest, DegradeRequest, EnvRequest, OverlayRequest, RenderRequests
 from skyqa.errors import InvalidInput
-from skyqa.families import FAMILIES, PlanInputs, TaskFamily
+from skyqa.families import RELEASED, PlanInputs, ReleaseFamily
 from skyqa.protojson import to_dict
 from skyqa.v1 import common_pb2, mission_pb2, render_pb2, scan_pb2
 
@@ -54,19 +55,18 @@ class QAPlan(Contract):
             data.pop("mission_instance_ids", None)
         return data
 
-    def rows_of(self, family: TaskFamily[Any]) -> list[Any]:
+    def rows_of(self, family: ReleaseFamily[Any]) -> list[Any]:
         out = []
         for i, r in enumerate(self.rows.get(family.name, [])):
             try:
                 out.append(family.row_model.model_validate(r))
             except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(p) for p in first["loc"])
-                why = f"qa plan row {i} of {family.name} is invalid at {where}: {first['msg']}"
+                where, msg = first_error(exc)
+                why = f"qa plan row {i} of {family.name} is invalid at {where}: {msg}"
                 raise InvalidInput(why) from None
         return out
 
-    def families(self, registered: Sequence[TaskFamily[Any]]) -> list[TaskFamily[Any]]:
+    def families(self, registered: Sequence[ReleaseFamily[Any]]) -> list[ReleaseFamily[Any]]:
         """The families that planned this plan. One that was registered later has no rows here
         and takes no part (an older run refreshes as it was built); rows of a family that is
         not registered cannot be checked, which is an error."""
@@ -78,7 +78,7 @@ class QAPlan(Contract):
 
 
 def plan(
-    event: mission_pb2.MissionsCompleted, store: BlobStore, families: Sequence[TaskFamily[Any]] = FAMILIES
+    event: mission_pb2.MissionsCompleted, store: BlobStore, families: Sequence[ReleaseFamily[Any]] = RELEASED
 ) -> QAPlan:
     run_id, scene_id = event.run_id, event.scene_id
     scan = scan_rules.stored(store, run_id)

@@ -23,7 +23,18 @@ from skyqa.contracts import ValidInstancesFile, load_json
 from skyqa.contracts.base import dump_json
 from skyqa.contracts.qa import BlindGate, Funnel, QCReport
 from skyqa.errors import InvalidInput
-from skyqa.families import FAMILIES, Checked, Item, Rendered, TaskFamily, metadata_file, release_files
+from skyqa.families import (
+    FAMILIES,
+    RELEASED,
+    Checked,
+    Export,
+    Item,
+    ReleaseFamily,
+    Rendered,
+    Stored,
+    metadata_file,
+    release_files,
+)
 from skyqa.families.structure import max_similarity
 from skyqa.scan import stills
 from skyqa.v1 import eval_pb2, qa_pb2
@@ -50,7 +61,7 @@ def finish(
     p: QAPlan,
     store: BlobStore,
     gate_mode: Literal["enforce", "report"],
-    families: Sequence[TaskFamily[Any]] = FAMILIES,
+    families: Sequence[ReleaseFamily[Any]] = RELEASED,
 ) -> tuple[QCReport, dict[str, str]]:
     """Fill env boxes, run QC and the blind gate, keep complete units, write manifests and
     exports. With ``gate_mode="enforce"`` a leaking release raises :class:`ReleaseLeaks` after
@@ -102,7 +113,8 @@ def finish(
             if why in f.funnel:
                 counts[f.funnel[why]] += 1
     released_items = [items[r.sample_id] for f in families for r in final[f.name]]
-    blind = gate.run_gate(released_items, qc.letter_balance(released_items))
+    questions = [it for it in released_items if it.asks]
+    blind = gate.run_gate(questions, qc.letter_balance(questions))
     solved = set(blind.solved_by_all)
     final = {name: [r for r in rows if r.sample_id not in solved] for name, rows in final.items()}
     released_items = [it for it in released_items if it.sample_id not in solved]
@@ -145,8 +157,8 @@ def finish(
         dropped_rows=len(items) - len(released_items),
         drop_reasons=dict(sorted(reasons.items())),
         dropped_landmarks=dict(sorted(incomplete.items())),
-        answer_letter_balance=qc.letter_balance(released_items),
-        max_option_similarity=max_similarity([it.texts for it in released_items]),
+        answer_letter_balance=qc.letter_balance(questions),
+        max_option_similarity=max_similarity([it.texts for it in questions]),
         duplicate_questions=sum(1 for x in failed.values() if x == "duplicate question"),
     )
     out = release_files(p.run_id, p.scene_id, families)
@@ -162,7 +174,7 @@ def finish(
         store.put(out[f.manifest], manifests[f.name][1], "application/x-ndjson")
         store.put(out[metadata_file(f)], export.hf_metadata(f, final[f.name]), "application/x-ndjson")
         for name, data in f.exports(final[f.name]).items():
-            store.put(out[name], data, mimetypes.guess_type(out[name])[0] or "application/octet-stream")
+            _export(store, root, export_key(out, name), data)
     globs = {f.manifest: export.hf_globs(f, final[f.name]) for f in families}
     store.put(
         out["croissant"],
@@ -191,6 +203,29 @@ def finish(
     return report, out
 
 
+def export_key(out: dict[str, str], name: str) -> str:
+    """The key of an export: a release file by name, or ``<folder name>/<path>`` inside one."""
+    if name in out:
+        return out[name]
+    folder, _, rest = name.partition("/")
+    if folder not in out or not rest:
+        raise InvalidInput(f"export {name!r} is neither a release file nor inside a release folder")
+    key = keys.validate_key(f"{out[folder]}/{rest}")
+    if key in out.values():
+        raise InvalidInput(f"export {name!r} would overwrite the release file {key!r}")
+    return key
+
+
+def _export(store: BlobStore, root: str, key: str, data: Export) -> None:
+    if isinstance(data, Stored):
+        source = keys.validate_key(f"{root}/{data.path}")
+        have, want = store.head(key), store.head(source)
+        if have is None or want is None or have.sha256 != want.sha256:
+            store.put(key, store.get(source), data.content_type)  # a missing source raises BlobNotFound
+        return
+    store.put(key, data, mimetypes.guess_type(key)[0] or "application/octet-stream")
+
+
 def release_info(
     p: QAPlan, report: QCReport, rows: dict[str, int], manifests: dict[str, str], gate_mode: str
 ) -> integrity.ReleaseInfo:
@@ -213,7 +248,7 @@ def release_info(
 
 
 def completion(
-    p: QAPlan, report: QCReport, out: dict[str, str], families: Sequence[TaskFamily[Any]] = FAMILIES
+    p: QAPlan, report: QCReport, out: dict[str, str], families: Sequence[ReleaseFamily[Any]] = RELEASED
 ) -> tuple[qa_pb2.QACompleted, str]:
     """The QA stage's completion event and its one-line progress message."""
     f = report.funnel
@@ -239,7 +274,7 @@ def completion(
     return event, f"{counts} rows, {f.released_landmarks} landmarks released"
 
 
-def _items(families: Sequence[TaskFamily[Any]], checked: dict[str, Checked[Any]]) -> dict[str, Item]:
+def _items(families: Sequence[ReleaseFamily[Any]], checked: dict[str, Checked[Any]]) -> dict[str, Item]:
     """Every checked row as the release sees it, by sample id; ids are unique in a release and
     a unit id names one unit kind."""
     items: dict[str, Item] = {}
@@ -258,7 +293,7 @@ def _items(families: Sequence[TaskFamily[Any]], checked: dict[str, Checked[Any]]
 
 
 def _incomplete(
-    families: Sequence[TaskFamily[Any]],
+    families: Sequence[ReleaseFamily[Any]],
     checked: dict[str, Checked[Any]],
     items: dict[str, Item],
     failed: dict[str, str],
@@ -291,8 +326,9 @@ def _incomplete(
 def media_of(p: QAPlan) -> export.Media:
     scan = scan_of(p)
     size = stills(scan)
-    # rows that play a video carry its frame rate
-    fps = [r.get("fps") for rows in p.rows.values() for r in rows]
+    # rows that play a mission video carry its frame rate (action trajectories have their own
+    # encoding, stated by their family)
+    fps = [r.get("fps") for f in FAMILIES for r in p.rows.get(f.name, [])]
     rates = sorted({float(f) for f in fps if isinstance(f, int | float)})
     return export.Media(
         profile=scan.profile,

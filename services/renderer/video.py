@@ -38,7 +38,7 @@ def validate_video_job(job: render_pb2.VideoJob) -> None:
     keys.validate_id(job.requester, "requester")
     keys.validate_id(job.job_id, "mission id")
     keys.validate_key(job.output_prefix)
-    if not 1 <= len(job.poses) <= MAX_FRAMES:
+    if not job.HasField("program") and not 1 <= len(job.poses) <= MAX_FRAMES:
         raise InvalidInput(f"a video job needs 1..{MAX_FRAMES} poses, got {len(job.poses)}")
     if not (16 <= job.width <= 4096 and 16 <= job.height <= 3072) or job.width % 2 or job.height % 2:
         raise InvalidInput(
@@ -114,7 +114,7 @@ def _nearest(img: NDArray[G], width: int, height: int) -> NDArray[G]:
     return picked
 
 
-class _Sink:
+class FrameSink:
     """Runs each frame's encoding and storing on one thread, in frame order, while the next
     frame renders. The encoders (x264, OpenCV) release the GIL for their whole call, so they
     use the core the single-threaded parts of rendering leave free (Open3D's cast holds the
@@ -135,7 +135,7 @@ class _Sink:
             pending, self._pending = self._pending, None
             self.results.append(pending.result())
 
-    def __enter__(self) -> _Sink:
+    def __enter__(self) -> FrameSink:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
@@ -146,37 +146,58 @@ class _Sink:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def render_video(
-    job: render_pb2.VideoJob, sim: Simulator, store: BlobStore, on_frame: Callable[[], None] | None = None
-) -> render_pb2.VideoDone:
-    validate_video_job(job)
-    video_key = f"{job.output_prefix}/{keys.VIDEO}"
-    vis_key = f"{job.output_prefix}/{keys.FRAME_VISIBILITY}"
-    done = render_pb2.VideoDone(
+def done_event(job: render_pb2.VideoJob, frames: int) -> render_pb2.VideoDone:
+    return render_pb2.VideoDone(
         run_id=job.run_id,
         job_id=job.job_id,
         requester=job.requester,
         correlation=job.correlation,
         scene_id=job.scene_id,
-        frame_count=len(job.poses),
+        frame_count=frames,
         width=job.width,
         height=job.height,
         fps=job.fps,
         archive_width=job.archive_width,
         archive_height=job.archive_height,
     )
-    video_info, vis_info = store.head(video_key), store.head(vis_key)
-    if video_info and vis_info and video_info.size >= MIN_COMPLETE_BYTES:
-        done.video.CopyFrom(video_info.to_ref())
-        done.frame_visibility.CopyFrom(vis_info.to_ref())
-        done.reused = True
+
+
+def reuse(done: render_pb2.VideoDone, store: BlobStore, video_key: str, field: str, marker_key: str) -> bool:
+    """Whether the job's MP4 and its marker file (written last, ``field`` of the done event) are
+    both stored: the job is complete and ``done`` now says so."""
+    video, marker = store.head(video_key), store.head(marker_key)
+    if not (video and marker and video.size >= MIN_COMPLETE_BYTES):
+        return False
+    done.video.CopyFrom(video.to_ref())
+    getattr(done, field).CopyFrom(marker.to_ref())
+    done.reused = True
+    return True
+
+
+def encoded(writer: Mp4Writer) -> bytes:
+    """The closed writer's MP4, its temporary file removed."""
+    try:
+        with open(writer.path, "rb") as fh:
+            return fh.read()
+    finally:
+        discard(writer.path)
+
+
+def render_video(
+    job: render_pb2.VideoJob, sim: Simulator, store: BlobStore, on_frame: Callable[[], None] | None = None
+) -> render_pb2.VideoDone:
+    validate_video_job(job)
+    video_key = f"{job.output_prefix}/{keys.VIDEO}"
+    vis_key = f"{job.output_prefix}/{keys.FRAME_VISIBILITY}"
+    done = done_event(job, len(job.poses))
+    if reuse(done, store, video_key, "frame_visibility", vis_key):
         return done
     archive = bool(job.archive_width)
     cam_w, cam_h = (job.archive_width, job.archive_height) if archive else (job.width, job.height)
     camera = CameraSpec(cam_w, cam_h, job.fov_deg)
     k = Intrinsics.from_fov(job.width, job.height, job.fov_deg)
     grids = [(t.instance_id, box_surface_grid(np.array(t.center), np.array(t.size))) for t in job.targets]
-    with Mp4Writer(job.width, job.height, job.fps, int(job.bitrate)) as writer, _Sink() as sink:
+    with Mp4Writer(job.width, job.height, job.fps, int(job.bitrate)) as writer, FrameSink() as sink:
 
         def emit(i: int, pose: Pose, frame: Frame) -> bytes:
             """Everything after the ray cast, for one frame, in frame order."""
@@ -215,12 +236,7 @@ def render_video(
             pose = Pose(p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg)
             sink.submit(emit, i, pose, sim.render(pose, camera))
     rows = sink.results
-    try:
-        with open(writer.path, "rb") as fh:
-            data = fh.read()
-    finally:
-        discard(writer.path)
-    done.video.CopyFrom(store.put(video_key, data, "video/mp4").to_ref())
+    done.video.CopyFrom(store.put(video_key, encoded(writer), "video/mp4").to_ref())
     # written last: its presence (with the MP4) marks the mission rendered
     done.frame_visibility.CopyFrom(
         store.put(vis_key, b"\n".join(rows) + b"\n", "application/x-ndjson").to_ref()

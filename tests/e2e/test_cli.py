@@ -41,6 +41,8 @@ ARGS = [
     "160x120",
     "--navigation",
     "2,1",
+    "--reasoning",
+    "1,1",
 ]
 
 
@@ -102,6 +104,9 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
         "leaderboard",
         "eval_report",
         "eval_items",
+        "reasoning_trajectories",
+        "reasoning_index",
+        "world_leaderboard",
     ):
         assert out[name].is_file(), name
     board = json.loads(out["leaderboard"].read_text())
@@ -160,6 +165,26 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     assert [(q["question_id"], q["correct_answer"]) for q in aircop] == [
         (r["sample_id"], r["answer_option_id"]) for r in collab
     ]
+    # action trajectories (Reasoning-Structured Videos style): one of each split (an equivalence
+    # pair) and a random walk, each in its split or, failed, in random_walk/ with the reason, in
+    # the card's layout; the oracle world model is exact on every released relation
+    trajs = [json.loads(line) for line in out["reasoning_trajectories"].read_text().splitlines()]
+    assert sorted(r["built_as"] for r in trajs) == [
+        "equivalence_easy", "equivalence_easy", "inverse_easy", "inverse_hard", "loop_easy", "loop_hard",
+        "random_walk",
+    ]  # fmt: skip
+    for r in trajs:
+        assert r["split"] in (r["built_as"], "random_walk")
+        assert (r["split"] == r["built_as"]) == (not r["failure"]) or r["built_as"] == "random_walk"
+        meta = json.loads((release / r["meta"]).read_text())
+        assert (release / r["video"]).stat().st_size > 1024
+        assert (
+            meta["trajectory_id"] == r["number"] and len(meta["steps"]) == len(meta["action_sequence"]) == 40
+        )
+        assert r["video"].startswith(f"reasoning_videos/{r['split']}/run_")
+    world = json.loads(out["world_leaderboard"].read_text())
+    assert world["models"][0]["model"] == "oracle" or not world["models"]
+    assert all(s["gt_exact"] == 1.0 for s in world["models"][0]["splits"].values())
 
 
 def test_same_scene_config_seed_gives_byte_identical_outputs(
@@ -309,6 +334,10 @@ def test_release_folder_loads_with_hugging_face_datasets(
     assert len(first["media"]) == len(first["images"]) >= 2
     assert first["media"][0].size == Image.open(release / first["images"][0]).size
     assert video[0]["media"][0].size == Image.open(release / video[0]["reference_image_with_bbox"]).size
+    # the trajectories (videos only) load from their own table
+    index = datasets.load_dataset("parquet", data_files=str(out["reasoning_index"]), split="train")
+    assert len(index) == len(out["reasoning_trajectories"].read_text().splitlines())
+    assert len(index[0]["actions"]) == 40 and (release / index[0]["video"]).is_file()
 
 
 def test_verify_passes_on_a_fresh_release_and_names_a_flipped_byte(

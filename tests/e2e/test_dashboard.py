@@ -28,6 +28,7 @@ SCAN = {
     "camera": {"width": 160, "height": 120},
     "landmark_count": 2,
     "video": {"width": 160, "height": 120},
+    "reasoning": {"per_split": 1, "random_walks": 1, "width": 96, "height": 64},
     "evaluation": {"conditions": ["full", "text_only"]},
 }
 

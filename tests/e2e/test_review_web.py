@@ -49,7 +49,17 @@ async def start_human_review(env: Embedded) -> scan_pb2.ScanRequest:
     """A tiny scan in human-review mode, returned once its review waits for a reviewer."""
     assert env.nats_url is not None
     req = build_request(
-        "tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 0, "human", 4, "160x120"
+        "tiny_town",
+        "preview",
+        None,
+        "-50,50,-50,50,0,80",
+        25.0,
+        [45.0],
+        0,
+        "human",
+        4,
+        "160x120",
+        reasoning="0",
     )
     await publish_scan(env.nats_url, req)
     await wait_for_review(env.nats_url, req.run_id)

@@ -36,7 +36,7 @@ from services.registry import SERVICES
 ROOT = Path(__file__).resolve().parents[2]
 REQ = build_request(
     "tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 0, "auto", 2, "160x120",
-    eval_conditions="full",
+    eval_conditions="full", reasoning="0",
 )  # fmt: skip
 COMPARED = (
     "frames_manifest",
@@ -216,7 +216,17 @@ async def test_review_host_killed_during_human_review_keeps_the_scan_settings(tm
     review through its API: the mission stage must get the run's own settings (seed, video
     size), and five simultaneous finalize calls must publish one ``LandmarksReviewed``."""
     req = build_request(
-        "tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 7, "human", 2, "160x120"
+        "tiny_town",
+        "preview",
+        None,
+        "-50,50,-50,50,0,80",
+        25.0,
+        [45.0],
+        7,
+        "human",
+        2,
+        "160x120",
+        reasoning="0",
     )
     token = secrets.token_hex(8)
     server = NatsServer(tmp_path / "nats").start()

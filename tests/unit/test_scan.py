@@ -48,6 +48,16 @@ def test_defaults_are_valid_and_keep_explicit_values() -> None:
         ({"navigation__per_type": 0}, "questions per type must be 1..8"),
         ({"navigation__per_type": 9}, "questions per type must be 1..8"),
         ({"groups__per_size": 201}, "UAV groups per size must be 0..200"),
+        ({"reasoning__per_split": 201}, "reasoning trajectories per split"),
+        ({"reasoning__width": 1281}, "reasoning video size must be even"),
+        ({"reasoning__crf": 60}, "crf 0..51"),
+        ({"reasoning__altitude_m": -3.0}, "reasoning altitude"),
+        ({"reasoning__yaw_deg": 7.0}, "yaw step must divide 90"),
+        ({"reasoning__capsule_radius_m": 2.0}, "half-height must be at least its radius"),
+        ({"reasoning__frames_per_action": 1}, "frames_per_action"),
+        ({"reasoning__yaw_deg": 1e-300}, "yaw_deg"),
+        ({"reasoning__actions": 400, "reasoning__frames_per_action": 60}, "at most 6000 frames"),
+        ({"reasoning__per_split": 200, "reasoning__width": 4096, "reasoning__height": 3072}, "terapixels"),
     ],
 )
 def test_validation_names_the_problem(changes: dict[str, object], message: str) -> None:

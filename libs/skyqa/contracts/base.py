@@ -24,14 +24,19 @@ def dump_json(model: BaseModel) -> bytes:
     ).encode()
 
 
+def first_error(exc: ValidationError) -> tuple[str, str]:
+    """Where the first validation error is (dotted, '' at the top) and what it says."""
+    first = exc.errors()[0]
+    return ".".join(str(p) for p in first["loc"]), str(first["msg"])
+
+
 def load_json(model_type: type[C], data: bytes | str, what: str = "") -> C:
     try:
         return model_type.model_validate_json(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        where, msg = first_error(exc)
         name = what or model_type.__name__
-        raise InvalidInput(f"{name} is invalid at {where or 'top level'}: {first['msg']}") from None
+        raise InvalidInput(f"{name} is invalid at {where or 'top level'}: {msg}") from None
 
 
 def load_jsonl(model_type: type[C], data: bytes, what: str = "") -> list[C]:

@@ -20,6 +20,7 @@ from pydantic import Field, model_validator
 from skyqa.contracts.aircop import GroupIndexRow, RejectedGroup
 from skyqa.contracts.base import Contract
 from skyqa.contracts.navigation import RejectedNavigation
+from skyqa.contracts.rsv import RejectedTrajectory, TrajectoryIndexRow
 
 TASK_SCHEMA_VERSION = "stage3.v2"
 ParamValue = float | str
@@ -464,3 +465,5 @@ class MissionIndex(Contract):
     rejected_navigation: list[RejectedNavigation] = Field(default_factory=list)
     groups: list[GroupIndexRow] = Field(default_factory=list)
     rejected_groups: list[RejectedGroup] = Field(default_factory=list)
+    trajectories: list[TrajectoryIndexRow] = Field(default_factory=list)
+    rejected_trajectories: list[RejectedTrajectory] = Field(default_factory=list)

@@ -15,27 +15,34 @@ from skyqa.families.aircop import FAMILY as AIRCOP_COLLAB
 from skyqa.families.base import (
     CardPart,
     Checked,
+    Export,
     Item,
     MediaRef,
     PlanInputs,
     Planned,
+    ReleaseFamily,
     Rendered,
+    Stored,
     TaskFamily,
 )
 from skyqa.families.dualcog_image import FAMILY as DUALCOG_IMAGE
 from skyqa.families.dualcog_video import FAMILY as DUALCOG_VIDEO
+from skyqa.families.reasoning import FAMILY as REASONING_VIDEOS
 from skyqa.families.urbanvideo import FAMILY as URBANVIDEO_NAV
 
+# families of questions, which the evaluator asks vision-language models
 FAMILIES: tuple[TaskFamily[Any], ...] = (
     DUALCOG_IMAGE,
     DUALCOG_VIDEO,
     URBANVIDEO_NAV,
     AIRCOP_COLLAB,
 )
+# everything the QA stage releases: the question families and the world-model ones
+RELEASED: tuple[ReleaseFamily[Any], ...] = (*FAMILIES, REASONING_VIDEOS)
 
 
 def release_files(
-    run_id: str, scene_id: str, families: Sequence[TaskFamily[Any]] = FAMILIES
+    run_id: str, scene_id: str, families: Sequence[ReleaseFamily[Any]] = RELEASED
 ) -> dict[str, str]:
     """Every file the QA stage releases, by name: each family's manifest and exports, its rows as
     a Hugging Face image-folder metadata file at the release root (``<manifest>_metadata``), then
@@ -47,11 +54,11 @@ def release_files(
     return out | keys.release_common(run_id, scene_id)
 
 
-def metadata_file(f: TaskFamily[Any]) -> str:
+def metadata_file(f: ReleaseFamily[Any]) -> str:
     return f"{f.manifest}_metadata"
 
 
-def check_registry(families: Sequence[TaskFamily[Any]]) -> None:
+def check_registry(families: Sequence[ReleaseFamily[Any]]) -> None:
     """Families must not overwrite each other: distinct names, release file names (the shared
     ones included) and task names. A ``ValueError`` names the clash."""
     seen: dict[str, str] = {}
@@ -79,14 +86,19 @@ __all__ = [
     "DUALCOG_IMAGE",
     "DUALCOG_VIDEO",
     "FAMILIES",
+    "REASONING_VIDEOS",
+    "RELEASED",
     "URBANVIDEO_NAV",
     "CardPart",
     "Checked",
+    "Export",
     "Item",
     "MediaRef",
     "PlanInputs",
     "Planned",
+    "ReleaseFamily",
     "Rendered",
+    "Stored",
     "TaskFamily",
     "check_registry",
     "family",

@@ -42,7 +42,7 @@ class Item:
     task: str
     unit: str  # the release unit: a landmark for UAV-DualCog
     difficulty: str
-    kind: str  # "choice" | "multi" | "count"
+    kind: str  # "choice" | "multi" | "count" | "trajectory" (no question: the gate skips it)
     prompt: str
     options: tuple[tuple[str, str], ...]  # (option id, label); empty for counts
     gold: frozenset[str]  # option ids, or the count as text
@@ -62,9 +62,14 @@ class Item:
             return "answer not among the options"
         if self.kind == "count" and (len(self.gold) != 1 or not next(iter(self.gold)).isdigit()):
             return "answer is not one count"
-        if self.kind not in ("choice", "multi", "count"):
+        if self.kind not in ("choice", "multi", "count", "trajectory"):
             return f"unknown answer kind {self.kind!r}"
         return None
+
+    @property
+    def asks(self) -> bool:
+        """A question (what the blind gate's solvers answer), not a released trajectory."""
+        return self.kind != "trajectory"
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,21 @@ class Checked(Generic[R]):
     uncertain: dict[str, str] = field(default_factory=dict)  # sample id -> reason; costs the row
 
 
-class TaskFamily(Protocol[R]):
+@dataclass(frozen=True)
+class Stored:
+    """An export that is a file already in the store (a rendered video), by its path relative to
+    the release folder; the release copies it instead of holding its bytes."""
+
+    path: str
+    content_type: str = "application/octet-stream"
+
+
+Export = bytes | Stored
+
+
+class ReleaseFamily(Protocol[R]):
+    """What the QA stage needs of a family: what it plans, checks and releases."""
+
     name: str
     noun: str  # as in "8 image rows"
     manifest: str  # the name of its manifest among ``files``
@@ -165,17 +184,25 @@ class TaskFamily(Protocol[R]):
 
     def item(self, row: R) -> Item: ...
 
-    def exports(self, rows: list[R]) -> dict[str, bytes]:
-        """Its files besides the manifest, by name in ``files``."""
+    def exports(self, rows: list[R]) -> Mapping[str, Export]:
+        """Its files besides the manifest, by name in ``files``, or ``<name>/<path>`` for a file
+        inside a folder named in ``files``."""
         ...
 
     def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
         """``rel``: every release file by name, relative to the release folder."""
         ...
 
-    # -- evaluation: how a model is asked a row and how its reply is scored --
+    def media(self, row: R) -> list[MediaRef]: ...
 
     metrics: Mapping[str, tuple[str, ...]]  # task -> its metrics, in report order
+
+
+class TaskFamily(ReleaseFamily[R], Protocol[R]):
+    """A family of questions: its rows are asked of vision-language models."""
+
+    # -- evaluation: how a model is asked a row and how its reply is scored --
+
     groups: Mapping[str, tuple[str, ...]]  # task groups reported together (none: empty)
 
     def difficulty(self, row: R) -> str:
@@ -185,8 +212,6 @@ class TaskFamily(Protocol[R]):
     def prompts(self, row: R) -> tuple[str, str]:
         """The system and the user prompt the row is asked with."""
         ...
-
-    def media(self, row: R) -> list[MediaRef]: ...
 
     def steps(self, row: R) -> list[ReasoningStep]:
         """Its ground-truth reasoning steps (process-level protocols); none when it has none."""

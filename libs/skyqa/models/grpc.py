@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -76,17 +77,30 @@ async def serve_grpc(
     model: VisionModel, host: str = "127.0.0.1", port: int = 0
 ) -> tuple[grpc.aio.Server, int]:
     """Start a server with the model and the standard health service; returns it and its port."""
+    return await start_server(
+        lambda server: model_pb2_grpc.add_VisionLanguageModelServicer_to_server(_Servicer(model), server),
+        "skyqa.v1.VisionLanguageModel",
+        host,
+        port,
+    )
+
+
+async def start_server(
+    add: Callable[[grpc.aio.Server], None], service: str, host: str, port: int
+) -> tuple[grpc.aio.Server, int]:
+    """A started server with what ``add`` registers and the standard health service reporting
+    ``service`` (and the server) serving; returns it and its port."""
     server = grpc.aio.server(
         options=[
             ("grpc.max_send_message_length", MAX_MESSAGE),
             ("grpc.max_receive_message_length", MAX_MESSAGE),
         ]
     )
-    model_pb2_grpc.add_VisionLanguageModelServicer_to_server(_Servicer(model), server)
+    add(server)
     checker = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
     bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     await checker.set("", health_pb2.HealthCheckResponse.SERVING)
-    await checker.set("skyqa.v1.VisionLanguageModel", health_pb2.HealthCheckResponse.SERVING)
+    await checker.set(service, health_pb2.HealthCheckResponse.SERVING)
     return server, bound

@@ -93,6 +93,15 @@ class BuiltinSimulator:
     def extent(self) -> tuple[float, float, float, float]:
         return self.scene.extent
 
+    def clearance(self, points: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Distance from each point to the nearest surface (metres): what a capsule body
+        moving through the scene collides with."""
+        query = o3d.core.Tensor(np.ascontiguousarray(points, dtype=np.float32).reshape(-1, 3))
+        with self._lock:
+            d = self._raycaster.compute_distance(query, nthreads=self.threads)
+        out: NDArray[np.float64] = d.numpy().astype(np.float64)
+        return out
+
     def _cast(self, rays: NDArray[np.float32]) -> dict[str, Any]:
         with self._lock:
             ans = self._raycaster.cast_rays(o3d.core.Tensor.from_numpy(rays), nthreads=self.threads)

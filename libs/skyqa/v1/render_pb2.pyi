@@ -264,6 +264,72 @@ class VideoTarget(_message.Message):
 Global___VideoTarget: _TypeAlias = VideoTarget  # noqa: Y015
 
 @_typing.final
+class ActionProgram(_message.Message):
+    """An action program: the renderer moves a capsule body from `root` (its centre and heading)
+    through the scene by these actions, a blocked move stopping where the capsule touches, and
+    renders `frames_per_action` frames per action from the action's start state to its end state.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACTIONS_FIELD_NUMBER: _builtins.int
+    ROOT_FIELD_NUMBER: _builtins.int
+    TRANSLATION_M_FIELD_NUMBER: _builtins.int
+    YAW_DEG_FIELD_NUMBER: _builtins.int
+    PITCH_DEG_FIELD_NUMBER: _builtins.int
+    MAX_PITCH_DEG_FIELD_NUMBER: _builtins.int
+    FRAMES_PER_ACTION_FIELD_NUMBER: _builtins.int
+    CAPSULE_RADIUS_M_FIELD_NUMBER: _builtins.int
+    CAPSULE_HALF_HEIGHT_M_FIELD_NUMBER: _builtins.int
+    CAMERA_OFFSET_M_FIELD_NUMBER: _builtins.int
+    KEEP_FRAMES_FIELD_NUMBER: _builtins.int
+    CRF_FIELD_NUMBER: _builtins.int
+    translation_m: _builtins.float
+    yaw_deg: _builtins.float
+    pitch_deg: _builtins.float
+    max_pitch_deg: _builtins.float
+    frames_per_action: _builtins.int
+    capsule_radius_m: _builtins.float
+    capsule_half_height_m: _builtins.float
+    camera_offset_m: _builtins.float
+    """camera above the capsule centre"""
+    crf: _builtins.int
+    """x264 constant rate factor (the job's bitrate is then unused)"""
+    @_builtins.property
+    def actions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def root(self) -> _common_pb2.Pose:
+        """capsule centre (m) and body yaw/pitch (deg)"""
+
+    @_builtins.property
+    def keep_frames(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """also stored losslessly, as PNG"""
+
+    def __init__(
+        self,
+        *,
+        actions: _abc.Iterable[_builtins.str] | None = ...,
+        root: _common_pb2.Pose | None = ...,
+        translation_m: _builtins.float = ...,
+        yaw_deg: _builtins.float = ...,
+        pitch_deg: _builtins.float = ...,
+        max_pitch_deg: _builtins.float = ...,
+        frames_per_action: _builtins.int = ...,
+        capsule_radius_m: _builtins.float = ...,
+        capsule_half_height_m: _builtins.float = ...,
+        camera_offset_m: _builtins.float = ...,
+        keep_frames: _abc.Iterable[_builtins.int] | None = ...,
+        crf: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["root", b"root"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions", b"actions", "camera_offset_m", b"camera_offset_m", "capsule_half_height_m", b"capsule_half_height_m", "capsule_radius_m", b"capsule_radius_m", "crf", b"crf", "frames_per_action", b"frames_per_action", "keep_frames", b"keep_frames", "max_pitch_deg", b"max_pitch_deg", "pitch_deg", b"pitch_deg", "root", b"root", "translation_m", b"translation_m", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ActionProgram: _TypeAlias = ActionProgram  # noqa: Y015
+
+@_typing.final
 class VideoJob(_message.Message):
     """Published on skyqa.v1.render.video; one mission's frames, rendered and encoded by one replica."""
 
@@ -286,6 +352,7 @@ class VideoJob(_message.Message):
     CORRELATION_FIELD_NUMBER: _builtins.int
     ARCHIVE_WIDTH_FIELD_NUMBER: _builtins.int
     ARCHIVE_HEIGHT_FIELD_NUMBER: _builtins.int
+    PROGRAM_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     job_id: _builtins.str
     """the mission (traj) id"""
@@ -312,6 +379,12 @@ class VideoJob(_message.Message):
 
     @_builtins.property
     def targets(self) -> _containers.RepeatedCompositeFieldContainer[Global___VideoTarget]: ...
+    @_builtins.property
+    def program(self) -> Global___ActionProgram:
+        """set: the frames are those of this program (``poses`` is empty) and the done event carries
+        the body's execution record
+        """
+
     def __init__(
         self,
         *,
@@ -332,10 +405,11 @@ class VideoJob(_message.Message):
         correlation: _builtins.str = ...,
         archive_width: _builtins.int = ...,
         archive_height: _builtins.int = ...,
+        program: Global___ActionProgram | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["program", b"program"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_height", b"archive_height", "archive_width", b"archive_width", "backend", b"backend", "bitrate", b"bitrate", "correlation", b"correlation", "fov_deg", b"fov_deg", "fps", b"fps", "height", b"height", "job_id", b"job_id", "jpeg_quality", b"jpeg_quality", "output_prefix", b"output_prefix", "poses", b"poses", "requester", b"requester", "run_id", b"run_id", "scene_id", b"scene_id", "targets", b"targets", "width", b"width"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_height", b"archive_height", "archive_width", b"archive_width", "backend", b"backend", "bitrate", b"bitrate", "correlation", b"correlation", "fov_deg", b"fov_deg", "fps", b"fps", "height", b"height", "job_id", b"job_id", "jpeg_quality", b"jpeg_quality", "output_prefix", b"output_prefix", "poses", b"poses", "program", b"program", "requester", b"requester", "run_id", b"run_id", "scene_id", b"scene_id", "targets", b"targets", "width", b"width"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -361,6 +435,7 @@ class VideoDone(_message.Message):
     REUSED_FIELD_NUMBER: _builtins.int
     ARCHIVE_WIDTH_FIELD_NUMBER: _builtins.int
     ARCHIVE_HEIGHT_FIELD_NUMBER: _builtins.int
+    EXECUTION_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     job_id: _builtins.str
     requester: _builtins.str
@@ -383,6 +458,10 @@ class VideoDone(_message.Message):
     def frame_visibility(self) -> _common_pb2.BlobRef:
         """frame_visibility.jsonl"""
 
+    @_builtins.property
+    def execution(self) -> _common_pb2.BlobRef:
+        """an action program's execution record (execution.json)"""
+
     def __init__(
         self,
         *,
@@ -400,10 +479,11 @@ class VideoDone(_message.Message):
         reused: _builtins.bool = ...,
         archive_width: _builtins.int = ...,
         archive_height: _builtins.int = ...,
+        execution: _common_pb2.BlobRef | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["frame_visibility", b"frame_visibility", "video", b"video"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["execution", b"execution", "frame_visibility", b"frame_visibility", "video", b"video"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_height", b"archive_height", "archive_width", b"archive_width", "correlation", b"correlation", "fps", b"fps", "frame_count", b"frame_count", "frame_visibility", b"frame_visibility", "height", b"height", "job_id", b"job_id", "requester", b"requester", "reused", b"reused", "run_id", b"run_id", "scene_id", b"scene_id", "video", b"video", "width", b"width"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_height", b"archive_height", "archive_width", b"archive_width", "correlation", b"correlation", "execution", b"execution", "fps", b"fps", "frame_count", b"frame_count", "frame_visibility", b"frame_visibility", "height", b"height", "job_id", b"job_id", "requester", b"requester", "reused", b"reused", "run_id", b"run_id", "scene_id", b"scene_id", "video", b"video", "width", b"width"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -237,6 +237,94 @@ class GroupSettings(_message.Message):
 Global___GroupSettings: _TypeAlias = GroupSettings  # noqa: Y015
 
 @_typing.final
+class ReasoningSettings(_message.Message):
+    """Reasoning-Structured-Videos-style action trajectories per run: `per_split` of each relation
+    split (an equivalence pair counts once) and `random_walks` uncontrolled walks (unset: 2 each in
+    preview, 8 in release; 0 is an explicit "none"). Zero values take the card's defaults:
+    1280x720 at 16 fps (preview 320x180), FOV 79, crf 28; 1 m moves, 15 degree turns, 7.5 degree
+    looks, 9 frames per action, 40 actions; a capsule of radius 0.34 m and half-height 0.88 m with
+    the camera 0.6 m above its centre, standing in the street unless `altitude_m` is set.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PER_SPLIT_FIELD_NUMBER: _builtins.int
+    RANDOM_WALKS_FIELD_NUMBER: _builtins.int
+    WIDTH_FIELD_NUMBER: _builtins.int
+    HEIGHT_FIELD_NUMBER: _builtins.int
+    FPS_FIELD_NUMBER: _builtins.int
+    FOV_DEG_FIELD_NUMBER: _builtins.int
+    CRF_FIELD_NUMBER: _builtins.int
+    ALTITUDE_M_FIELD_NUMBER: _builtins.int
+    TRANSLATION_M_FIELD_NUMBER: _builtins.int
+    YAW_DEG_FIELD_NUMBER: _builtins.int
+    PITCH_DEG_FIELD_NUMBER: _builtins.int
+    FRAMES_PER_ACTION_FIELD_NUMBER: _builtins.int
+    ACTIONS_FIELD_NUMBER: _builtins.int
+    CAPSULE_RADIUS_M_FIELD_NUMBER: _builtins.int
+    CAPSULE_HALF_HEIGHT_M_FIELD_NUMBER: _builtins.int
+    CAMERA_OFFSET_M_FIELD_NUMBER: _builtins.int
+    per_split: _builtins.int
+    random_walks: _builtins.int
+    width: _builtins.int
+    height: _builtins.int
+    fps: _builtins.float
+    fov_deg: _builtins.float
+    crf: _builtins.int
+    altitude_m: _builtins.float
+    """capsule centre above the ground"""
+    translation_m: _builtins.float
+    yaw_deg: _builtins.float
+    pitch_deg: _builtins.float
+    frames_per_action: _builtins.int
+    actions: _builtins.int
+    capsule_radius_m: _builtins.float
+    capsule_half_height_m: _builtins.float
+    camera_offset_m: _builtins.float
+    def __init__(
+        self,
+        *,
+        per_split: _builtins.int | None = ...,
+        random_walks: _builtins.int | None = ...,
+        width: _builtins.int = ...,
+        height: _builtins.int = ...,
+        fps: _builtins.float = ...,
+        fov_deg: _builtins.float = ...,
+        crf: _builtins.int = ...,
+        altitude_m: _builtins.float | None = ...,
+        translation_m: _builtins.float = ...,
+        yaw_deg: _builtins.float = ...,
+        pitch_deg: _builtins.float = ...,
+        frames_per_action: _builtins.int = ...,
+        actions: _builtins.int = ...,
+        capsule_radius_m: _builtins.float = ...,
+        capsule_half_height_m: _builtins.float = ...,
+        camera_offset_m: _builtins.float | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_altitude_m", b"_altitude_m", "_camera_offset_m", b"_camera_offset_m", "_per_split", b"_per_split", "_random_walks", b"_random_walks", "altitude_m", b"altitude_m", "camera_offset_m", b"camera_offset_m", "per_split", b"per_split", "random_walks", b"random_walks"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_altitude_m", b"_altitude_m", "_camera_offset_m", b"_camera_offset_m", "_per_split", b"_per_split", "_random_walks", b"_random_walks", "actions", b"actions", "altitude_m", b"altitude_m", "camera_offset_m", b"camera_offset_m", "capsule_half_height_m", b"capsule_half_height_m", "capsule_radius_m", b"capsule_radius_m", "crf", b"crf", "fov_deg", b"fov_deg", "fps", b"fps", "frames_per_action", b"frames_per_action", "height", b"height", "per_split", b"per_split", "pitch_deg", b"pitch_deg", "random_walks", b"random_walks", "translation_m", b"translation_m", "width", b"width", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__altitude_m: _TypeAlias = _typing.Literal["altitude_m"]  # noqa: Y015
+    _WhichOneofArgType__altitude_m: _TypeAlias = _typing.Literal["_altitude_m", b"_altitude_m"]  # noqa: Y015
+    _WhichOneofReturnType__camera_offset_m: _TypeAlias = _typing.Literal["camera_offset_m"]  # noqa: Y015
+    _WhichOneofArgType__camera_offset_m: _TypeAlias = _typing.Literal["_camera_offset_m", b"_camera_offset_m"]  # noqa: Y015
+    _WhichOneofReturnType__per_split: _TypeAlias = _typing.Literal["per_split"]  # noqa: Y015
+    _WhichOneofArgType__per_split: _TypeAlias = _typing.Literal["_per_split", b"_per_split"]  # noqa: Y015
+    _WhichOneofReturnType__random_walks: _TypeAlias = _typing.Literal["random_walks"]  # noqa: Y015
+    _WhichOneofArgType__random_walks: _TypeAlias = _typing.Literal["_random_walks", b"_random_walks"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__altitude_m) -> _WhichOneofReturnType__altitude_m | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__camera_offset_m) -> _WhichOneofReturnType__camera_offset_m | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__per_split) -> _WhichOneofReturnType__per_split | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__random_walks) -> _WhichOneofReturnType__random_walks | None: ...
+
+Global___ReasoningSettings: _TypeAlias = ReasoningSettings  # noqa: Y015
+
+@_typing.final
 class ScanRequest(_message.Message):
     """Published on skyqa.v1.scan.requested."""
 
@@ -262,6 +350,7 @@ class ScanRequest(_message.Message):
     EVALUATION_FIELD_NUMBER: _builtins.int
     NAVIGATION_FIELD_NUMBER: _builtins.int
     GROUPS_FIELD_NUMBER: _builtins.int
+    REASONING_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     backend: _builtins.str
@@ -299,6 +388,8 @@ class ScanRequest(_message.Message):
     def navigation(self) -> Global___NavigationSettings: ...
     @_builtins.property
     def groups(self) -> Global___GroupSettings: ...
+    @_builtins.property
+    def reasoning(self) -> Global___ReasoningSettings: ...
     def __init__(
         self,
         *,
@@ -322,10 +413,11 @@ class ScanRequest(_message.Message):
         evaluation: _eval_pb2.EvaluationSpec | None = ...,
         navigation: Global___NavigationSettings | None = ...,
         groups: Global___GroupSettings | None = ...,
+        reasoning: Global___ReasoningSettings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "lidar", b"lidar", "navigation", b"navigation", "video", b"video"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "lidar", b"lidar", "navigation", b"navigation", "reasoning", b"reasoning", "video", b"video"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "reasoning", b"reasoning", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,247 @@
+"""Reasoning-Structured-Videos-style action trajectories: roots on a grid over the fused map,
+constructions that are exact instances of Inverse, Loop and Equivalence, one action-program video
+job each.
+
+Roots are every cell of a 2 m grid with 8 headings whose capsule stands clear of the fused
+cloud. A construction is drawn from its own seeded stream and placed at the first root (in a
+seeded order) where its whole path keeps ``MAP_MARGIN_M`` beyond the capsule from the cloud: the
+map is a point cloud with holes, so the renderer, which moves the body through the scene's own
+geometry, can still find a collision, and the QA stage then routes the trajectory to
+``random_walk/``. Random walks are drawn without the map, as the kind of path that split holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from skyqa import keys, scan as scan_rules
+from skyqa.actions import Built, Kinematics, NoConstruction, Root, build
+from skyqa.actions.roots import grid_roots, path_clear
+from skyqa.blob import BlobStore
+from skyqa.contracts import dump_json, load_json
+from skyqa.contracts.rsv import (
+    RANDOM_WALK,
+    SPLITS,
+    Execution,
+    IdentityPair,
+    TrajectoryIndexRow,
+    TrajectoryPlan,
+)
+from skyqa.protojson import to_json
+from skyqa.v1 import common_pb2, render_pb2, scan_pb2
+
+from services.mission_planner.safety import ObstacleMap
+
+MAP_MARGIN_M = 0.3
+PLACEMENTS = 400  # roots tried per construction before it is rejected
+
+
+class CloudClearance:
+    """The fused cloud as a scene a capsule can collide with."""
+
+    def __init__(self, obstacles: ObstacleMap) -> None:
+        self.tree = obstacles.tree
+
+    def clearance(self, points: NDArray[np.float64]) -> NDArray[np.float64]:
+        d, _ = self.tree.query(points, k=1)
+        out: NDArray[np.float64] = np.asarray(d, dtype=np.float64)
+        return out
+
+
+def seed_of(base: int, traj_id: str) -> int:
+    return int(hashlib.sha256(f"{base}:{traj_id}".encode()).hexdigest()[:8], 16)
+
+
+def traj_id_of(scene_id: str, split: str, k: int, role: str = "") -> str:
+    return f"{scene_id}_rsv_{split}_{k:03d}" + (f"_{role[-1]}" if role else "")
+
+
+@dataclass(frozen=True)
+class Video:
+    width: int
+    height: int
+    fov_deg: float
+    fps: float
+    crf: int
+
+
+def plans_for(
+    built: Built, split: str, base_id: str, number: int, seed: int, root: Root, kin: Kinematics, video: Video
+) -> list[TrajectoryPlan]:
+    """The plan of a construction placed at ``root``: one, or an equivalence pair's two
+    (``<base_id>_A`` and ``_B``, consecutive numbers)."""
+    pairs = [
+        IdentityPair(first=a, second=b, partner=bool(built.partner), tolerance_m=t)
+        for a, b, t in built.identities
+    ]
+    common = dict(
+        split=split,
+        construction=built.construction,
+        seed=seed,
+        root=(root.x, root.y, root.z, root.yaw_deg, root.pitch_deg),
+        space=kin.space,
+        capsule=kin.capsule,
+        identities=pairs,
+        anchors=built.anchors,
+        witness=built.witness,
+        closure_residual_m=built.residual_m,
+        width=video.width,
+        height=video.height,
+        fov_deg=video.fov_deg,
+        fps=video.fps,
+        crf=video.crf,
+    )
+    if not built.partner:
+        return [TrajectoryPlan(traj_id=base_id, number=number, actions=built.actions, **common)]
+    a, b = f"{base_id}_A", f"{base_id}_B"
+    return [
+        TrajectoryPlan(traj_id=a, number=number, actions=built.actions, pair_id=base_id, role="path_A",
+                       partner=b, partner_number=number + 1, **common),
+        TrajectoryPlan(traj_id=b, number=number + 1, actions=built.partner, pair_id=base_id, role="path_B",
+                       partner=a, partner_number=number, **common),
+    ]  # fmt: skip
+
+
+def plan_all(
+    run_id: str, scene_id: str, scan: scan_pb2.ScanRequest, obstacles: ObstacleMap, store: BlobStore
+) -> tuple[list[str], dict[str, str], list[render_pb2.VideoJob]]:
+    """Plan, write and make video jobs for the run's trajectories; returns the planned ids, the
+    rejected ones with their reason, and the jobs."""
+    rs = scan.reasoning
+    if not rs.per_split and not rs.random_walks:
+        return [], {}, []
+    space, capsule = scan_rules.action_space(scan)
+    kin = Kinematics(space, capsule)
+    cloud = CloudClearance(obstacles)
+    altitude = rs.altitude_m if rs.HasField("altitude_m") else None
+    lo, hi = obstacles.tree.mins, obstacles.tree.maxes
+    roots = grid_roots(
+        kin,
+        cloud,
+        (lo[0], hi[0], lo[1], hi[1]),
+        obstacles.ground_z,
+        altitude_m=altitude,
+        margin_m=MAP_MARGIN_M,
+    )
+    plans: list[TrajectoryPlan] = []
+    rejected: dict[str, str] = {}
+    number = 0
+    wanted = [(s, k) for s in SPLITS for k in range(rs.per_split)] + [
+        (RANDOM_WALK, k) for k in range(rs.random_walks)
+    ]
+    for split, k in wanted:
+        role = "path_A" if split == "equivalence_easy" else ""
+        traj_id = traj_id_of(scene_id, split, k, role)
+        seed = seed_of(scan.seed, traj_id)
+        rng = np.random.default_rng(seed)
+        try:
+            built = build(split, kin, rng, k)
+        except NoConstruction as exc:
+            rejected[traj_id] = str(exc)
+            continue
+        root = _place(kin, built, roots, rng, cloud, checked=split != RANDOM_WALK)
+        if root is None:
+            rejected[traj_id] = f"no root of {len(roots)} keeps the whole path clear on the map"
+            continue
+        video = Video(rs.width, rs.height, rs.fov_deg, rs.fps, rs.crf)
+        made = plans_for(built, split, traj_id_of(scene_id, split, k), number, seed, root, kin, video)
+        plans += made
+        number += len(made)
+    jobs = []
+    for plan in plans:
+        store.put(
+            keys.mission_file(run_id, plan.traj_id, keys.TRAJECTORY_PLAN), dump_json(plan), "application/json"
+        )
+        job = video_job(run_id, scene_id, scan.backend or "builtin", plan)
+        store.put(
+            keys.mission_file(run_id, plan.traj_id, keys.RENDER_REQUEST),
+            to_json(job, indent=1),
+            "application/json",
+        )
+        jobs.append(job)
+    return [p.traj_id for p in plans], rejected, jobs
+
+
+def _place(
+    kin: Kinematics,
+    built: Built,
+    roots: list[Root],
+    rng: np.random.Generator,
+    cloud: CloudClearance,
+    checked: bool,
+) -> Root | None:
+    if not roots:
+        return None
+    order = rng.permutation(len(roots))
+    if not checked:
+        return roots[int(order[0])]
+    for i in order[:PLACEMENTS]:
+        root = roots[int(i)]
+        if all(
+            path_clear(kin, seq, root, cloud, MAP_MARGIN_M) for seq in (built.actions, built.partner) if seq
+        ):
+            return root
+    return None
+
+
+def video_job(run_id: str, scene_id: str, backend: str, plan: TrajectoryPlan) -> render_pb2.VideoJob:
+    x, y, z, yaw, pitch = plan.root
+    keep = {0, plan.space.frames - 1, *plan.anchors}
+    for pair in plan.identities:
+        keep |= {pair.first, pair.second}
+    return render_pb2.VideoJob(
+        run_id=run_id,
+        job_id=plan.traj_id,
+        scene_id=scene_id,
+        backend=backend,
+        width=plan.width,
+        height=plan.height,
+        fov_deg=plan.fov_deg,
+        fps=plan.fps,
+        bitrate=1_000_000,  # unused: the program's crf sets the quality
+        jpeg_quality=90,
+        output_prefix=keys.final_task(run_id, plan.traj_id),
+        requester="mission",
+        correlation=plan.traj_id,
+        program=render_pb2.ActionProgram(
+            actions=plan.actions,
+            root=common_pb2.Pose(x=x, y=y, z=z, yaw_deg=yaw, pitch_deg=pitch),
+            translation_m=plan.space.translation_m,
+            yaw_deg=plan.space.yaw_deg,
+            pitch_deg=plan.space.pitch_deg,
+            max_pitch_deg=plan.space.max_pitch_deg,
+            frames_per_action=plan.space.frames_per_action,
+            capsule_radius_m=plan.capsule.radius_m,
+            capsule_half_height_m=plan.capsule.half_height_m,
+            camera_offset_m=plan.capsule.camera_offset_m,
+            keep_frames=sorted(keep),
+            crf=plan.crf,
+        ),
+    )
+
+
+def is_trajectory(store: BlobStore, run_id: str, job_id: str) -> bool:
+    return store.exists(keys.mission_file(run_id, job_id, keys.TRAJECTORY_PLAN))
+
+
+def index_row(store: BlobStore, run_id: str, traj_id: str) -> TrajectoryIndexRow:
+    plan = load_json(TrajectoryPlan, store.get(keys.mission_file(run_id, traj_id, keys.TRAJECTORY_PLAN)))
+    out = keys.final_task(run_id, traj_id)
+    return TrajectoryIndexRow(
+        traj_id=traj_id,
+        split=plan.split,
+        plan=keys.mission_file(run_id, traj_id, keys.TRAJECTORY_PLAN),
+        execution=f"{out}/{keys.EXECUTION}",
+        video=f"{out}/{keys.VIDEO}",
+    )
+
+
+def check_rendered(done: render_pb2.VideoDone, store: BlobStore) -> None:
+    """The renderer's record must be readable and belong to this trajectory (the QA stage
+    validates what it says)."""
+    record = load_json(Execution, store.get(done.execution.key), "execution record")
+    if record.traj_id != done.job_id:
+        raise ValueError(f"execution record of {record.traj_id} delivered for {done.job_id}")
