@@ -201,8 +201,9 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         raise bad(f"MapBound must have xmin < xmax, ymin < ymax, zmin <= zmax; got {list(_bound(b))}")
     if max(b.xmax - b.xmin, b.ymax - b.ymin, b.zmax - b.zmin) > MAX_EXTENT_M:
         raise bad(f"MapBound spans more than {MAX_EXTENT_M:.0f} m")
-    if not (_finite(req.spacing_x_m, req.spacing_y_m) and req.spacing_x_m > 0 and req.spacing_y_m > 0):
-        raise bad("pose spacing must be positive metres")
+    # a spacing below a centimetre is no grid (and a denormal one overflows the pose count)
+    if not (_finite(req.spacing_x_m, req.spacing_y_m) and min(req.spacing_x_m, req.spacing_y_m) >= 0.01):
+        raise bad("pose spacing must be positive metres, at least 0.01")
     if not req.altitudes_m or not _finite(*req.altitudes_m):
         raise bad("altitudes must be a non-empty list of finite metres")
     for z in req.altitudes_m:

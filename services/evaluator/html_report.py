@@ -172,6 +172,35 @@ def html_page(board: dict[str, Any], title: str) -> bytes:
             if "process" in e
         ],
     )
+    paired = _table(
+        [
+            "model A",
+            "model B",
+            "rows",
+            "acc A",
+            "acc B",
+            "A − B",
+            "95% CI",
+            "only A right",
+            "only B right",
+            "McNemar p",
+        ],
+        [
+            [
+                p["a"],
+                p["b"],
+                p["rows"],
+                p["accuracy_a"],
+                p["accuracy_b"],
+                p["difference"],
+                p["difference_ci95"],
+                p["only_a_right"],
+                p["only_b_right"],
+                p["mcnemar_p"],
+            ]
+            for p in board.get("paired", [])
+        ],
+    )
     return f"""<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title>
 <style>{STYLE}</style>
 <h1>{html.escape(title)}</h1>
@@ -184,6 +213,9 @@ resolution = full − thumbnail, access = crop − full, augmentation = full_cro
 <h2>CircularEval</h2><p>Each MCQ asked once per rotation of its options; circular counts a group only if
 every rotation is right; consistency: the same answer content in every rotation.</p>{circular}
 <h2>Process level (GT reasoning steps, schema_cot)</h2>{process}
+<h2>Paired comparison</h2><p>Option accuracy of every two models on the rows both were asked (full
+condition): the exact McNemar test on the rows only one got right, and a 95% cluster-bootstrap
+interval of the difference (resampling release units).</p>{paired}
 <h2>Task groups</h2><p>Primary score per group of a family's tasks (and all of them), with 95%
 cluster-bootstrap intervals.</p>{_group_tables(models)}
 <h2>Task correlation</h2><p>{html.escape(corr["method"])},

@@ -15,6 +15,7 @@ from skyqa.families.dualcog_video.evaluation import JOINT_METRICS, VISIBILITY_ME
 
 from services.evaluator.metrics import summarize
 from services.evaluator.metrics_csv import element_instance_f1
+from services.evaluator.paired import paired_comparisons
 from services.evaluator.steps import summarize_steps
 
 # the score a task is correlated by: UAV-DualCog's choices, else the family's first metric
@@ -203,4 +204,5 @@ def leaderboard(
         "ranked_by": "image joint accuracy (option and box), full condition",
         "models": board,
         "task_correlation": task_correlation(items, families),
+        "paired": paired_comparisons(items),
     }

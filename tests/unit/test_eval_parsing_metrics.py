@@ -117,3 +117,24 @@ def test_scores_keep_failures_in_the_denominator() -> None:
     )
     assert s["count_exact"] == 0.0 and s["count_within1"] == 1.0 and s["count_abs_error"] == 1.0
     assert s["segment_f1@0.5"] == pytest.approx(0.8)
+
+
+def test_paired_comparison_counts_the_discordant_rows_and_tests_them_exactly() -> None:
+    from services.evaluator.paired import mcnemar_exact, paired_comparisons
+
+    def item(model: str, sid: str, right: bool, **extra: object) -> dict[str, object]:
+        unit = f"lm{int(sid[1:]) // 2}"
+        return {"model": model, "sample_id": sid, "condition": "full", "rotation": 0, "landmark_id": unit,
+                "option_correct": float(right), **extra}  # fmt: skip
+
+    items = [item("a", f"s{i}", True) for i in range(8)] + [item("b", f"s{i}", i < 2) for i in range(8)]
+    items += [item("b", "s9", True), item("a", "s0", False, condition="text_only")]  # not paired
+    items += [item("a", "s1", False, rotation=1)]  # a CircularEval copy is not a base row
+    (p,) = paired_comparisons(items)
+    assert (p["a"], p["b"], p["rows"]) == ("a", "b", 8)
+    assert (p["only_a_right"], p["only_b_right"]) == (6, 0)
+    assert p["difference"] == 0.75 and p["accuracy_a"] == 1.0 and p["accuracy_b"] == 0.25
+    assert p["mcnemar_p"] == pytest.approx(2 * 0.5**6)  # the exact binomial tail, both sides
+    lo, hi = p["difference_ci95"]
+    assert 0.0 < lo <= 0.75 <= hi <= 1.0
+    assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(3, 3) == pytest.approx(1.0)

@@ -37,6 +37,7 @@ def test_defaults_are_valid_and_keep_explicit_values() -> None:
         ({"bound__ymax": math.nan}, "non-finite"),
         ({"camera__width": 0}, "resolution"),
         ({"spacing_x_m": -5.0}, "spacing"),
+        ({"spacing_y_m": 1e-310}, "at least 0.01"),  # a denormal spacing overflowed the pose count
         ({"spacing_x_m": 0.01, "spacing_y_m": 0.01}, "poses"),
         ({"camera__jpeg_quality": 101}, "jpeg"),
         ({"backend": "unreal"}, "backend"),
