@@ -42,7 +42,9 @@ MAX_PER_TYPE = 8  # navigation questions per mission and type: the candidates ru
 MAX_EVAL_MODELS = 32
 
 # The evidence-access conditions the evaluator implements (services/evaluator/conditions.py).
-EvalCondition = Literal["full", "text_only", "thumbnail", "crop", "full_crop", "circular", "schema_cot"]
+EvalCondition = Literal[
+    "full", "text_only", "thumbnail", "crop", "full_crop", "circular", "generic_cot", "schema_cot"
+]
 EVAL_CONDITIONS: tuple[EvalCondition, ...] = (
     "full",
     "text_only",
@@ -50,6 +52,7 @@ EVAL_CONDITIONS: tuple[EvalCondition, ...] = (
     "crop",
     "full_crop",
     "circular",
+    "generic_cot",
     "schema_cot",
 )
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from services.evaluator.questions import Question
 
-BASELINE = frozenset({"full", "circular", "schema_cot"})
+BASELINE = frozenset({"full", "circular", "generic_cot", "schema_cot"})
 
 
 class Responder(Protocol):

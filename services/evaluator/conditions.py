@@ -16,6 +16,9 @@ Protocols that change the rows rather than the pixels:
 - ``circular`` (MMBench CircularEval): each single-answer MCQ is asked once per rotation of its
   option labels over the letters (``TaskFamily.rotations``); the group counts only if every
   rotation is right.
+- ``generic_cot`` (UltraVR S1): the full-image prompt plus a generic instruction to reason step
+  by step before the answer (``GENERIC_COT``); scored like ``full`` (UltraVR S0), which it is
+  read against.
 - ``schema_cot`` (UltraVR S2): the full-image prompt plus the row's ground-truth reasoning step
   questions (``TaskFamily.with_steps``); the reply carries one answer per step, scored by
   ``skyqa.steps.step_correct``.
@@ -37,8 +40,13 @@ MEDIA: dict[str, tuple[str, ...]] = {
     "crop": ("quadrants",),
     "full_crop": ("full", "quadrants"),
     "circular": ("full",),
+    "generic_cot": ("full",),
     "schema_cot": ("full",),
 }
+GENERIC_COT = (
+    "\n\nThink step by step about what the images show before you answer; then end your reply "
+    "with the answer in exactly the form asked for above."
+)
 STILLS_ONLY = {"crop", "full_crop"}
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from skyqa.contracts.qa import IMAGE_TASKS
 
-from services.evaluator.leaderboard import ACCESS
+from services.evaluator.leaderboard import ACCESS, PROTOCOLS
 
 
 def _bars_svg(board: dict[str, Any]) -> str:
@@ -172,6 +172,14 @@ def html_page(board: dict[str, Any], title: str) -> bytes:
             if "process" in e
         ],
     )
+    formats = _table(
+        ["model", *PROTOCOLS],
+        [
+            [e["model"], *(e["protocols"].get(p, {}).get("option_correct") for p in PROTOCOLS)]
+            for e in models
+            if "protocols" in e
+        ],
+    )
     paired = _table(
         [
             "model A",
@@ -213,6 +221,9 @@ resolution = full − thumbnail, access = crop − full, augmentation = full_cro
 <h2>CircularEval</h2><p>Each MCQ asked once per rotation of its options; circular counts a group only if
 every rotation is right; consistency: the same answer content in every rotation.</p>{circular}
 <h2>Process level (GT reasoning steps, schema_cot)</h2>{process}
+<h2>Reasoning formats (UltraVR S0-S2)</h2><p>Option accuracy, every family's rows, when asked
+directly (full), with a generic step-by-step instruction (generic_cot) and with the ground-truth
+step schema (schema_cot, the rows that have steps).</p>{formats}
 <h2>Paired comparison</h2><p>Option accuracy of every two models on the rows both were asked (full
 condition): the exact McNemar test on the rows only one got right, and a 95% cluster-bootstrap
 interval of the difference (resampling release units).</p>{paired}

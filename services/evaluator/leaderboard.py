@@ -44,6 +44,8 @@ def _groups(full: list[dict[str, Any]], f: TaskFamily[Any]) -> dict[str, Any]:
 
 
 ACCESS = ("text_only", "thumbnail", "full", "crop", "full_crop")
+# UltraVR's GT-CoT reasoning formats the evaluator runs, by the condition that asks them
+PROTOCOLS = {"S0 direct": "full", "S1 generic CoT": "generic_cot", "S2 schema CoT": "schema_cot"}
 
 
 def _entry(model: str, mine: list[dict[str, Any]], families: Sequence[TaskFamily[Any]]) -> dict[str, Any]:
@@ -92,6 +94,15 @@ def _entry(model: str, mine: list[dict[str, Any]], families: Sequence[TaskFamily
     schema = [i for i in mine if i["condition"] == "schema_cot"]
     if schema:
         entry["process"] = {"final": summarize(schema, IMAGE_METRICS), **summarize_steps(schema)}
+    protocols = {
+        name: summarize(
+            [i for i in mine if i["condition"] == c and not i.get("rotation")], ("option_correct",)
+        )
+        for name, c in PROTOCOLS.items()
+        if any(i["condition"] == c for i in mine)
+    }
+    if len(protocols) > 1:
+        entry["protocols"] = protocols
     return entry
 
 

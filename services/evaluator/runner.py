@@ -29,7 +29,7 @@ from skyqa.v1 import model_pb2
 from skyqa.video import decode_frames
 
 from services.evaluator.baselines import Responder
-from services.evaluator.conditions import CONDITIONS, MEDIA
+from services.evaluator.conditions import CONDITIONS, GENERIC_COT, MEDIA
 from services.evaluator.questions import Question
 
 VIDEO_FRAMES = 8
@@ -101,7 +101,8 @@ class ModelResponder:
         self.params = params
 
     def request(self, q: Question, condition: str = "full") -> model_pb2.GenerateRequest:
-        req = model_pb2.GenerateRequest(system=q.system, prompt=q.user, request_id=q.sample_id)
+        prompt = q.user + (GENERIC_COT if condition == "generic_cot" else "")
+        req = model_pb2.GenerateRequest(system=q.system, prompt=prompt, request_id=q.sample_id)
         req.params.temperature = float(self.params.get("temperature", 0.0))
         req.params.max_tokens = int(self.params.get("max_tokens", 500))
         if "seed" in self.params:

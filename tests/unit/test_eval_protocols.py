@@ -310,3 +310,30 @@ def test_a_video_reaches_a_model_as_a_frame_budget_or_a_sampling_rate() -> None:
     assert [t for t, _ in budget] == [0.0, 1.0, 2.0, 3.0]
     rate = sample_frames(data, 4, 10.0, sample_fps=2.0)  # two frames a second, the budget unused
     assert [t for t, _ in rate] == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+
+
+def test_generic_cot_asks_the_same_with_a_step_by_step_instruction(tmp_path: Path) -> None:
+    from skyqa.blob import LocalBlobStore
+
+    from services.evaluator.conditions import GENERIC_COT
+    from services.evaluator.runner import ModelResponder
+
+    row = image_row(images=[])
+    q = Question(DUALCOG_IMAGE, row, "s1")
+    responder = ModelResponder("m", object(), LocalBlobStore(tmp_path), "runs/r", {})  # type: ignore[arg-type]
+    full, cot = responder.request(q, "full"), responder.request(q, "generic_cot")
+    assert full.prompt == row.user_prompt and cot.prompt == row.user_prompt + GENERIC_COT
+    assert (cot.system, list(cot.images)) == (full.system, list(full.images))
+    assert rows_for("generic_cot", [q]) == [q]
+
+    def item(condition: str, right: bool, sid: str) -> dict[str, Any]:
+        return {"model": "m", "condition": condition, "sample_id": sid, "rotation": 0, "task": "env_where",
+                "landmark_id": sid, "option_correct": float(right), "category": "c", "difficulty": "4-way",
+                "parse_kind": "option", "parse_stage": "json"}  # fmt: skip
+
+    items = [item("full", i < 3, f"s{i}") for i in range(4)] + [
+        item("generic_cot", i < 1, f"s{i}") for i in range(4)
+    ]
+    (entry,) = leaderboard(items)["models"]
+    assert entry["protocols"]["S0 direct"]["option_correct"] == 0.75
+    assert entry["protocols"]["S1 generic CoT"]["option_correct"] == 0.25
