@@ -19,7 +19,6 @@ not have and are reported as absent, not approximated.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from collections import defaultdict
@@ -29,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from PIL import Image
 from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.contracts.base import load_json, load_jsonl
@@ -37,6 +35,7 @@ from skyqa.contracts.rsv import RANDOM_WALK, SPLITS, TrajectoryPlan, TrajectoryR
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families import REASONING_VIDEOS, release_files
 from skyqa.families.reasoning.layout import keyframe_path
+from skyqa.families.reasoning.validate import decode_rgb, mse
 from skyqa.settings import ModelEndpoint
 from skyqa.v1 import common_pb2, world_model_pb2
 
@@ -48,10 +47,6 @@ ABSENT = {
     "lpips": "absent: needs LPIPS network weights, which are not available on this machine",
     "fvd": "absent: needs I3D network weights, which are not available on this machine",
 }
-
-
-def mse(a: NDArray[np.uint8], b: NDArray[np.uint8]) -> float:
-    return float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
 
 
 def psnr_of(error: float) -> float:
@@ -76,10 +71,6 @@ def ssim(a: NDArray[np.uint8], b: NDArray[np.uint8]) -> float:
     return float(s.mean())
 
 
-def _png(data: bytes) -> NDArray[np.uint8]:
-    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
-
-
 async def _score(
     store: BlobStore,
     run_id: str,
@@ -97,7 +88,7 @@ async def _score(
     plan = load_json(TrajectoryPlan, store.get(keys.mission_file(run_id, r.traj_id, keys.TRAJECTORY_PLAN)))
 
     def truth(frame: int) -> NDArray[np.uint8]:
-        return _png(store.get(f"{root}/{keyframe_path(r.split, r.stem, frame)}"))
+        return decode_rgb(store.get(f"{root}/{keyframe_path(r.split, r.stem, frame)}"))
 
     context = store.get(f"{root}/{keyframe_path(r.split, r.stem, 0)}")
     try:

@@ -12,7 +12,6 @@ geometry, can still find a collision, and the QA stage then routes the trajector
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +32,7 @@ from skyqa.contracts.rsv import (
 from skyqa.protojson import to_json
 from skyqa.v1 import common_pb2, render_pb2, scan_pb2
 
+from services.mission_planner.group_missions import seed_of
 from services.mission_planner.safety import ObstacleMap
 
 MAP_MARGIN_M = 0.3
@@ -49,10 +49,6 @@ class CloudClearance:
         d, _ = self.tree.query(points, k=1)
         out: NDArray[np.float64] = np.asarray(d, dtype=np.float64)
         return out
-
-
-def seed_of(base: int, traj_id: str) -> int:
-    return int(hashlib.sha256(f"{base}:{traj_id}".encode()).hexdigest()[:8], 16)
 
 
 def traj_id_of(scene_id: str, split: str, k: int, role: str = "") -> str:
