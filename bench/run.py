@@ -31,6 +31,7 @@ from bench.bus import bus_overhead
 from bench.labeller import labeller_accuracy
 from bench.lean import service_start_rss, table as lean_table
 from bench.scaling import renderer_scaling, service_processes
+from bench.surveys import survey_views
 from bench.trajectories import trajectory_video
 from services.capture.planner import plan_jobs
 from services.capture.worker import capture_job
@@ -309,6 +310,7 @@ def main() -> None:
         "video_preview_480x360": video_frames(sim, 480, 360, ceiling["rays_per_s"]),
         "video_release_1440x1080": video_frames(sim, 1440, 1080, ceiling["rays_per_s"], 20),
         "trajectory_1280x720": trajectory_video(sim, ceiling["rays_per_s"]),
+        "survey_8192x6144": survey_views(ceiling["rays_per_s"]),
         **capture_and_fusion(ceiling["rays_per_s"]),
         "evaluator": evaluator_concurrency(),
         "bus": bus_overhead(),
@@ -397,6 +399,14 @@ def main() -> None:
             f"{tv['ratio_of_ceiling_per_pixel']:.2f}",
         )
     )
+    sv = results["survey_8192x6144"]
+    lines.append(
+        (
+            "UltraVR survey view 8192x6144",
+            f"{sv['views_per_minute']:.1f} views/min",
+            f"{sv['ratio_of_ceiling_per_pixel']:.2f}",
+        )
+    )
     rr = results["renderer_replicas"]
     lines += [
         (
@@ -410,6 +420,10 @@ def main() -> None:
     for name, rate, *ratios in lines:
         ratio, same = (*ratios, "")[:2]
         print(f"{name:<30} {rate:>18} {ratio:>11} {same:>17}")
+    print(
+        f"survey views 8192x6144: rendering adds {sv['peak_mb_banded']:.0f} MB peak in row bands, "
+        f"{sv['peak_mb_whole_frame']:.0f} MB as whole frames"
+    )
     sm = results["shadow_map"]
     print(
         f"sun shadow map: {sm['texels'] / 1e6:.1f} M texels of {sm['texel_m']:.2f} m, "

@@ -33,6 +33,8 @@ from skyqa.contracts.navigation import NavigationPlan, NavigationTask
 from skyqa.contracts.qa import ImageRow, QCReport, RenderRequests, VideoRow
 from skyqa.contracts.review import ReviewState, ValidInstancesFile
 from skyqa.contracts.rsv import Execution, TrajectoryPlan, TrajectoryRow
+from skyqa.contracts.ultra import SurveyMeasurement, SurveyPlan, SurveyTask
+from skyqa.contracts.ultravr import CandidateFunnel, SurveyObjectRow, UltraRow, UltraSample
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.protojson import to_dict
 from skyqa.v1 import render_pb2, scan_pb2
@@ -147,6 +149,17 @@ SCHEMAS: list[tuple[str, Schema]] = [
     (r"video_tasks/missions/[^/]+/final_task/execution\.json", Execution),
     (r"video_tasks/missions/[^/]+/final_task/card_meta\.json", CardMeta),
     (r"reasoning_trajectories\.metadata\.jsonl", TrajectoryRow),
+    (r"video_tasks/missions/[^/]+/survey_plan\.json", SurveyPlan),
+    (r"video_tasks/missions/[^/]+/final_task/survey\.json", SurveyMeasurement),
+    (r"video_tasks/missions/[^/]+/final_task/survey_task\.json", SurveyTask),
+    (r"ultravr_qa\.metadata\.jsonl", UltraRow),
+    (r"image_tasks/manifests/[^/]+\.ultravr_qa\.jsonl", UltraRow),
+    (r"image_tasks/manifests/[^/]+\.ultravr_samples\.json", UltraSample),
+    (r"(image_tasks/surveys/objects|image_tasks/manifests/[^/]+\.ultravr_objects)\.jsonl", SurveyObjectRow),
+    (
+        r"(image_tasks/surveys/candidates|image_tasks/manifests/[^/]+\.ultravr_candidates)\.json",
+        CandidateFunnel,
+    ),
     (r"reasoning_videos/trajectories\.jsonl", TrajectoryRow),
     (r"reasoning_videos/[a-z_]+/run_[^/]+_meta\.json", CardMeta),
 ]

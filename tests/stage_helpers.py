@@ -28,6 +28,9 @@ def small_scan(run_id: str, **changes: float) -> scan_pb2.ScanRequest:
     req.navigation.goals, req.navigation.routes = 1, 1
     req.reasoning.per_split, req.reasoning.random_walks = 1, 1
     req.reasoning.width, req.reasoning.height = 96, 64
+    # one survey of tiny_town at a size that renders in a second, its cars still ~40 px long
+    req.surveys.count = 1
+    req.surveys.width, req.surveys.height, req.surveys.gsd_m = 1024, 768, 0.1
     full = scan.apply_defaults(req)
     for k, v in changes.items():
         setattr(full.fusion, k, v)

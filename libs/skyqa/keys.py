@@ -225,6 +225,7 @@ RENDER_REQUEST = "render_request.json"
 NAVIGATION_PLAN = "navigation_plan.json"  # a navigation mission's plan; its final task below
 GROUP_PLAN = "group_plan.json"  # a UAV group's plan (the missions folder holds groups too)
 TRAJECTORY_PLAN = "trajectory_plan.json"  # an action trajectory's plan (and trajectories)
+SURVEY_PLAN = "survey_plan.json"  # an ultra-resolution survey's plan
 FINAL_TASK = "final_task"
 
 
@@ -241,6 +242,8 @@ def final_task(run_id: str, traj_id: str) -> str:
 TASK_DATA = "task_data.json"
 NAVIGATION_TASK = "navigation_task.json"
 GROUP_TASK = "group_task.json"
+SURVEY_TASK = "survey_task.json"
+SURVEY = "survey.json"  # what the renderer measured in a survey's views
 FINAL_FRAMES_MANIFEST = "frames_manifest.json"
 FRAME_INDEX_MAP = "frame_index_map.json"
 VIDEO = "task_rgb.mp4"

@@ -28,10 +28,12 @@ DEPTH_SCALE = 100.0
 _PNG_PARAMS = [cv2.IMWRITE_PNG_COMPRESSION, 3, cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_UP]
 
 
-def encode_jpeg(rgb: NDArray[np.uint8], quality: int) -> bytes:
+def encode_jpeg(rgb: NDArray[np.uint8], quality: int, *, bgr: bool = False) -> bytes:
+    """``bgr``: the image is already in OpenCV's channel order, so a large one is encoded without
+    a reordered copy."""
     ok, out = cv2.imencode(
         ".jpg",
-        np.ascontiguousarray(rgb[..., ::-1]),
+        rgb if bgr else np.ascontiguousarray(rgb[..., ::-1]),
         [
             cv2.IMWRITE_JPEG_QUALITY,
             int(quality),

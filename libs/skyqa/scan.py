@@ -10,7 +10,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from google.protobuf import json_format
 from pydantic import ValidationError
@@ -35,6 +35,9 @@ MAX_EXTENT_M = 20_000.0
 PROFILES = ("preview", "release")
 MAX_LANDMARKS = 2000
 MAX_NAVIGATION = 200  # navigation missions of each kind per run
+MAX_SURVEYS = 16  # ultra-resolution survey areas per run (two 50-megapixel views each)
+# Pillow, which every reader of the release decodes JPEGs with, warns above 89 megapixels
+MAX_SURVEY_PIXELS = 80_000_000
 MAX_TRAJECTORY_FRAMES = 6000  # the renderer's cap on one video
 MAX_TRAJECTORY_PIXELS = 10**12  # about 3000 card-size trajectories (the card ships 1377)
 MIN_GROUP, MAX_GROUP = 2, 8  # UAVs in a group (AirCopBench flies 2 to 6)
@@ -43,9 +46,6 @@ MAX_EVAL_MODELS = 32
 
 # The evidence-access conditions the evaluator implements (services/evaluator/conditions.py).
 EvalCondition = Literal[
-    "full", "text_only", "thumbnail", "crop", "full_crop", "circular", "generic_cot", "schema_cot"
-]
-EVAL_CONDITIONS: tuple[EvalCondition, ...] = (
     "full",
     "text_only",
     "thumbnail",
@@ -54,7 +54,11 @@ EVAL_CONDITIONS: tuple[EvalCondition, ...] = (
     "circular",
     "generic_cot",
     "schema_cot",
-)
+    "fewshot_cot",
+    "pred_step",
+    "gt_prefix",
+]
+EVAL_CONDITIONS: tuple[EvalCondition, ...] = get_args(EvalCondition)
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,13 @@ def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
     rs.capsule_half_height_m = rs.capsule_half_height_m or capsule.half_height_m
     if not rs.HasField("camera_offset_m"):
         rs.camera_offset_m = capsule.camera_offset_m
+    sv = out.surveys
+    # the AirSim backend renders whole frames only: no survey unless asked for one it can render
+    sv.count = sv.count if sv.HasField("count") else (0 if out.backend == "airsim" else 1)
+    sv.width = sv.width or 8192
+    sv.height = sv.height or 6144
+    sv.fov_deg = sv.fov_deg or 90.0
+    sv.gsd_m = sv.gsd_m or 0.04
     out.review_mode = out.review_mode or "auto"
     return out
 
@@ -281,6 +292,18 @@ def validate(req: scan_pb2.ScanRequest) -> None:
             f"the reasoning trajectories ask for more than {MAX_TRAJECTORY_PIXELS / 1e12:g} terapixels; "
             "lower the count, the length or the size"
         )
+    sv = req.surveys
+    if sv.count > MAX_SURVEYS:
+        raise bad(f"surveys must be 0..{MAX_SURVEYS}, got {sv.count}")
+    if not (64 <= sv.width <= 16384 and 64 <= sv.height <= 12288) or sv.width * sv.height > MAX_SURVEY_PIXELS:
+        raise bad(
+            f"survey size must be within 64x64..16384x12288 and at most {MAX_SURVEY_PIXELS / 1e6:.0f} "
+            f"megapixels, got {sv.width}x{sv.height}"
+        )
+    if sv.count and req.backend == "airsim" and sv.width * sv.height > 4096 * 3072:
+        raise bad("the airsim backend renders surveys up to 4096x3072 (whole frames); lower --surveys' size")
+    if not (_finite(sv.fov_deg, sv.gsd_m) and 10 <= sv.fov_deg <= 120 and 0.005 <= sv.gsd_m <= 1.0):
+        raise bad("a survey needs a 10..120 degree FOV and a ground pixel of 0.005..1 m")
     unknown = sorted(set(req.navigation.types) - set(NAV_TASKS))
     if unknown or len(set(req.navigation.types)) != len(req.navigation.types):
         raise bad(

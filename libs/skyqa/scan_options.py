@@ -52,6 +52,7 @@ def build_request(
     navigation_types: str | None = None,
     groups: str | None = None,
     reasoning: str | None = None,
+    surveys: str | None = None,
     eval_models: list[str] | None = None,
     eval_conditions: str | None = None,
 ) -> scan_pb2.ScanRequest:
@@ -104,6 +105,20 @@ def build_request(
             ) from None
         req.reasoning.per_split = counts[0]
         req.reasoning.random_walks = counts[-1]
+    if surveys is not None:
+        parts = surveys.split(",")
+        try:
+            count = int(parts[0])
+            size = [int(v) for v in parts[1].lower().split("x")] if len(parts) == 2 else []
+            if len(parts) > 2 or count < 0 or len(size) not in (0, 2):
+                raise ValueError
+        except ValueError:
+            raise InvalidInput(
+                f"--surveys needs COUNT[,WIDTHxHEIGHT], e.g. 1 or 2,4096x3072 (0 for none), got {surveys!r}"
+            ) from None
+        req.surveys.count = count
+        if size:
+            req.surveys.width, req.surveys.height = size
     if navigation_types:
         req.navigation.types.extend(t.strip() for t in navigation_types.split(",") if t.strip())
     if bound:

@@ -3,6 +3,8 @@
 A step answer is matched by the kind its gold value has, read from the gold text itself:
 
 - a box ``[x1, y1, x2, y2]``: the predicted box (a list or the same text form) with IoU >= 0.5;
+- a box list ``[[x1, y1, x2, y2], ...]`` (``[]`` when there is none): as many predicted boxes,
+  matched one to one (greedily, best IoU first) each with IoU >= 0.5;
 - an angle ``"<n> degrees <direction>"`` (``to the left``, ``below``, ``clockwise``...): same
   direction word and within ``ANGLE_TOLERANCE`` degrees; two angles both under the tolerance
   match whatever their direction (a landmark 1 degree left is as centred as 1 degree right);
@@ -15,6 +17,7 @@ label; the first error is the operation of the first wrong step, or ``none``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -44,11 +47,43 @@ def _as_box(value: Any) -> list[float] | None:
     return None
 
 
-def step_correct(gold: str, pred: Any) -> bool:
-    if pred is None:
+def _as_boxes(value: Any) -> list[list[float]] | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(value, list):
+        return None
+    boxes = [_as_box(v) for v in value]
+    return None if any(b is None for b in boxes) else [b for b in boxes if b is not None]
+
+
+def boxes_match(gold: list[list[float]], pred: list[list[float]]) -> bool:
+    """As many boxes, matched one to one, best IoU first, each pair with IoU >= 0.5."""
+    if len(gold) != len(pred):
         return False
+    pairs = sorted(((iou(g, p), i, j) for i, g in enumerate(gold) for j, p in enumerate(pred)), reverse=True)
+    used_g: set[int] = set()
+    used_p: set[int] = set()
+    for score, i, j in pairs:
+        if score >= 0.5 and i not in used_g and j not in used_p:
+            used_g.add(i)
+            used_p.add(j)
+    return len(used_g) == len(gold)
+
+
+def step_correct(gold: str, pred: Any) -> bool:
+    """``pred`` as the reply's JSON gave it: a JSON true/false reads as yes/no, null as none."""
+    if isinstance(pred, bool):
+        pred = "yes" if pred else "no"
+    if pred is None:
+        return _norm(gold) == "none"
     if (gold_box := _as_box(gold)) is not None:
         return iou(gold_box, _as_box(pred)) >= 0.5
+    if gold.lstrip().startswith("[") and (gold_boxes := _as_boxes(gold)) is not None:
+        pred_boxes = _as_boxes(pred)
+        return pred_boxes is not None and boxes_match(gold_boxes, pred_boxes)
     text = pred if isinstance(pred, str) else str(pred)
     if (g := _ANGLE.search(gold)) is not None:
         p = _ANGLE.search(text)

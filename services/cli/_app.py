@@ -97,6 +97,13 @@ ReasoningOpt = Annotated[
         help="Reasoning-Structured-Videos trajectories: PER_SPLIT[,RANDOM_WALKS] (default 2; 0 for none)",
     ),
 ]
+SurveysOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--surveys",
+        help="UltraVR-style ultra-resolution surveys: COUNT[,WIDTHxHEIGHT] (default 1,8192x6144; 0 for none)",
+    ),
+]
 EvalModelsOpt = Annotated[
     list[str] | None,
     typer.Option("--eval-model", help="URL[#MODEL] the evaluator runs after the QA stage, repeatable"),

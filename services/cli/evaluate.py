@@ -43,6 +43,12 @@ def eval_cmd(
     models: ModelsOpt = None,
     conditions: ConditionsOpt = None,
     budget: Annotated[int, typer.Option(help="most requests per model (0: no cap)")] = 0,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            help="URL[#MODEL] of an LLM that re-marks free-form reasoning-step answers (off by default)"
+        ),
+    ] = None,
 ) -> None:
     """Evaluate the baselines (and model endpoints) on a run's QA manifests; print the leaderboard."""
     settings = settings_or_exit()
@@ -51,6 +57,9 @@ def eval_cmd(
         keys.validate_id(run_id, "run id")
         endpoints = list(settings.evaluation.models) + model_specs(models)
         conds = condition_list(conditions) or settings.evaluation.conditions
+        judges = model_specs([judge] if judge else None, "--judge")
+        if any(j.kind != "openai" and j.kind != "grpc" for j in judges):
+            raise InvalidInput("--judge needs a vision-language model endpoint, not a world model")
         from services.evaluator.evaluate import evaluate
         from services.evaluator.world import run_world, split_endpoints
 
@@ -65,6 +74,7 @@ def eval_cmd(
                 settings.evaluation.concurrency,
                 budget or None,
                 conds,
+                judge=judges[0] if judges else None,
             )
         )
         world = asyncio.run(run_world(store, run_id, scene, worlds, settings.scenes_dir))

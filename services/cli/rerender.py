@@ -2,7 +2,8 @@
 
 Image assets come from the ``render_requests`` sidecar (environment observations are rendered
 again by the simulator, reference overlays redrawn, video clips cut again); with ``videos``
-every mission video is rendered again from its recorded ``render_request.json``. Manifests are
+every mission video (action trajectory, survey) is rendered again from its recorded
+``render_request.json``. Manifests are
 then rebuilt from the stored plan, so no id, option or answer changes: a deterministic
 simulator gives byte-identical manifests and pixel-identical images.
 """
@@ -25,7 +26,7 @@ from services.mission_planner.missions import bundle_mission
 from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay, render_env
 from services.qa_generator.pipeline import QAPlan, scan_of
 from services.qa_generator.release import finish
-from services.renderer.video import render_video
+from services.renderer.jobs import completion_marker, renderer_for
 
 
 @dataclass
@@ -60,8 +61,8 @@ def rerender(
         for traj_id in sorted(p.missions):
             key = keys.mission_file(run_id, traj_id, keys.RENDER_REQUEST)
             job = json_format.Parse(store.get(key), render_pb2.VideoJob())
-            store.delete(f"{job.output_prefix}/{keys.FRAME_VISIBILITY}")  # so the renderer does not reuse it
-            done = render_video(job, sim, store)
+            store.delete(completion_marker(job))  # so the renderer does not reuse it
+            done = renderer_for(job)(job, sim, store, None)
             bundle_mission(done, store, scan)
             done_videos += 1
     cut_clips(store, root, p.requests.clips)  # after the videos: clips are cut from their frames

@@ -33,6 +33,7 @@ from services.cli._app import (
     ReviewOpt,
     SceneOpt,
     SpacingOpt,
+    SurveysOpt,
     VideoOpt,
     app,
     err,
@@ -187,6 +188,7 @@ def demo(
     navigation_types: NavigationTypesOpt = None,
     groups: GroupsOpt = None,
     reasoning: ReasoningOpt = None,
+    surveys: SurveysOpt = None,
     eval_model: EvalModelsOpt = None,
     eval_conditions: EvalConditionsOpt = None,
     timeout: Annotated[float, typer.Option(help="seconds to wait for the run")] = 1800.0,
@@ -218,6 +220,7 @@ def demo(
         navigation_types=navigation_types,
         groups=groups,
         reasoning=reasoning,
+        surveys=surveys,
     )
 
     async def main(env: Embedded) -> RunState:
@@ -280,6 +283,7 @@ def scan_cmd(
     navigation_types: NavigationTypesOpt = None,
     groups: GroupsOpt = None,
     reasoning: ReasoningOpt = None,
+    surveys: SurveysOpt = None,
     eval_model: EvalModelsOpt = None,
     eval_conditions: EvalConditionsOpt = None,
     nats_url: Annotated[str | None, typer.Option(help="default: SKYQA_BUS__NATS_URL")] = None,
@@ -305,6 +309,7 @@ def scan_cmd(
         navigation_types=navigation_types,
         groups=groups,
         reasoning=reasoning,
+        surveys=surveys,
     )
     try:
         asyncio.run(publish_scan(url, req))

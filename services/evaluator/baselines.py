@@ -7,10 +7,11 @@
   same task and difficulty, their mean box, the most common option count, the median count.
   Its gap to a model is the visual gap; rows it gets right are candidates for blind filtering.
 
-Under ``schema_cot`` both also answer the reasoning steps from the same sources: ``random``
+Under the step protocols both also answer the reasoning steps from the same sources: ``random``
 picks uniformly among the distinct gold answers of that task's step across the manifest,
-``text_prior`` takes the most frequent one among other landmarks. Baselines never look at
-pixels, so they run only in the conditions that do not change the pixels (``BASELINE``).
+``text_prior`` takes the most frequent one among other landmarks (in ``pred_step`` and
+``gt_prefix`` one step per request, ignoring the transcript). Baselines never look at pixels,
+so they run only in the conditions that do not change the pixels (``BASELINE``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ import numpy as np
 
 from services.evaluator.questions import Question
 
-BASELINE = frozenset({"full", "circular", "generic_cot", "schema_cot"})
+BASELINE = frozenset(
+    {"full", "circular", "generic_cot", "schema_cot", "fewshot_cot", "pred_step", "gt_prefix"}
+)
+SCHEMA = frozenset({"schema_cot", "fewshot_cot"})  # every step answered in one reply
 
 
 class Responder(Protocol):
@@ -61,11 +65,15 @@ class RandomBaseline:
         self.steps = _step_pool(questions)
 
     async def answer(self, q: Question, condition: str = "full") -> tuple[str, dict[str, Any]]:
-        rng = _rng(self.seed, q.sample_id)
+        rng = _rng(self.seed, q.sample_id if q.step is None else f"{q.sample_id}:{q.step}")
+        task = q.item().task
+        pools = [sorted({a for _, a in self.steps[(task, i)]}) for i in range(len(q.family.steps(q.row)))]
+        if q.step is not None and q.step < len(pools):
+            return json.dumps({"answer": pools[q.step][int(rng.integers(len(pools[q.step])))]}), {
+                "status": "ok"
+            }
         body = q.family.guess(q.row, rng)
-        if condition == "schema_cot":
-            task = q.item().task
-            pools = [sorted({a for _, a in self.steps[(task, i)]}) for i in range(len(q.family.steps(q.row)))]
+        if condition in SCHEMA:
             body["steps"] = [p[int(rng.integers(len(p)))] for p in pools]
         return json.dumps(body), {"status": "ok"}
 
@@ -89,7 +97,9 @@ class TextPrior:
         return out
 
     async def answer(self, q: Question, condition: str = "full") -> tuple[str, dict[str, Any]]:
+        if q.step is not None and q.step < len(q.family.steps(q.row)):
+            return json.dumps({"answer": self.step_answers(q)[q.step]}), {"status": "ok"}
         body = q.family.prior(q.row, self.rows.get(q.family.name, []))
-        if condition == "schema_cot":
+        if condition in SCHEMA:
             body["steps"] = self.step_answers(q)
         return json.dumps(body), {"status": "ok"}

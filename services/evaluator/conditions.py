@@ -22,6 +22,12 @@ Protocols that change the rows rather than the pixels:
 - ``schema_cot`` (UltraVR S2): the full-image prompt plus the row's ground-truth reasoning step
   questions (``TaskFamily.with_steps``); the reply carries one answer per step, scored by
   ``skyqa.steps.step_correct``.
+- ``fewshot_cot`` (UltraVR S3): ``schema_cot`` preceded by ``FEW_SHOT`` worked examples, other
+  rows of the same task from other units with their complete ground-truth trajectories (as
+  text: the examples' images are not sent); nothing of the asked row's own trace is shown.
+- ``pred_step`` (UltraVR S4) and ``gt_prefix`` (S5): the steps are asked one call each, then the
+  final question (:mod:`services.evaluator.rollout`); each step sees the earlier steps answered
+  by the model itself (S4) or by the ground truth (S5).
 """
 
 from __future__ import annotations
@@ -42,7 +48,13 @@ MEDIA: dict[str, tuple[str, ...]] = {
     "circular": ("full",),
     "generic_cot": ("full",),
     "schema_cot": ("full",),
+    "fewshot_cot": ("full",),
+    "pred_step": ("full",),
+    "gt_prefix": ("full",),
 }
+FEW_SHOT = 2
+SEQUENTIAL = frozenset({"pred_step", "gt_prefix"})
+STEP_CONDITIONS = frozenset({"schema_cot", "fewshot_cot", *SEQUENTIAL})
 GENERIC_COT = (
     "\n\nThink step by step about what the images show before you answer; then end your reply "
     "with the answer in exactly the form asked for above."
@@ -65,6 +77,40 @@ def rows_for(condition: str, questions: list[Question]) -> list[Question]:
             for q in questions
             if (r := q.family.with_steps(q.row)) is not None
         ]
+    if condition == "fewshot_cot":
+        return [
+            Question(q.family, r, q.sample_id, user_text=examples(q, questions) + q.family.prompts(r)[1])
+            for q in questions
+            if (r := q.family.with_steps(q.row)) is not None
+        ]
+    if condition in SEQUENTIAL:
+        return [q for q in questions if q.family.steps(q.row)]
     if condition in STILLS_ONLY:
         return [q for q in questions if all(m.fps is None for m in q.family.media(q.row))]
     return questions
+
+
+def examples(q: Question, questions: list[Question]) -> str:
+    """``FEW_SHOT`` solved examples for ``q``: rows of its family and task from other units, in
+    sample-id order, each with its question, ground-truth steps and answer."""
+    item = q.item()
+    pool = sorted(
+        (
+            o
+            for o in questions
+            if o.family is q.family and o.item().task == item.task and o.item().unit != item.unit
+        ),
+        key=lambda o: o.sample_id,
+    )
+    parts = []
+    for n, o in enumerate(pool[:FEW_SHOT], 1):
+        steps = "\n".join(
+            f"S{i}. {s.question}\nA{i}: {s.answer}" for i, s in enumerate(o.family.steps(o.row), 1)
+        )
+        gold = sorted(o.item().gold)
+        parts.append(f"Example {n}:\n{o.family.prompts(o.row)[1]}\n{steps}\nAnswer: {', '.join(gold)}")
+    return (
+        "Solved examples (their images are not shown):\n\n" + "\n\n".join(parts) + "\n\nNow the question.\n"
+        if parts
+        else ""
+    )

@@ -18,10 +18,11 @@ from services.evaluator.baselines import RandomBaseline, Responder, TextPrior
 from services.evaluator.conditions import rows_for
 from services.evaluator.cv_baseline import CVBaseline
 from services.evaluator.html_report import html_page
+from services.evaluator.judge import Judge, judge_item
 from services.evaluator.leaderboard import leaderboard
 from services.evaluator.metrics_csv import image_csv, video_csv
 from services.evaluator.questions import Question, load_questions
-from services.evaluator.runner import ModelResponder, RunStats, cache_for, run_items
+from services.evaluator.runner import Cache, ModelResponder, RunStats, cache_for, run_items
 
 
 @dataclass
@@ -65,15 +66,22 @@ async def evaluate(
     budget: int | None = None,
     conditions: Sequence[str] = ("full",),
     families: Sequence[TaskFamily[Any]] = FAMILIES,
+    judge: ModelEndpoint | None = None,
 ) -> EvalResult:
     """Every responder in every condition it supports; ``budget`` caps each model's requests
-    over all its conditions together. ``families``: those the release was built with."""
+    over all its conditions together. ``families``: those the release was built with.
+    ``judge``: an endpoint that re-marks free-form step answers the rules failed
+    (:mod:`services.evaluator.judge`); none by default."""
     if "full" not in conditions:
         conditions = ("full", *conditions)  # every other number is read against it
     rows = load_questions(store, run_id, scene_id, families)
     root = keys.run_prefix(run_id)
     items: list[dict[str, Any]] = []
     stats: dict[str, RunStats] = {}
+    grader = None
+    if judge is not None:
+        name = judge.model or judge.url
+        grader = Judge(name, open_model(judge), Cache(cache_dir / f"judge_{name.replace('/', '_')}.jsonl"))
     for responder in responders_for(rows, endpoints, store, run_id, scene_id):
         cache = cache_for(responder, cache_dir)
         total = RunStats()
@@ -81,9 +89,13 @@ async def evaluate(
             if condition not in responder.conditions:
                 continue
             left = None if budget is None else max(0, budget - total.asked)
-            got, st = await run_items(
-                responder, rows_for(condition, rows), store, root, cache, concurrency, left, condition
-            )
+            asked = rows_for(condition, rows)
+            got, st = await run_items(responder, asked, store, root, cache, concurrency, left, condition)
+            if grader is not None:
+                by_id = {q.sample_id: q for q in asked}
+                for it in got:
+                    q = by_id[it["sample_id"]]
+                    await judge_item(it, q.family.steps(q.row), grader)
             items += got
             total = total + st
         stats[responder.name] = total

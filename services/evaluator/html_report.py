@@ -172,6 +172,30 @@ def html_page(board: dict[str, Any], title: str) -> bytes:
             if "process" in e
         ],
     )
+    operations = _table(
+        [
+            "model",
+            "protocol",
+            "rows",
+            "final option acc",
+            "step error per operation",
+            "error deviation",
+            "first error",
+        ],
+        [
+            [
+                e["model"],
+                name,
+                p["items"],
+                p["final"].get("option_correct"),
+                p["operation_error"],
+                p["operation_error_deviation"],
+                p["first_error"],
+            ]
+            for e in models
+            for name, p in e.get("step_protocols", {}).items()
+        ],
+    )
     formats = _table(
         ["model", *PROTOCOLS],
         [
@@ -221,9 +245,14 @@ resolution = full − thumbnail, access = crop − full, augmentation = full_cro
 <h2>CircularEval</h2><p>Each MCQ asked once per rotation of its options; circular counts a group only if
 every rotation is right; consistency: the same answer content in every rotation.</p>{circular}
 <h2>Process level (GT reasoning steps, schema_cot)</h2>{process}
-<h2>Reasoning formats (UltraVR S0-S2)</h2><p>Option accuracy, every family's rows, when asked
-directly (full), with a generic step-by-step instruction (generic_cot) and with the ground-truth
-step schema (schema_cot, the rows that have steps).</p>{formats}
+<h2>Reasoning formats (UltraVR S0-S5)</h2><p>Option accuracy, every family's rows, when asked
+directly (full), with a generic step-by-step instruction (generic_cot), with the ground-truth
+step schema (schema_cot, the rows that have steps), after solved examples (fewshot_cot), step by
+step on the model's own answers (pred_step) and step by step on ground-truth prefixes
+(gt_prefix).</p>{formats}
+<h2>Per-operation errors (UltraVR S2-S5)</h2><p>Step error per operation (GND grounding, PER
+perception, QUA quantification, INT integration, INF inference), its deviation from the model's
+mean step error, and the operation of the first wrong step.</p>{operations}
 <h2>Paired comparison</h2><p>Option accuracy of every two models on the rows both were asked (full
 condition): the exact McNemar test on the rows only one got right, and a 95% cluster-bootstrap
 interval of the difference (resampling release units).</p>{paired}

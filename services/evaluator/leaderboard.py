@@ -13,6 +13,7 @@ from skyqa.families import FAMILIES, TaskFamily
 from skyqa.families.dualcog_image.evaluation import METRICS as IMAGE_METRICS
 from skyqa.families.dualcog_video.evaluation import JOINT_METRICS, VISIBILITY_METRICS
 
+from services.evaluator.conditions import STEP_CONDITIONS
 from services.evaluator.metrics import summarize
 from services.evaluator.metrics_csv import element_instance_f1
 from services.evaluator.paired import paired_comparisons
@@ -45,7 +46,16 @@ def _groups(full: list[dict[str, Any]], f: TaskFamily[Any]) -> dict[str, Any]:
 
 ACCESS = ("text_only", "thumbnail", "full", "crop", "full_crop")
 # UltraVR's GT-CoT reasoning formats the evaluator runs, by the condition that asks them
-PROTOCOLS = {"S0 direct": "full", "S1 generic CoT": "generic_cot", "S2 schema CoT": "schema_cot"}
+PROTOCOLS = {
+    "S0 direct": "full",
+    "S1 generic CoT": "generic_cot",
+    "S2 schema CoT": "schema_cot",
+    "S3 few-shot GT-CoT": "fewshot_cot",
+    "S4 pred-step": "pred_step",
+    "S5 GT-prefix": "gt_prefix",
+}
+# the protocols that score the reasoning steps, by the condition that asks them
+STEP_PROTOCOLS = {name: c for name, c in PROTOCOLS.items() if c in STEP_CONDITIONS}
 
 
 def _entry(model: str, mine: list[dict[str, Any]], families: Sequence[TaskFamily[Any]]) -> dict[str, Any]:
@@ -94,6 +104,15 @@ def _entry(model: str, mine: list[dict[str, Any]], families: Sequence[TaskFamily
     schema = [i for i in mine if i["condition"] == "schema_cot"]
     if schema:
         entry["process"] = {"final": summarize(schema, IMAGE_METRICS), **summarize_steps(schema)}
+    # per-operation step errors and first errors under every step protocol that ran; final
+    # accuracy over every family's rows that have steps
+    by_protocol = {
+        name: {"final": summarize(got, ("option_correct",)), **summarize_steps(got)}
+        for name, c in STEP_PROTOCOLS.items()
+        if (got := [i for i in mine if i["condition"] == c])
+    }
+    if set(by_protocol) - {"S2 schema CoT"}:
+        entry["step_protocols"] = by_protocol
     protocols = {
         name: summarize(
             [i for i in mine if i["condition"] == c and not i.get("rotation")], ("option_correct",)

@@ -20,6 +20,12 @@ class Question:
     row: Any  # the family's row model: every one has a sample_id
     base_sample_id: str
     rotation: int = 0
+    # set by the process-level protocols: the user prompt asked instead of the row's own (few-shot
+    # examples before it, or one reasoning step of a sequential rollout) and which step it asks
+    # (``len(steps)``: the final question after the steps)
+    user_text: str | None = None
+    system_text: str | None = None
+    step: int | None = None
 
     @property
     def sample_id(self) -> str:
@@ -27,11 +33,11 @@ class Question:
 
     @property
     def system(self) -> str:
-        return self.family.prompts(self.row)[0]
+        return self.system_text if self.system_text is not None else self.family.prompts(self.row)[0]
 
     @property
     def user(self) -> str:
-        return self.family.prompts(self.row)[1]
+        return self.user_text if self.user_text is not None else self.family.prompts(self.row)[1]
 
     def item(self) -> Item:
         return self.family.item(self.row)

@@ -17,7 +17,7 @@ import io
 import json
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,13 @@ from PIL import Image
 from skyqa.answers import Parsed
 from skyqa.blob import BlobStore
 from skyqa.models.base import VisionModel
+from skyqa.steps import score_steps
 from skyqa.v1 import model_pb2
 from skyqa.video import decode_frames
 
+from services.evaluator import rollout as rollout_steps
 from services.evaluator.baselines import Responder
-from services.evaluator.conditions import CONDITIONS, GENERIC_COT, MEDIA
+from services.evaluator.conditions import CONDITIONS, GENERIC_COT, MEDIA, SEQUENTIAL, STEP_CONDITIONS
 from services.evaluator.questions import Question
 
 VIDEO_FRAMES = 8
@@ -50,13 +52,18 @@ def _jpeg(img: Image.Image, limit: tuple[int, int] = UPLOAD_MAX) -> bytes:
     return buf.getvalue()
 
 
-def _variants(data: bytes, label: str, kinds: tuple[str, ...]) -> list[tuple[str, bytes]]:
-    """What one image becomes under a condition's media kinds (see ``conditions``)."""
+def _variants(
+    data: bytes, label: str, kinds: tuple[str, ...], native: bool = False
+) -> list[tuple[str, bytes]]:
+    """What one image becomes under a condition's media kinds (see ``conditions``); a native
+    image goes as stored in the full-image kinds, its quadrants at their own resolution."""
+    if native and kinds == ("full",):
+        return [(label, data)]  # as stored: no need to decode 50 megapixels
     img = Image.open(io.BytesIO(data)).convert("RGB")
     out = []
     for kind in kinds:
         if kind == "full":
-            out.append((label, _jpeg(img)))
+            out.append((label, data if native else _jpeg(img)))
         elif kind == "thumbnail":
             out.append((f"{label} (thumbnail)", _jpeg(img, THUMBNAIL_MAX)))
         else:
@@ -107,26 +114,27 @@ class ModelResponder:
         req.params.max_tokens = int(self.params.get("max_tokens", 500))
         if "seed" in self.params:
             req.params.seed = int(self.params["seed"])
-        for label, data in self.media(q):
-            for part_label, part in _variants(data, label, MEDIA[condition]):
+        for label, data, native in self.media(q):
+            for part_label, part in _variants(data, label, MEDIA[condition], native):
                 req.images.add(data=part, mime_type="image/jpeg", label=part_label)
         return req
 
-    def media(self, q: Question) -> list[tuple[str, bytes]]:
-        """The row's images in prompt order, each with the label the prompt uses for it; a video
-        becomes its sampled frames, each labelled with its time."""
+    def media(self, q: Question) -> list[tuple[str, bytes, bool]]:
+        """The row's images in prompt order, each with the label the prompt uses for it and
+        whether it goes at its own size; a video becomes its sampled frames, each labelled with
+        its time."""
         out = []
         for m in q.family.media(q.row):
             data = self.store.get(f"{self.root}/{m.path}")
             if m.fps is None:
-                out.append((m.label, data))
+                out.append((m.label, data, m.native))
             else:
                 n, rate = (
                     int(self.params.get("video_frames", VIDEO_FRAMES)),
                     self.params.get("video_sample_fps", 0.0),
                 )
                 frames = sample_frames(data, n, m.fps, rate)
-                out += [(f"video frame at {t:.1f} s", f) for t, f in frames]
+                out += [(f"video frame at {t:.1f} s", f, False) for t, f in frames]
         return out
 
     async def answer(self, q: Question, condition: str = "full") -> tuple[str, dict[str, Any]]:
@@ -202,6 +210,9 @@ def cache_for(responder: Responder, cache_dir: Path) -> Cache:
 
 @dataclass
 class RunStats:
+    """Requests sent, answered from the cache and failed; rows not run for the budget (a
+    sequential protocol's row is several requests, and not run as a whole)."""
+
     asked: int = 0
     cached: int = 0
     failed: int = 0
@@ -229,16 +240,93 @@ async def run_items(
     """Item records in row order; ``budget`` caps the requests actually sent (cache hits are free).
 
     ``rows`` are already the condition's rows (``conditions.rows_for``); the condition decides
-    what the responder is shown and is part of the cache key.
+    what the responder is shown and is part of the cache key. Under the sequential protocols a
+    row is several requests (one per step, then the final question), each cached and counted.
     """
     sem = asyncio.Semaphore(concurrency)
     stats = RunStats()
     lock = asyncio.Lock()
-    steps = condition == "schema_cot"
+    steps = condition in STEP_CONDITIONS
+    held = 0  # requests reserved by rollouts under way, not yet sent
+
+    async def ask(q: Question, media: list[str], reserved: bool = False) -> tuple[str | None, dict[str, Any]]:
+        """The reply text (None: not run or failed) and the request's metadata; ``reserved``:
+        the request's budget was taken by its rollout beforehand."""
+        nonlocal held
+        key = cache_key(responder, q, media, condition)
+        text = cache.get(key)
+        if text is not None:
+            stats.cached += 1
+            return text, {"status": "ok", "cached": True, "request_hash": key}
+        async with lock:
+            allowed = reserved or budget is None or stats.asked + held < budget
+            if allowed:
+                stats.asked += 1
+                held -= int(reserved)
+        if not allowed:
+            stats.not_run += 1
+            return None, {"status": "not_run", "request_hash": key}
+        async with sem:
+            started = time.perf_counter()
+            try:
+                text, meta = await responder.answer(q, condition)
+            except Exception as exc:  # a responder bug must not lose the other items
+                text, meta = (
+                    "",
+                    {"status": "failed", "error_class": type(exc).__name__, "error_message": str(exc)},
+                )
+            meta.setdefault("latency_ms", round((time.perf_counter() - started) * 1000, 1))
+        meta["request_hash"] = key
+        if meta.get("status") != "ok":
+            stats.failed += 1
+            return None, meta
+        cache.put(key, text)
+        return text, meta
+
+    async def rollout(q: Question, media: list[str]) -> tuple[str | None, dict[str, Any], list[Any] | None]:
+        """A row's steps and final question; its budget is taken whole before the first request
+        (each step waits for the one before, so rows taking it request by request would all stop
+        half way), and what the cache then answers is given back."""
+        nonlocal held
+        gold = q.family.steps(q.row)
+        need = len(gold) + 1
+        async with lock:
+            if budget is not None and stats.asked + held + need > budget:
+                stats.not_run += 1
+                return None, {"status": "not_run", "request_hash": ""}, None
+            held += need
+        sent = 0  # of the reservation, requests sent (``ask`` gives each back as it goes)
+        try:
+            user = q.user
+            step_system = rollout_steps.step_system(q.system)
+            preds: list[Any] = []
+            shown: list[str] = []
+            for i in range(len(gold)):
+                prior = shown if condition == "pred_step" else [g.answer for g in gold[:i]]
+                asked = replace(
+                    q,
+                    user_text=rollout_steps.step_prompt(user, gold, prior, i),
+                    system_text=step_system,
+                    step=i,
+                )
+                text, meta = await ask(asked, media, reserved=True)
+                sent += not meta.get("cached")
+                if text is None:
+                    return None, meta, None
+                preds.append(rollout_steps.step_answer(text))
+                shown.append(rollout_steps.as_text(preds[-1]))
+            # S5: the true steps, but never one that states the answer (there: the model's own)
+            prefix = shown if condition == "pred_step" else rollout_steps.gt_prefix(gold, shown, q.item())
+            final = replace(q, user_text=rollout_steps.final_prompt(user, gold, prefix), step=len(gold))
+            text, meta = await ask(final, media, reserved=True)
+            sent += not meta.get("cached")
+            return text, meta, preds
+        finally:
+            async with lock:
+                held -= need - sent
 
     async def one(q: Question) -> dict[str, Any]:
         media = media_hashes(q, store, root)
-        key = cache_key(responder, q, media, condition)
         item = q.item()
         base = {
             "model": responder.name,
@@ -250,43 +338,31 @@ async def run_items(
             "task": item.task,
             "category": item.category,
             "difficulty": q.family.difficulty(q.row),
-            "request_hash": key,
         }
-        text = cache.get(key)
-        meta: dict[str, Any] = {"status": "ok", "cached": True}
-        if text is None:
-            async with lock:
-                allowed = budget is None or stats.asked < budget
-                if allowed:
-                    stats.asked += 1
-            if not allowed:
-                stats.not_run += 1
-                return {**base, "parse_kind": "not_run", "parse_stage": "", "raw_text": ""}
-            async with sem:
-                started = time.perf_counter()
-                try:
-                    text, meta = await responder.answer(q, condition)
-                except Exception as exc:  # a responder bug must not lose the other items
-                    text, meta = (
-                        "",
-                        {"status": "failed", "error_class": type(exc).__name__, "error_message": str(exc)},
-                    )
-                meta.setdefault("latency_ms", round((time.perf_counter() - started) * 1000, 1))
-            if meta.get("status") != "ok":
-                stats.failed += 1
-                return {
-                    **base,
-                    **meta,
-                    "parse_kind": "request_failed",
-                    "parse_stage": "",
-                    "raw_text": "",
-                    **q.family.score(q.row, Parsed("request_failed"), steps),
-                }
-            cache.put(key, text)
+        preds: list[Any] | None = None
+        if condition in SEQUENTIAL:
+            text, meta, preds = await rollout(q, media)
         else:
-            stats.cached += 1
+            text, meta = await ask(q, media)
+        base["request_hash"] = meta.pop("request_hash")
+        if meta.get("status") == "not_run":
+            return {**base, "parse_kind": "not_run", "parse_stage": "", "raw_text": ""}
+        if text is None:
+            return {
+                **base,
+                **meta,
+                "parse_kind": "request_failed",
+                "parse_stage": "",
+                "raw_text": "",
+                **q.family.score(q.row, Parsed("request_failed"), steps),
+            }
         parsed = q.family.parse(q.row, text)
+        if steps and preds is None and parsed.steps is not None:
+            preds = list(parsed.steps)
         labels = dict(item.options) if item.kind == "choice" else {}
+        scores = q.family.score(q.row, parsed, steps and condition not in SEQUENTIAL)
+        if condition in SEQUENTIAL:
+            scores.update(score_steps(q.family.steps(q.row), preds))
         return {
             **base,
             **meta,
@@ -297,7 +373,8 @@ async def run_items(
             "pred_bbox": parsed.bbox,
             "pred_count": parsed.count,
             "pred_label": labels.get(parsed.option, ""),
-            **q.family.score(q.row, parsed, steps),
+            **({"pred_steps": [rollout_steps.as_text(p) for p in preds]} if preds is not None else {}),
+            **scores,
         }
 
     items = await asyncio.gather(*(one(r) for r in rows))

@@ -25,6 +25,7 @@ def summarize_steps(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "items": len(items),
         "operation_accuracy": acc,
+        "operation_error": {op: round(1 - a, 4) for op, a in acc.items()},
         "operation_error_deviation": {op: round(e - mean_err, 4) for op, e in errors.items()},
         "first_error": {k: round(v / n, 4) for k, v in sorted(firsts.items())} if n else {},
     }

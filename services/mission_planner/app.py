@@ -41,7 +41,8 @@ async def setup(svc: Service) -> None:
         total = plan.videos
         message = (
             f"{event.missions} missions, {len(plan.navigation)} navigation missions, "
-            f"{len(plan.groups)} UAV groups and {len(plan.trajectories)} action trajectories rendered, "
+            f"{len(plan.groups)} UAV groups, {len(plan.trajectories)} action trajectories and "
+            f"{len(plan.surveys)} surveys rendered, "
             f"{plan.rejections} rejected, "
             f"for {plan.landmarks} landmarks"
         )
@@ -54,7 +55,8 @@ async def setup(svc: Service) -> None:
         keyed = [(f"{REQUESTER}:{job.job_id}", job) for job in jobs]
         message = (
             f"{len(plan.missions)} missions, {len(plan.navigation)} navigation missions, "
-            f"{len(plan.groups)} UAV groups and {len(plan.trajectories)} action trajectories planned, "
+            f"{len(plan.groups)} UAV groups, {len(plan.trajectories)} action trajectories and "
+            f"{len(plan.surveys)} surveys planned, "
             f"{plan.rejections} rejected"
         )
         if not await stage.scatter(event.run_id, topology.VIDEO_JOB, keyed, d.trace_id, message):

@@ -30,13 +30,14 @@ from skyqa.contracts.missions import (
 )
 from skyqa.contracts.navigation import RejectedNavigation
 from skyqa.contracts.rsv import RejectedTrajectory
+from skyqa.contracts.ultra import RejectedSurvey
 from skyqa.geometry.pcd import decode_cloud
 from skyqa.protojson import to_dict, to_json
 from skyqa.sim import Intrinsics
 from skyqa.v1 import common_pb2, landmark_pb2, mission_pb2, render_pb2, scan_pb2
 from skyqa.vocab.behaviors import load_library
 
-from services.mission_planner import group_missions, nav_missions, trajectories
+from services.mission_planner import group_missions, nav_missions, surveys, trajectories
 from services.mission_planner.camera_plan import CountBalance
 from services.mission_planner.config import MissionConfig
 from services.mission_planner.describe import describe, mission_id, target_of
@@ -60,15 +61,23 @@ class MissionPlanFile(Contract):
     rejected_groups: list[RejectedGroup] = Field(default_factory=list)
     trajectories: list[str] = Field(default_factory=list)
     rejected_trajectories: list[RejectedTrajectory] = Field(default_factory=list)
+    surveys: list[str] = Field(default_factory=list)
+    rejected_surveys: list[RejectedSurvey] = Field(default_factory=list)
     landmarks: int
     valid_instances: str
     scan: dict[str, object]
 
     @property
     def videos(self) -> int:
-        """Video jobs the plan sent out: every mission, navigation ones, UAV groups and action
-        trajectories included."""
-        return len(self.missions) + len(self.navigation) + len(self.groups) + len(self.trajectories)
+        """Video jobs the plan sent out: every mission, navigation ones, UAV groups, action
+        trajectories and surveys included."""
+        return (
+            len(self.missions)
+            + len(self.navigation)
+            + len(self.groups)
+            + len(self.trajectories)
+            + len(self.surveys)
+        )
 
     @property
     def rejections(self) -> int:
@@ -77,6 +86,7 @@ class MissionPlanFile(Contract):
             + len(self.rejected_navigation)
             + len(self.rejected_groups)
             + len(self.rejected_trajectories)
+            + len(self.rejected_surveys)
         )
 
 
@@ -151,6 +161,10 @@ def plan_run(
         run_id, scene_id, scan, obstacles, store
     )
     jobs += [((job.program.root.x, job.program.root.y), job) for job in trajectory_jobs]
+    planned_surveys, surveys_rejected, survey_jobs = surveys.plan_all(
+        run_id, scene_id, scan.backend or "builtin", table, obstacles, scan, cfg.jpeg_quality, store
+    )
+    jobs += [((job.poses[0].x, job.poses[0].y), job) for job in survey_jobs]
     plan = MissionPlanFile(
         run_id=run_id,
         scene_id=scene_id,
@@ -165,6 +179,8 @@ def plan_run(
         rejected_trajectories=[
             RejectedTrajectory(traj_id=t, reason=why) for t, why in sorted(trajectories_rejected.items())
         ],
+        surveys=planned_surveys,
+        rejected_surveys=surveys_rejected,
         landmarks=len(landmarks),
         valid_instances=event.valid_instances.key,
         scan=to_dict(scan),
@@ -184,6 +200,9 @@ def bundle_mission(done: render_pb2.VideoDone, store: BlobStore, scan: scan_pb2.
         return
     if trajectories.is_trajectory(store, done.run_id, done.job_id):
         trajectories.check_rendered(done, store)
+        return
+    if surveys.is_survey(store, done.run_id, done.job_id):
+        surveys.bundle(done, store)
         return
     lib = load_library()
     composed_key = keys.mission_file(done.run_id, done.job_id, keys.COMPOSED_SEGMENTS)
@@ -224,6 +243,8 @@ def write_index(plan: MissionPlanFile, store: BlobStore) -> mission_pb2.Missions
         rejected_groups=sorted(plan.rejected_groups, key=lambda r: r.group_id),
         trajectories=[trajectories.index_row(store, plan.run_id, t) for t in sorted(plan.trajectories)],
         rejected_trajectories=plan.rejected_trajectories,
+        surveys=[surveys.index_row(plan.run_id, s) for s in sorted(plan.surveys)],
+        rejected_surveys=plan.rejected_surveys,
     )
     info = store.put(keys.missions_index(plan.run_id), dump_json(index), "application/json")
     return mission_pb2.MissionsCompleted(

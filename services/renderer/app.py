@@ -12,8 +12,7 @@ from skyqa.runtime import Service, Settings
 from skyqa.sim import SimulatorCache
 from skyqa.v1 import render_pb2
 
-from services.renderer.trajectory import render_trajectory
-from services.renderer.video import render_video
+from services.renderer.jobs import renderer_for
 from services.renderer.worker import render_job
 
 NAME = "renderer"
@@ -41,7 +40,7 @@ async def setup(svc: Service) -> None:
 
     async def on_video(job: render_pb2.VideoJob, d: Delivery) -> None:
         sim = await asyncio.to_thread(sims.get, job.backend or "builtin", job.scene_id)
-        render = render_trajectory if job.HasField("program") else render_video
+        render = renderer_for(job)
         done = await asyncio.to_thread(render, job, sim, svc.store, svc.metrics.frames.labels(NAME).inc)
         await svc.bus.publish(
             topology.video_done_subject(job.requester),

@@ -55,6 +55,11 @@ def validate_video_job(job: render_pb2.VideoJob) -> None:
         raise InvalidInput(f"video fov must be 10..170 degrees, got {job.fov_deg}")
     if not 100_000 <= job.bitrate <= 100_000_000:
         raise InvalidInput(f"bitrate must be 100 kb/s..100 Mb/s, got {job.bitrate}")
+    validate_geometry(job)
+
+
+def validate_geometry(job: render_pb2.VideoJob) -> None:
+    """Its JPEG quality, and every target's box and every pose finite."""
     if not 1 <= job.jpeg_quality <= 100:
         raise InvalidInput(f"jpeg quality must be 1..100, got {job.jpeg_quality}")
     for t in job.targets:

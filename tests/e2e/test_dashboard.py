@@ -29,6 +29,7 @@ SCAN = {
     "landmark_count": 2,
     "video": {"width": 160, "height": 120},
     "reasoning": {"per_split": 1, "random_walks": 1, "width": 96, "height": 64},
+    "surveys": {"count": 1, "width": 1024, "height": 768, "gsd_m": 0.1},
     "evaluation": {"conditions": ["full", "text_only"]},
 }
 

@@ -60,6 +60,7 @@ async def start_human_review(env: Embedded) -> scan_pb2.ScanRequest:
         4,
         "160x120",
         reasoning="0",
+        surveys="0",
     )
     await publish_scan(env.nats_url, req)
     await wait_for_review(env.nats_url, req.run_id)

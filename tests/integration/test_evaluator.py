@@ -277,8 +277,14 @@ class Oracle:
     async def generate(self, request: model_pb2.GenerateRequest) -> model_pb2.GenerateResponse:
         sizes = [(im.label, Image.open(io.BytesIO(im.data)).size) for im in request.images]
         self.seen.append((request.request_id, sizes))
-        body = json.loads(_answer(request.prompt))
         base = request.request_id.split("#")[0]
+        asked = re.search(r"Now answer only step S(\d+):", request.prompt)
+        if asked:  # one step of a sequential rollout (S4, S5)
+            i = int(asked.group(1)) - 1
+            answer = "[0.0, 0.0, 0.01, 0.01]" if self.wrong_box and i == 0 else self.steps[base][i]
+            return model_pb2.GenerateResponse(text=json.dumps({"answer": answer}))
+        # after S3's solved examples, the question asked is the last one
+        body = json.loads(_answer(request.prompt.split("Now the question.")[-1]))
         if "steps" in request.system:
             steps = list(self.steps[base])
             if self.wrong_box:
@@ -295,6 +301,7 @@ async def test_conditions_circular_eval_and_process_steps_over_grpc(tmp_path: Pa
     oracle, sloppy = Oracle(rows), Oracle(rows, wrong_box=True)
     servers = [await serve_grpc(m) for m in (oracle, sloppy)]
     conditions = ["full", "text_only", "thumbnail", "crop", "full_crop", "circular", "schema_cot"]
+    conditions += ["fewshot_cot", "pred_step", "gt_prefix"]
     try:
         eps = [
             ModelEndpoint(kind="grpc", url=f"127.0.0.1:{port}", model=name)
@@ -332,6 +339,13 @@ async def test_conditions_circular_eval_and_process_steps_over_grpc(tmp_path: Pa
     assert o["process"]["first_error"] == {"none": 1.0}
     s = board["sloppy"]["process"]
     assert s["operation_accuracy"] == {"GND": 0.0, "INF": 1.0} and s["first_error"] == {"GND": 1.0}
+    # S3-S5 over gRPC: per step and per operation, the sloppy model's grounding fails in each
+    for name in ("S3 few-shot GT-CoT", "S4 pred-step", "S5 GT-prefix"):
+        good, bad = o["step_protocols"][name], board["sloppy"]["step_protocols"][name]
+        assert good["items"] == 6 and good["operation_error"] == {"GND": 0.0, "INF": 0.0}
+        assert bad["operation_error"] == {"GND": 1.0, "INF": 0.0} and bad["first_error"] == {"GND": 1.0}
+        assert good["final"]["option_correct"] == 1.0
+    assert b"Per-operation errors" in store.get(result.outputs["eval_report"])
     # classical CV finds the orange block and turns its position into the direction
     cv = board["cv_grounding"]
     assert cv["image"]["bbox_acc@50iou"] >= 5 / 6 and cv["image"]["option_correct"] >= 5 / 6
@@ -485,3 +499,56 @@ async def test_evaluation_requests_reach_only_allowed_endpoints_with_the_operato
             assert seen and set(seen) == {"Bearer operator-key"}, seen
         finally:
             await svc.stop()
+
+
+def judge_server(prompts: list[str]) -> FastAPI:
+    """An LLM judge: "higher" means "above"; a candidate saying "garbled" gets a reply that is
+    not the verdict's JSON."""
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> JSONResponse:
+        text = _text(await request.json())
+        prompts.append(text)
+        candidate = text.split("Candidate answer: ")[1]
+        if "garbled" in candidate:
+            return _completion("I think so")
+        same = "above" in text.split("Reference answer: ")[1] and "higher" in candidate
+        return _completion(json.dumps({"equivalent": same}))
+
+    return app
+
+
+async def test_the_llm_judge_re_marks_only_free_form_steps(tmp_path: Path) -> None:
+    from skyqa.contracts.qa import ReasoningStep
+    from skyqa.models import OpenAICompatModel
+
+    from services.evaluator.judge import Judge, judge_item
+    from services.evaluator.runner import Cache
+
+    gold = [
+        ReasoningStep(question="Boxes of the cars?", answer="[[0.1, 0.1, 0.2, 0.2]]", operation="GND"),
+        ReasoningStep(question="How many?", answer="1", operation="QUA"),
+        ReasoningStep(question="How do they relate?", answer="It is above it", operation="INT"),
+        ReasoningStep(question="Which option?", answer="It is above it", operation="INF"),
+    ]
+    prompts: list[str] = []
+    with ServedApp(judge_server(prompts)) as served:
+        judge = Judge(
+            "judge", OpenAICompatModel(served.url + "/v1", "judge"), Cache(tmp_path / "judge.jsonl")
+        )
+        item = {
+            "pred_steps": ["[]", "2", "it is higher than the other one", "garbled"],
+            "step_ops": ["GND", "QUA", "INT", "INF"],
+            "step_correct": [0, 0, 0, 0],
+        }
+        await judge_item(item, gold, judge)
+        # the box list and the count are the rules' to decide; the judge sees the two free-form ones
+        assert len(prompts) == 2 and all("Reference answer: It is above it" in p for p in prompts)
+        assert item["step_correct"] == [0, 0, 1, 0] and item["step_judged"] == [0, 0, 1, 0]
+        assert item["step_accuracy"] == 0.25 and item["first_error"] == "GND"
+        # judgements are cached: a second pass asks nothing
+        again = {**item, "step_correct": [0, 0, 0, 0]}
+        await judge_item(again, gold, Judge("judge", judge.model, Cache(tmp_path / "judge.jsonl")))
+        # (an unreadable reply is kept too, like a model's: asking again at temperature 0 repeats it)
+        assert len(prompts) == 2 and again["step_correct"] == [0, 0, 1, 0]

@@ -36,7 +36,7 @@ from services.registry import SERVICES
 ROOT = Path(__file__).resolve().parents[2]
 REQ = build_request(
     "tiny_town", "preview", None, "-50,50,-50,50,0,80", 25.0, [45.0], 0, "auto", 2, "160x120",
-    eval_conditions="full", reasoning="0",
+    eval_conditions="full", reasoning="0", surveys="0",
 )  # fmt: skip
 COMPARED = (
     "frames_manifest",
@@ -227,6 +227,7 @@ async def test_review_host_killed_during_human_review_keeps_the_scan_settings(tm
         2,
         "160x120",
         reasoning="0",
+        surveys="0",
     )
     token = secrets.token_hex(8)
     server = NatsServer(tmp_path / "nats").start()

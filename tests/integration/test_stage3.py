@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from category_family import LandmarkCategory
+from google.protobuf import json_format
 from PIL import Image
 from skyqa import keys, media
 from skyqa.blob import S3BlobStore
@@ -32,11 +33,12 @@ from skyqa.contracts.missions import (
     TaskData,
 )
 from skyqa.contracts.navigation import NavigationTask
+from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.families import FAMILIES
 from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
-from skyqa.sim import Intrinsics, Pose, project
+from skyqa.sim import BuiltinSimulator, Intrinsics, Pose, load_scene, project
 from skyqa.v1 import common_pb2, mission_pb2, render_pb2
 from skyqa.video import probe
 from stage_helpers import Probe, small_scan
@@ -53,6 +55,7 @@ from services.qa_generator import app as qa_app
 from services.qa_generator.pipeline import QAPlan, plan
 from services.qa_generator.release import ReleaseLeaks, completion, finish
 from services.renderer import app as renderer_app
+from services.renderer.jobs import completion_marker, renderer_for
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -363,6 +366,55 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
             ids = {o["option_id"] for o in r["choice_options"]}
             assert set(r["answer_option_ids"]) <= ids and 2 <= len(ids) <= 8
 
+    # UltraVR-style rows about the survey's nadir and oblique views: every category, four options,
+    # a typed GT-CoT trace ending in the gold, every box a clearly visible measured object
+    ultra = rows_of(s3_store, run["ultravr_qa"])
+    assert {r["category"] for r in ultra} == {"comparison", "logical_verification", "relational_inference"}
+    assert {r["view"] for r in ultra} == {"nadir", "oblique"}
+    survey = load_json(
+        SurveyTask, s3_store.get(f"{keys.final_task(run_id, ultra[0]['survey_id'])}/survey_task.json")
+    )
+    assert (survey.width, survey.height) == (1024, 768)
+    for r in ultra:
+        opts = {o["option_id"]: o["label"] for o in r["options"]}
+        assert len(opts) == 4 and opts[r["answer_option_id"]] == r["answer_label"]
+        steps = r["reasoning_steps"]
+        assert steps[-1]["answer"] == r["answer_label"] and steps[0]["operation"] == "GND"
+        assert {s["answer_format"] for s in steps} <= {
+            "bbox_coordinates_list",
+            "bbox",
+            "integer",
+            "boolean",
+            "relation",
+            "option_label",
+        }
+        with Image.open(io.BytesIO(s3_store.get(f"{root}/{r['image']}"))) as img:
+            assert img.size == (1024, 768)
+        measured = survey.measured[[v.view for v in survey.views].index(r["view"])].objects
+        boxes = {
+            tuple(round(v, 4) for v in (m.box[0] / 1024, m.box[1] / 768, m.box[2] / 1024, m.box[3] / 768))
+            for m in measured
+        }
+        for s in steps:
+            if s["answer_format"] == "bbox_coordinates_list":
+                assert all(tuple(b) in boxes for b in json.loads(s["answer"]))
+    objects = [json.loads(x) for x in s3_store.get(run["ultravr_objects"]).splitlines()]
+    assert {o["view"] for o in objects} == {"nadir", "oblique"} and any(o["problem"] for o in objects)
+    funnel = json.loads(s3_store.get(run["ultravr_candidates"]))
+    assert funnel["rows"] >= len(ultra) and sum(funnel["removed"].values()) > 0
+    # the survey renders again from its recorded request (what `skyqa refresh --videos` does) to
+    # the same JPEG bytes and the same measurements
+    request = s3_store.get(keys.mission_file(run_id, survey.survey_id, keys.RENDER_REQUEST))
+    job = json_format.Parse(request, render_pb2.VideoJob())
+    shipped = {
+        k: s3_store.get(f"{job.output_prefix}/{k}")
+        for k in ("survey/view_00.jpg", "survey/view_01.jpg", "survey.json")
+    }
+    s3_store.delete(completion_marker(job))
+    done = renderer_for(job)(job, BuiltinSimulator(load_scene("tiny_town")), s3_store, None)
+    assert not done.reused
+    assert {k: s3_store.get(f"{job.output_prefix}/{k}") for k in shipped} == shipped
+
     # exports: dataset card with the funnel, VLMEvalKit TSV with one line per image row
     card = s3_store.get(run["dataset_card"]).decode()
     assert "config_name: image_qa" in card and f"| released landmarks (full lattice) | {n} |" in card
@@ -475,6 +527,7 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
         "landmark_category",
         "urbanvideo_nav",
         "aircop_collab",
+        "ultravr",
     }
 
 

@@ -21,6 +21,7 @@ from skyqa.contracts.aircop import GroupIndexRow, RejectedGroup
 from skyqa.contracts.base import Contract
 from skyqa.contracts.navigation import RejectedNavigation
 from skyqa.contracts.rsv import RejectedTrajectory, TrajectoryIndexRow
+from skyqa.contracts.ultra import RejectedSurvey, SurveyIndexRow
 
 TASK_SCHEMA_VERSION = "stage3.v2"
 ParamValue = float | str
@@ -467,3 +468,5 @@ class MissionIndex(Contract):
     rejected_groups: list[RejectedGroup] = Field(default_factory=list)
     trajectories: list[TrajectoryIndexRow] = Field(default_factory=list)
     rejected_trajectories: list[RejectedTrajectory] = Field(default_factory=list)
+    surveys: list[SurveyIndexRow] = Field(default_factory=list)
+    rejected_surveys: list[RejectedSurvey] = Field(default_factory=list)

@@ -28,6 +28,7 @@ from skyqa.families.base import (
 from skyqa.families.dualcog_image import FAMILY as DUALCOG_IMAGE
 from skyqa.families.dualcog_video import FAMILY as DUALCOG_VIDEO
 from skyqa.families.reasoning import FAMILY as REASONING_VIDEOS
+from skyqa.families.ultravr import FAMILY as ULTRAVR
 from skyqa.families.urbanvideo import FAMILY as URBANVIDEO_NAV
 
 # families of questions, which the evaluator asks vision-language models
@@ -36,6 +37,7 @@ FAMILIES: tuple[TaskFamily[Any], ...] = (
     DUALCOG_VIDEO,
     URBANVIDEO_NAV,
     AIRCOP_COLLAB,
+    ULTRAVR,
 )
 # everything the QA stage releases: the question families and the world-model ones
 RELEASED: tuple[ReleaseFamily[Any], ...] = (*FAMILIES, REASONING_VIDEOS)
@@ -88,6 +90,7 @@ __all__ = [
     "FAMILIES",
     "REASONING_VIDEOS",
     "RELEASED",
+    "ULTRAVR",
     "URBANVIDEO_NAV",
     "CardPart",
     "Checked",

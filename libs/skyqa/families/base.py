@@ -79,6 +79,9 @@ class MediaRef:
     label: str  # how the prompt names it ("Image 2", "reference image")
     path: str  # relative to the release folder
     fps: float | None = None  # a video: the evaluator sends frames sampled from it
+    # an ultra-resolution still: the full-image conditions send it as stored, at its own size,
+    # and leave any resizing to the model's own preprocessing (UltraVR's V2)
+    native: bool = False
 
 
 @dataclass(frozen=True)

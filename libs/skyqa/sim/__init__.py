@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from skyqa.sim.builtin import BuiltinSimulator
     from skyqa.sim.camera import Intrinsics, Pose, look_at, project, project_box, rotation_matrix, unproject
     from skyqa.sim.classes import BY_ID, BY_NAME, CATEGORIES, CLASSES, SemanticClass
-    from skyqa.sim.protocol import CameraSpec, Frame, LidarScan, LidarSpec, Simulator
+    from skyqa.sim.protocol import CameraSpec, Frame, LidarScan, LidarSpec, RowRenderer, Simulator
     from skyqa.sim.registry import SimulatorCache, known_scenes, load_scene, open_simulator
     from skyqa.sim.scene import Scene, SceneObject, load_mesh_scene
 else:
@@ -31,7 +31,14 @@ else:
                 "unproject",
             ),
             "skyqa.sim.classes": ("BY_ID", "BY_NAME", "CATEGORIES", "CLASSES", "SemanticClass"),
-            "skyqa.sim.protocol": ("CameraSpec", "Frame", "LidarScan", "LidarSpec", "Simulator"),
+            "skyqa.sim.protocol": (
+                "CameraSpec",
+                "Frame",
+                "LidarScan",
+                "LidarSpec",
+                "RowRenderer",
+                "Simulator",
+            ),
             "skyqa.sim.registry": ("SimulatorCache", "known_scenes", "load_scene", "open_simulator"),
             "skyqa.sim.scene": ("Scene", "SceneObject", "load_mesh_scene"),
         },
@@ -49,6 +56,7 @@ __all__ = [
     "LidarScan",
     "LidarSpec",
     "Pose",
+    "RowRenderer",
     "Scene",
     "SceneObject",
     "SemanticClass",

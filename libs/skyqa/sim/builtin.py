@@ -121,8 +121,16 @@ class BuiltinSimulator:
         return self._rays[:pixels]
 
     def render(self, pose: Pose, camera: CameraSpec) -> Frame:
+        return self.render_rows(pose, camera, 0, camera.height)
+
+    def render_rows(self, pose: Pose, camera: CameraSpec, first: int, stop: int) -> Frame:
+        """Rows ``first``..``stop`` of the frame ``render`` would return, pixel for pixel (each
+        ray is computed from its row in the whole image), so an image too large to hold with its
+        depth and labels renders band by band."""
         k = camera.intrinsics
-        h, w = k.height, k.width
+        if not 0 <= first < stop <= k.height:
+            raise ValueError(f"rows {first}..{stop} are not within the {k.height}-row image")
+        h, w = stop - first, k.width
         n = h * w
         cam = np.array([w, k.cx, k.cy, 1.0 / k.fx, 1.0 / k.fy], dtype=np.float32)
         rot, origin = pose.rotation().astype(np.float32), pose.position.astype(np.float32)
@@ -136,15 +144,15 @@ class BuiltinSimulator:
         with K.launch_lock:
             K.set_threads(self.threads)
             for row0 in range(0, h, band):
-                start, stop = row0 * w, min(h, row0 + band) * w
-                rays = self._ray_buffer(stop - start)
-                K.rotate_rays(cam, rot, origin, row0, rays)
+                start, end = row0 * w, min(h, row0 + band) * w
+                rays = self._ray_buffer(end - start)
+                K.rotate_rays(cam, rot, origin, first + row0, rays)
                 ans = self._cast(rays)
                 K.shade(
                     cam,
                     rot,
                     origin,
-                    row0,
+                    first + row0,
                     ans["t_hit"],
                     ans["geometry_ids"],
                     ans["primitive_ids"],
@@ -155,10 +163,10 @@ class BuiltinSimulator:
                     K.PALETTE,
                     SUN,
                     K.HAZE_M,
-                    rgb[start:stop],
-                    depth[start:stop],
-                    instance[start:stop],
-                    semantic[start:stop],
+                    rgb[start:end],
+                    depth[start:end],
+                    instance[start:end],
+                    semantic[start:end],
                 )
         return Frame(
             rgb=rgb.reshape(h, w, 3),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -80,3 +80,11 @@ class Simulator(Protocol):
     def lidar(self, pose: Pose, spec: LidarSpec) -> LidarScan: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class RowRenderer(Protocol):
+    """A simulator that renders a band of rows of a frame (the built-in one): what lets an
+    ultra-resolution still render without holding its whole depth and label buffers."""
+
+    def render_rows(self, pose: Pose, camera: CameraSpec, first: int, stop: int) -> Frame: ...

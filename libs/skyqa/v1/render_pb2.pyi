@@ -353,6 +353,7 @@ class VideoJob(_message.Message):
     ARCHIVE_WIDTH_FIELD_NUMBER: _builtins.int
     ARCHIVE_HEIGHT_FIELD_NUMBER: _builtins.int
     PROGRAM_FIELD_NUMBER: _builtins.int
+    SURVEY_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     job_id: _builtins.str
     """the mission (traj) id"""
@@ -373,6 +374,10 @@ class VideoJob(_message.Message):
     archive_width: _builtins.int
     """0: no archived full-resolution frames"""
     archive_height: _builtins.int
+    survey: _builtins.bool
+    """set: each pose is one ultra-resolution still (up to 16384x12288, rendered in row bands) with
+    every instance in it measured; no video, and the done event carries ``survey``
+    """
     @_builtins.property
     def poses(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Pose]:
         """one camera pose per output frame"""
@@ -406,10 +411,11 @@ class VideoJob(_message.Message):
         archive_width: _builtins.int = ...,
         archive_height: _builtins.int = ...,
         program: Global___ActionProgram | None = ...,
+        survey: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["program", b"program"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_height", b"archive_height", "archive_width", b"archive_width", "backend", b"backend", "bitrate", b"bitrate", "correlation", b"correlation", "fov_deg", b"fov_deg", "fps", b"fps", "height", b"height", "job_id", b"job_id", "jpeg_quality", b"jpeg_quality", "output_prefix", b"output_prefix", "poses", b"poses", "program", b"program", "requester", b"requester", "run_id", b"run_id", "scene_id", b"scene_id", "targets", b"targets", "width", b"width"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_height", b"archive_height", "archive_width", b"archive_width", "backend", b"backend", "bitrate", b"bitrate", "correlation", b"correlation", "fov_deg", b"fov_deg", "fps", b"fps", "height", b"height", "job_id", b"job_id", "jpeg_quality", b"jpeg_quality", "output_prefix", b"output_prefix", "poses", b"poses", "program", b"program", "requester", b"requester", "run_id", b"run_id", "scene_id", b"scene_id", "survey", b"survey", "targets", b"targets", "width", b"width"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -436,6 +442,7 @@ class VideoDone(_message.Message):
     ARCHIVE_WIDTH_FIELD_NUMBER: _builtins.int
     ARCHIVE_HEIGHT_FIELD_NUMBER: _builtins.int
     EXECUTION_FIELD_NUMBER: _builtins.int
+    SURVEY_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     job_id: _builtins.str
     requester: _builtins.str
@@ -462,6 +469,10 @@ class VideoDone(_message.Message):
     def execution(self) -> _common_pb2.BlobRef:
         """an action program's execution record (execution.json)"""
 
+    @_builtins.property
+    def survey(self) -> _common_pb2.BlobRef:
+        """a survey's measurements (survey.json)"""
+
     def __init__(
         self,
         *,
@@ -480,10 +491,11 @@ class VideoDone(_message.Message):
         archive_width: _builtins.int = ...,
         archive_height: _builtins.int = ...,
         execution: _common_pb2.BlobRef | None = ...,
+        survey: _common_pb2.BlobRef | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["execution", b"execution", "frame_visibility", b"frame_visibility", "video", b"video"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["execution", b"execution", "frame_visibility", b"frame_visibility", "survey", b"survey", "video", b"video"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_height", b"archive_height", "archive_width", b"archive_width", "correlation", b"correlation", "execution", b"execution", "fps", b"fps", "frame_count", b"frame_count", "frame_visibility", b"frame_visibility", "height", b"height", "job_id", b"job_id", "requester", b"requester", "reused", b"reused", "run_id", b"run_id", "scene_id", b"scene_id", "video", b"video", "width", b"width"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_height", b"archive_height", "archive_width", b"archive_width", "correlation", b"correlation", "execution", b"execution", "fps", b"fps", "frame_count", b"frame_count", "frame_visibility", b"frame_visibility", "height", b"height", "job_id", b"job_id", "requester", b"requester", "reused", b"reused", "run_id", b"run_id", "scene_id", b"scene_id", "survey", b"survey", "video", b"video", "width", b"width"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -325,6 +325,45 @@ class ReasoningSettings(_message.Message):
 Global___ReasoningSettings: _TypeAlias = ReasoningSettings  # noqa: Y015
 
 @_typing.final
+class SurveySettings(_message.Message):
+    """UltraVR-style ultra-resolution surveys per run: `count` areas, each photographed once nadir and
+    once oblique at width x height, rendered in row bands (unset: 1 area at 8192x6144; 0 is an
+    explicit "none"). `gsd_m` is the ground size of a nadir pixel (unset: 0.04 m, so a car is
+    about 110x45 pixels), `fov_deg` the horizontal field of view (unset: 90).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COUNT_FIELD_NUMBER: _builtins.int
+    WIDTH_FIELD_NUMBER: _builtins.int
+    HEIGHT_FIELD_NUMBER: _builtins.int
+    FOV_DEG_FIELD_NUMBER: _builtins.int
+    GSD_M_FIELD_NUMBER: _builtins.int
+    count: _builtins.int
+    width: _builtins.int
+    height: _builtins.int
+    fov_deg: _builtins.float
+    gsd_m: _builtins.float
+    def __init__(
+        self,
+        *,
+        count: _builtins.int | None = ...,
+        width: _builtins.int = ...,
+        height: _builtins.int = ...,
+        fov_deg: _builtins.float = ...,
+        gsd_m: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_count", b"_count", "count", b"count"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_count", b"_count", "count", b"count", "fov_deg", b"fov_deg", "gsd_m", b"gsd_m", "height", b"height", "width", b"width"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__count: _TypeAlias = _typing.Literal["count"]  # noqa: Y015
+    _WhichOneofArgType__count: _TypeAlias = _typing.Literal["_count", b"_count"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__count) -> _WhichOneofReturnType__count | None: ...
+
+Global___SurveySettings: _TypeAlias = SurveySettings  # noqa: Y015
+
+@_typing.final
 class ScanRequest(_message.Message):
     """Published on skyqa.v1.scan.requested."""
 
@@ -351,6 +390,7 @@ class ScanRequest(_message.Message):
     NAVIGATION_FIELD_NUMBER: _builtins.int
     GROUPS_FIELD_NUMBER: _builtins.int
     REASONING_FIELD_NUMBER: _builtins.int
+    SURVEYS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     backend: _builtins.str
@@ -390,6 +430,8 @@ class ScanRequest(_message.Message):
     def groups(self) -> Global___GroupSettings: ...
     @_builtins.property
     def reasoning(self) -> Global___ReasoningSettings: ...
+    @_builtins.property
+    def surveys(self) -> Global___SurveySettings: ...
     def __init__(
         self,
         *,
@@ -414,10 +456,11 @@ class ScanRequest(_message.Message):
         navigation: Global___NavigationSettings | None = ...,
         groups: Global___GroupSettings | None = ...,
         reasoning: Global___ReasoningSettings | None = ...,
+        surveys: Global___SurveySettings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "lidar", b"lidar", "navigation", b"navigation", "reasoning", b"reasoning", "video", b"video"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "lidar", b"lidar", "navigation", b"navigation", "reasoning", b"reasoning", "surveys", b"surveys", "video", b"video"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "reasoning", b"reasoning", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "reasoning", b"reasoning", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "surveys", b"surveys", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

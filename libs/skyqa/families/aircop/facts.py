@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from skyqa.contracts.aircop import GroupObject, GroupTask, ObjectView
 from skyqa.contracts.degradation import Degradation
-from skyqa.sim.classes import COLOURS
+from skyqa.vocab.colours import coarse_colour
 
 State = Literal["out_of_view", "occluded", "lost", "small", "degraded", "clear"]
 OCCLUDED = 0.4
@@ -34,9 +34,6 @@ SMALL_MIN_PX = 40
 USABLE_QUALITY = 2  # Fair
 MIN_IN_FRAME = 0.5
 COLOUR_MIN_PX = 30
-ACHROMATIC = 0.2  # (max - min) / max of an rgb below this is a grey
-# palette colours a viewer tells apart only by shade, named by their family
-HUE_FAMILY = {"dark red": "red", "dark green": "green", "light blue": "blue", "beige": "yellow"}
 
 
 @dataclass(frozen=True)
@@ -117,17 +114,7 @@ def colour_name(
         lit = np.median(px[lum >= np.quantile(lum, 0.75)], axis=0)
         if best is None or lit.max() > best.max():
             best = lit
-    return None if best is None else _coarse(best)
-
-
-def _coarse(rgb: NDArray[np.float64]) -> str:
-    top = float(rgb.max())
-    if top <= 0.0 or (top - float(rgb.min())) < ACHROMATIC * top:
-        return "white" if top >= 0.6 else "gray" if top >= 0.25 else "black"
-    hue = rgb / top
-    chromatic = {n: np.asarray(c) for n, c in COLOURS.items() if max(c) - min(c) >= ACHROMATIC * max(c)}
-    name = min(chromatic, key=lambda n: float(np.sum((chromatic[n] / chromatic[n].max() - hue) ** 2)))
-    return HUE_FAMILY.get(name, name)
+    return None if best is None else coarse_colour(best)
 
 
 def unique_names(

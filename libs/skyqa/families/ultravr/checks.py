@@ -1,0 +1,256 @@
+"""QC of the ultra-resolution rows: structure, the GT-CoT trace's own arithmetic, and every
+box it names re-found in the renderer's measurements of the view.
+
+Independently of planning: a step's box must be a measured object of the view that a viewer
+counts without doubt (pixels, in-frame and occluded shares re-read against the floors), of a
+class the row names, whose box centre lies in the region the step names and clear of the split
+lines; a box list must hold every such object of its bundle in that region (a recount over
+the measurements); counts must equal their lists' lengths, the arithmetic steps must follow
+from the counts, and the last step must be the gold answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from skyqa.contracts.ultra import MeasuredObject, SurveyTask
+from skyqa.contracts.ultravr import UltraRow
+from skyqa.families.structure import Verdict, check_options
+from skyqa.families.ultravr import objects as O
+from skyqa.families.ultravr.templates import CLAIM_LABELS, EXTREMES
+from skyqa.vocab.colours import clear_colour
+
+_REGION = re.compile(r"in the (upper|lower)-(left|right) region")
+TOLERANCE = 1e-3
+
+
+def _clear(m: MeasuredObject) -> bool:
+    return m.in_frame >= O.MIN_IN_FRAME and m.pixels >= O.FLOOR_PX and 0 <= m.occluded <= O.MAX_OCCLUDED
+
+
+def _in_region(m: MeasuredObject, region: str, w: int, h: int) -> bool | None:
+    """Whether its box centre lies in ``region``; None when it is near a split line."""
+    cx, cy = (m.box[0] + m.box[2]) / 2.0, (m.box[1] + m.box[3]) / 2.0
+    if abs(cx - w / 2) < O.BOUNDARY * w or abs(cy - h / 2) < O.BOUNDARY * h:
+        return None
+    level, side = region.split("-")
+    return (cy < h / 2) == (level == "upper") and (cx < w / 2) == (side == "left")
+
+
+def _accepts(m: MeasuredObject, bundle: str) -> bool:
+    classes, colour, orientation = bundle.split(":")
+    if m.class_name not in classes.split("+"):
+        return False
+    if colour and (len(m.lit_rgb) != 3 or clear_colour(np.asarray(m.lit_rgb)) != colour):
+        return False
+    return not orientation or O.orientation_of(m.axis_deg, m.elongation) == orientation
+
+
+def _boxes(text: str) -> list[list[float]] | None:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, list) and all(isinstance(b, list) and len(b) == 4 for b in value):
+        return value
+    return None
+
+
+def _find(box: list[float], measured: list[MeasuredObject], w: int, h: int) -> MeasuredObject | None:
+    for m in measured:
+        norm = (m.box[0] / w, m.box[1] / h, m.box[2] / w, m.box[3] / h)
+        if all(abs(a - b) <= TOLERANCE for a, b in zip(norm, box, strict=True)):
+            return m
+    return None
+
+
+def _centre(box: list[float]) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0
+
+
+def _expected(row: UltraRow, counts: list[int]) -> str | None:
+    """The answer each task's rule gives from the trace's own facts."""
+    steps = row.reasoning_steps
+    regions = [f"{m.group(1)}-{m.group(2)}" for s in steps if (m := _REGION.search(s.question))]
+    task = row.task
+    if task == "count_difference":
+        return str(abs(counts[0] - counts[1]))
+    if task == "count_total":
+        return str(counts[0] + counts[1])
+    if task == "count_ratio":
+        f = Fraction(counts[0], counts[1])
+        return f"{f.numerator}:{f.denominator}"
+    if task == "count_order":
+        a, b = counts
+        if a == b:
+            return "Both regions have the same, non-zero number" if a else row.options[3].label
+        return f"The {regions[0] if a > b else regions[2]} region has more"
+    if task == "claim_pattern":
+        if steps[-3].answer != str(sum(counts)) or steps[-2].answer != O.REGIONS[int(np.argmax(counts))]:
+            return "the claim evidence does not follow from the counts"
+        claimed = re.search(r"exactly (\d+) .* the (\S+) region has more", row.question)
+        if claimed is None:
+            return None
+        a_true, b_true = int(claimed.group(1)) == sum(counts), claimed.group(2) == steps[-2].answer
+        return CLAIM_LABELS[
+            [(True, True), (True, False), (False, True), (False, False)].index((a_true, b_true))
+        ]
+    if task == "presence_pattern":
+        chosen = [_boxes(s.answer) for s in steps if s.operation == "PER"]
+        return {
+            (True, True): "In both regions",
+            (True, False): f"Only in the {regions[0]} region",
+            (False, True): f"Only in the {regions[-1]} region",
+            (False, False): "In neither region",
+        }[(bool(chosen[0]), bool(chosen[1]))]
+    if task == "extreme_relation":
+        e1, e2 = (None if steps[k].answer == "none" else json.loads(steps[k].answer) for k in (1, 3))
+        if (steps[0].answer == "yes") != (e1 is not None) or (steps[2].answer == "yes") != (e2 is not None):
+            return "an existence step does not match its box"
+        labels = [o.label for o in row.options]
+        if e1 is None or e2 is None:
+            return labels[2] if e1 is None else labels[3]
+        axis = 1 if row.question.endswith("vertically?") else 0
+        return labels[0] if _centre(e1)[axis] < _centre(e2)[axis] else labels[1]
+    if task == "relative_position":
+        (ax, ay), (bx, by) = (_centre(json.loads(steps[k].answer)) for k in (0, 1))
+        return f"{'upper' if ay < by else 'lower'}-{'left' if ax < bx else 'right'}"
+    return None
+
+
+def _trace(row: UltraRow) -> str | None:
+    """The trace's own consistency: counts equal their lists, and each task's rule applied to
+    the trace's facts gives the gold, which is also the last step's answer."""
+    steps = row.reasoning_steps
+    if not steps or steps[-1].answer != row.answer_label:
+        return "the trace's last step is not the gold answer"
+    counts = []
+    for prev, s in itertools.pairwise(steps):
+        if (
+            s.answer_format == "integer"
+            and prev.answer_format == "bbox_coordinates_list"
+            and s.operation == "QUA"
+        ):
+            listed = _boxes(prev.answer)
+            if listed is None or str(len(listed)) != s.answer:
+                return "a count does not match its box list"
+            counts.append(len(listed))
+    try:
+        expected = _expected(row, counts)
+    except (IndexError, KeyError, ValueError, ZeroDivisionError, TypeError, RecursionError):
+        return "the trace is malformed for its task"
+    if expected is None:
+        return f"no rule checks the task {row.task!r}"
+    if expected != row.answer_label:
+        return (
+            expected
+            if expected.startswith(("the claim", "an existence"))
+            else "the gold does not follow from the trace"
+        )
+    return None
+
+
+def _grounding(row: UltraRow, task: SurveyTask) -> str | None:
+    k = [v.view for v in task.views].index(row.view) if row.view in [v.view for v in task.views] else -1
+    if k < 0:
+        return "the survey has no such view"
+    w, h = task.width, task.height
+    measured = task.measured[k].objects
+    if not row.image.endswith(task.measured[k].image):
+        return "the row's image is not the view's"
+    for s in row.reasoning_steps:
+        if s.answer_format == "bbox_coordinates_list":
+            listed = _boxes(s.answer)
+        elif s.answer_format == "bbox" and s.answer != "none":
+            listed = _boxes(f"[{s.answer}]")
+        else:
+            continue
+        if listed is None:
+            return f"a step's boxes do not parse: {s.answer[:40]}"
+        where = _REGION.search(s.question)
+        for box in listed:
+            m = _find(box, measured, w, h)
+            if m is None or not _clear(m):
+                return "a step names a box no clearly visible object has"
+            if where and _in_region(m, f"{where.group(1)}-{where.group(2)}", w, h) is not True:
+                return "a step's object is not in the region it names"
+    lists: list[tuple[int, str, str]] = []  # (step, bundle, region) of every list the rule reads
+    if row.task in LIST_STEPS:
+        for part, k in zip(("first", "second"), LIST_STEPS[row.task], strict=True):
+            ev: Any = row.evidence[part]
+            lists.append((k, ev["bundle"], ev["region"]))
+    elif row.task == "claim_pattern":
+        lists += [(2 * i, row.evidence["bundle"], r) for i, r in enumerate(O.REGIONS)]
+    for k, bundle, region in lists:
+        recount = sorted(
+            _norm(m, w, h)
+            for m in measured
+            if _accepts(m, bundle) and _clear(m) and _in_region(m, region, w, h)
+        )
+        listed = _boxes(row.reasoning_steps[k].answer) or []
+        if len(recount) != len(listed) or any(
+            max(abs(a - b) for a, b in zip(x, y, strict=True)) > TOLERANCE
+            for x, y in zip(recount, sorted(listed), strict=True)
+        ):
+            return "a recount of the measurements differs from the row's list"
+    if row.task == "extreme_relation":
+        for part, k in (("first", 1), ("second", 3)):
+            ev = row.evidence[part]
+            axis, sign = EXTREMES[ev["extreme"]]
+            pool = [
+                m
+                for m in measured
+                if m.class_name == ev["class"] and _clear(m) and _in_region(m, ev["region"], w, h)
+            ]
+            best = min(pool, key=lambda m: -sign * (m.box[axis] + m.box[axis + 2]), default=None)
+            shown = row.reasoning_steps[k].answer
+            if (best is None) != (shown == "none") or (
+                best is not None and _boxes(f"[{shown}]") != [_norm(best, w, h)]
+            ):
+                return "an extreme object is not the region's extreme"
+    return None
+
+
+def _norm(m: MeasuredObject, w: int, h: int) -> list[float]:
+    return [round(m.box[0] / w, 4), round(m.box[1] / h, 4), round(m.box[2] / w, 4), round(m.box[3] / h, 4)]
+
+
+# the steps holding the two lists a comparison or a presence row's rule reads
+LIST_STEPS = {
+    "count_difference": (0, 2),
+    "count_total": (0, 2),
+    "count_ratio": (0, 2),
+    "count_order": (0, 2),
+    "presence_pattern": (1, 3),
+}
+
+
+def check_rows(rows: list[UltraRow], tasks: Mapping[str, SurveyTask | None]) -> dict[str, str]:
+    v = Verdict()
+    for row in rows:
+        # the labels are the answer space of a structure ("upper-left" against "upper-right",
+        # two presence patterns), not paraphrases, so their wording may be close
+        ids = [o.option_id for o in row.options]
+        check_options(
+            row.sample_id, [o.label for o in row.options], ids, [row.answer_option_id], v, text=False
+        )
+        if (
+            dict(zip(ids, (o.label for o in row.options), strict=True)).get(row.answer_option_id)
+            != row.answer_label
+        ):
+            v.fail(row.sample_id, "answer label is not the answer option's")
+        task = tasks.get(row.survey_id)
+        if task is None:
+            v.fail(row.sample_id, "its survey task is missing or malformed")
+            continue
+        why = _trace(row) or _grounding(row, task)
+        if why:
+            v.fail(row.sample_id, why)
+    return v.reasons

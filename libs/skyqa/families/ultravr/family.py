@@ -1,0 +1,335 @@
+"""UltraVR-style ultra-resolution aerial reasoning: comparison, logical verification and
+relational inference questions about the run's survey views, each with a typed GT-CoT trace.
+
+A row's difficulty is how tiny its evidence is: the smallest object its answer rests on covers
+less than ``TINY`` of the image (hard), less than ``SMALL`` (medium), or more (easy).
+
+Per view and task the family keeps up to ``PER_TASK`` candidates (:mod:`.templates`): for the
+numeric tasks the answer's rank among the (ascending) options cycles over the release, for the
+others the answer kind the release has least of is taken (seeded ties), and the gold's letter
+cycles per task. Rows release one by one; the unit is the survey view. What planning removed
+as ambiguous is counted by reason in ``ultravr_candidates.json``; every view's objects with
+their box, class, colour, orientation label, quadrant and visibility go to
+``ultravr_objects.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from skyqa import keys
+from skyqa.answers import Parsed
+from skyqa.contracts import dump_json, load_json
+from skyqa.contracts.qa import Funnel, Option, ReasoningStep
+from skyqa.contracts.ultra import SurveyTask
+from skyqa.contracts.ultravr import CandidateFunnel, SurveyObjectRow, UltraRow, UltraStep
+from skyqa.errors import BlobNotFound, InvalidInput
+from skyqa.families import mcq
+from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered, Stored
+from skyqa.families.ultravr.checks import check_rows
+from skyqa.families.ultravr.objects import REGIONS, norm_box, objects_of
+from skyqa.families.ultravr.templates import CATEGORY, DISPLAY, RANKED, Candidate, View, candidates
+from skyqa.steps import score_steps
+
+LETTERS = "ABCD"
+PER_TASK = 2
+TINY, SMALL = 2e-4, 1e-3  # evidence share of the image below which a row is hard, medium
+OVER = "ultra-resolution answer over-represented"
+CANDIDATES_FILE = "image_tasks/surveys/candidates.json"
+OBJECTS_FILE = "image_tasks/surveys/objects.jsonl"
+SYSTEM = (
+    "You are looking at one ultra-resolution aerial image. Its four regions are the quadrants cut "
+    "by its horizontal and vertical centre lines (upper-left, upper-right, lower-left, "
+    "lower-right); an object belongs to the region that holds the centre of its box. Answer the "
+    'multiple-choice question. Reply with one JSON object and nothing else: {"answer_option_id": "<letter>"}'
+)
+STEP_SCHEMA = (
+    'Answer every step in order as a string in "steps" (a box list as JSON '
+    "[[x1, y1, x2, y2], ...] normalized to [0, 1], a box as [x1, y1, x2, y2] or none), then the "
+    "question. Reply with one JSON object and nothing else: "
+    '{"steps": ["...", "..."], "answer_option_id": "A"}'
+)
+
+
+def typed(step: UltraStep) -> Any:
+    """A step's answer as the JSON value its format names (UltraVR's ``ground_truth``)."""
+    if step.answer_format in ("bbox_coordinates_list", "bbox"):
+        return None if step.answer == "none" else json.loads(step.answer)
+    if step.answer_format == "integer":
+        return int(step.answer)
+    if step.answer_format == "boolean":
+        return step.answer == "yes"
+    return step.answer
+
+
+def unit_of(survey_id: str, view: str) -> str:
+    return f"{survey_id}_{view}"
+
+
+class UltraVR:
+    name = "ultravr"
+    noun = "ultra-resolution"
+    manifest = "ultravr_qa"
+    files: Mapping[str, str] = MappingProxyType(
+        {
+            "ultravr_qa": "image_tasks/manifests/{scene}.ultravr_qa.jsonl",
+            # UltraVR's sample layout: options by letter, the GT-CoT as reasoning_supervision steps
+            "ultravr_samples": "image_tasks/manifests/{scene}.ultravr_samples.json",
+            "ultravr_objects": "image_tasks/manifests/{scene}.ultravr_objects.jsonl",
+            "ultravr_candidates": "image_tasks/manifests/{scene}.ultravr_candidates.json",
+        }
+    )
+    row_model = UltraRow
+    unit_kind = "survey_view"
+    unit_rows: int | None = None
+    rows_field: str | None = None
+    funnel: Mapping[str, str] = MappingProxyType({})
+    metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({t: mcq.METRICS for t in CATEGORY})
+    groups: Mapping[str, tuple[str, ...]] = MappingProxyType(
+        {c: tuple(t for t, cat in CATEGORY.items() if cat == c) for c in dict.fromkeys(CATEGORY.values())}
+    )
+
+    def plan(self, inputs: PlanInputs) -> Planned[UltraRow]:
+        out = Planned[UltraRow](rows=[])
+        used: Counter[tuple[str, str]] = Counter()
+        placed: Counter[str] = Counter()
+        removed: Counter[str] = Counter()
+        considered = 0
+        objects_lines = []
+        for n, entry in enumerate(inputs.missions.surveys):
+            task = load_json(SurveyTask, inputs.store.get(entry.task), "survey task")
+            final = keys.final_task(inputs.run_id, task.survey_id)
+            for k, (view, measured) in enumerate(zip(task.views, task.measured, strict=True)):
+                objs = objects_of(measured.objects, task.width, task.height)
+                image = inputs.rel(f"{final}/{measured.image}")
+                unit = unit_of(task.survey_id, view.view)
+                for o in objs:
+                    row = SurveyObjectRow(
+                        survey_id=task.survey_id,
+                        view=view.view,
+                        image=image,
+                        instance_id=o.instance_id,
+                        class_name=o.class_name,
+                        box_xyxy=list(o.box),
+                        box_xyxy_norm=norm_box(o, task.width, task.height),
+                        pixels=o.pixels,
+                        colour=o.colour,
+                        orientation=o.orientation,
+                        regions=sorted(o.regions),
+                        problem=o.problem,
+                    )
+                    objects_lines.append(row.model_dump_json())
+                rng = np.random.default_rng([inputs.seed, n, k, 0x17A])
+                v = View(objs, task.width, task.height)
+                found = candidates(v, step_size=1 + int(rng.integers(2)), claim_offset=int(rng.integers(6)))
+                considered += len(found) + sum(v.removed.values())
+                removed += v.removed
+                for asked in CATEGORY:
+                    pool = [c for c in found if c.task == asked]
+                    order = [pool[i] for i in rng.permutation(len(pool))]
+                    taken: set[str] = set()
+                    for j in range(PER_TASK):
+                        left = [c for c in order if c.question not in taken]
+                        if asked in RANKED:
+                            left = [c for c in left if c.rank == placed[asked] % 4]
+                        if not left:
+                            break
+                        c = min(left, key=lambda c: used[(asked, c.kind)])
+                        used[(asked, c.kind)] += 1
+                        taken.add(c.question)
+                        sample_id = f"{unit}_{asked}_{j}"
+                        out.rows.append(self._row(inputs, sample_id, task, view.view, unit, image, c))
+                        placed[asked] += 1
+                out.missions[task.survey_id] = task.survey_id
+        report = CandidateFunnel(
+            candidates=considered, removed=dict(sorted(removed.items())), rows=len(out.rows)
+        )
+        root = inputs.root
+        inputs.store.put(f"{root}/{CANDIDATES_FILE}", dump_json(report), "application/json")
+        inputs.store.put(
+            f"{root}/{OBJECTS_FILE}",
+            "".join(f"{x}\n" for x in objects_lines).encode(),
+            "application/x-ndjson",
+        )
+        return out
+
+    def _row(
+        self,
+        inputs: PlanInputs,
+        sample_id: str,
+        task: SurveyTask,
+        view: str,
+        unit: str,
+        image: str,
+        c: Candidate,
+    ) -> UltraRow:
+        labels = list(c.options)
+        opts = [Option(option_id=LETTERS[i], label=lab) for i, lab in enumerate(labels)]
+        user = mcq.user_prompt(c.question, opts)
+        # how tiny the evidence is: the smallest object the answer rests on, as a share of the image
+        share = min((o.pixels for o in c.objects), default=task.width * task.height) / (
+            task.width * task.height
+        )
+        return UltraRow(
+            sample_id=sample_id,
+            scene_id=inputs.scene_id,
+            engine=inputs.engine,
+            survey_id=task.survey_id,
+            view=view,
+            unit=unit,
+            image=image,
+            width=task.width,
+            height=task.height,
+            category=c.category,
+            task=c.task,
+            task_display_name=DISPLAY[c.task],
+            question=c.question,
+            options=opts,
+            answer_option_id=LETTERS[labels.index(c.gold)],
+            answer_label=c.gold,
+            reasoning_steps=list(c.steps),
+            evidence={**c.evidence, "regions": list(REGIONS)},
+            difficulty="hard" if share < TINY else "medium" if share < SMALL else "easy",
+            prompt_text=user,
+            user_prompt=user,
+            system_prompt=SYSTEM,
+        )
+
+    def check(self, rows: list[UltraRow], rendered: Rendered) -> Checked[UltraRow]:
+        tasks: dict[str, SurveyTask | None] = {}
+        for sid in sorted({r.survey_id for r in rows}):
+            key = f"{keys.final_task(rendered.run_id, sid)}/{keys.SURVEY_TASK}"
+            try:
+                tasks[sid] = load_json(SurveyTask, rendered.store.get(key), "survey task")
+            except (BlobNotFound, InvalidInput):
+                tasks[sid] = None
+        return Checked(rows, check_rows(rows, tasks))
+
+    def balance(self, rows: list[UltraRow]) -> dict[str, str]:
+        return mcq.balance(rows, self.difficulty, OVER)
+
+    def item(self, row: UltraRow) -> Item:
+        options = tuple((o.option_id, o.label) for o in row.options)
+        return Item(
+            row.sample_id,
+            row.task,
+            row.unit,
+            row.difficulty,
+            "choice",
+            row.prompt_text,
+            options,
+            frozenset([row.answer_option_id]),
+            category=row.category,
+            family=self.name,
+            texts=tuple(label for _, label in options),
+        )
+
+    def exports(self, rows: list[UltraRow]) -> dict[str, bytes | Stored]:
+        samples = [
+            {
+                "id": r.sample_id,
+                "image": r.image,
+                "category": r.category,
+                "task": r.task,
+                "question": r.question,
+                "options": {o.option_id: o.label for o in r.options},
+                "answer": r.answer_option_id,
+                "reasoning_supervision": {
+                    "step_type": "multi_step_qa",
+                    "steps": [
+                        {
+                            "step_id": f"S{i}",
+                            "question": s.question,
+                            "ground_truth": typed(s),
+                            "answer_format": s.answer_format,
+                            "operation": s.operation,
+                        }
+                        for i, s in enumerate(r.reasoning_steps, 1)
+                    ],
+                },
+            }
+            for r in rows
+        ]
+        return {
+            "ultravr_samples": json.dumps({"samples": samples}, indent=1, ensure_ascii=False).encode(),
+            "ultravr_objects": Stored(OBJECTS_FILE, "application/x-ndjson"),
+            "ultravr_candidates": Stored(CANDIDATES_FILE, "application/json"),
+        }
+
+    def difficulty(self, row: UltraRow) -> str:
+        return row.difficulty
+
+    def prompts(self, row: UltraRow) -> tuple[str, str]:
+        return row.system_prompt, row.user_prompt
+
+    def media(self, row: UltraRow) -> list[MediaRef]:
+        return [MediaRef("the image", row.image, native=True)]
+
+    def steps(self, row: UltraRow) -> list[ReasoningStep]:
+        return list(row.reasoning_steps)
+
+    def parse(self, row: UltraRow, text: str) -> Parsed:
+        return mcq.parse(row, text)
+
+    def score(self, row: UltraRow, parsed: Parsed, steps: bool) -> dict[str, Any]:
+        out = mcq.score(row, parsed)
+        if steps:
+            out.update(score_steps(row.reasoning_steps, parsed.steps if parsed.kind == "choice" else None))
+        return out
+
+    def rotations(self, row: UltraRow) -> list[UltraRow]:
+        return mcq.rotations(row)
+
+    def with_steps(self, row: UltraRow) -> UltraRow:
+        listing = "\n".join(f"S{i}. {s.question}" for i, s in enumerate(row.reasoning_steps, 1))
+        user = (
+            f"{row.user_prompt}\n\nBefore answering, answer these steps in order:\n{listing}\n{STEP_SCHEMA}"
+        )
+        return row.model_copy(update={"sample_id": f"{row.sample_id}_steps", "user_prompt": user})
+
+    def guess(self, row: UltraRow, rng: np.random.Generator) -> dict[str, Any]:
+        return mcq.guess(row, rng)
+
+    def prior(self, row: UltraRow, rows: Sequence[UltraRow]) -> dict[str, Any]:
+        return mcq.prior(row, rows, lambda r: r.unit)
+
+    def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
+        return CardPart(
+            funnel=[f"| ultra-resolution rows (UltraVR style) | {funnel.family_rows.get(self.name, 0)} |"],
+            drops=[],
+            files=[
+                (
+                    "ultravr_qa",
+                    f"- `{rel['ultravr_qa']}`: UltraVR-style rows (comparison, logical verification, "
+                    "relational inference)\n  about ultra-resolution nadir and oblique survey views, "
+                    "each with a typed GT-CoT trace\n  (`reasoning_steps`: question, answer, "
+                    "operation GND/PER/QUA/INT/INF, `answer_format`).",
+                ),
+                (
+                    "ultravr_samples",
+                    f"- `{rel['ultravr_samples']}`: the same rows in UltraVR's sample layout "
+                    "(`samples`; `options` by letter,\n  `reasoning_supervision.steps` S1..Sn with "
+                    "typed `ground_truth`).",
+                ),
+                (
+                    "ultravr_objects",
+                    f"- `{rel['ultravr_objects']}`: every small object of every survey view: box, "
+                    "class, colour,\n  orientation label, quadrant(s) and why it is not countable "
+                    "without doubt (`problem`).",
+                ),
+                (
+                    "ultravr_candidates",
+                    f"- `{rel['ultravr_candidates']}`: candidates considered and those removed as "
+                    "ambiguous, by reason.",
+                ),
+            ],
+        )
+
+
+FAMILY = UltraVR()

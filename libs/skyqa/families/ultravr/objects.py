@@ -1,0 +1,188 @@
+"""What a survey view shows of its small objects, as UltraVR's RS split annotates DOTA: a box,
+a class, a colour, an orientation label and the quadrant holding the box centre, each with
+what would make a question about it ambiguous.
+
+An object is *clear* when a viewer can count it without doubt: at least ``FLOOR_PX`` pixels, at
+least ``MIN_IN_FRAME`` of it inside the image, at most ``MAX_OCCLUDED`` of its camera-facing
+surface hidden, and measured in 3D (in the fused map). Its quadrant is the one holding its box
+centre; a centre within ``BOUNDARY`` of the image's size from a split line belongs to every
+quadrant it is that close to (near-boundary). Its orientation label (vehicles and containers)
+reads the long axis of its pixels: ``horizontal`` within 22.5 degrees of the image's x axis,
+``vertical`` of its y axis, ``diagonal`` otherwise; none when its pixels are too round
+(elongation below ``MIN_ELONGATION``) or the axis lies within ``ORIENTATION_MARGIN_DEG`` of a
+label's edge. Its colour is the coarse word of its sunlit pixels, none when the colour lies
+within a margin of the edge between two words (:func:`skyqa.vocab.colours.clear_colour`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from skyqa.contracts.ultra import MeasuredObject
+from skyqa.vocab.colours import clear_colour
+
+REGIONS = ("upper-left", "upper-right", "lower-left", "lower-right")
+NOUNS: dict[str, tuple[str, str]] = {
+    "car": ("car", "cars"),
+    "truck": ("truck", "trucks"),
+    "bus": ("bus", "buses"),
+    "shipping_container": ("shipping container", "shipping containers"),
+    "street_lamp": ("street lamp", "street lamps"),
+    "tree": ("tree", "trees"),
+    "storage_tank": ("storage tank", "storage tanks"),
+}
+VEHICLES = ("car", "truck", "bus")
+ORIENTED = ("car", "truck", "bus", "shipping_container")
+ORIENTATIONS = ("horizontal", "vertical", "diagonal")
+FLOOR_PX = 48
+MIN_IN_FRAME = 0.98
+MAX_OCCLUDED = 0.25
+BOUNDARY = 0.02
+MIN_ELONGATION = 1.4
+ORIENTATION_MARGIN_DEG = 7.5
+
+# why an object cannot be counted without doubt
+BELOW_FLOOR = "object below the visibility floor"
+CUT = "object cut by the image edge"
+OCCLUDED = "object mostly hidden"
+UNMAPPED = "object not in the fused map"
+NEAR_BOUNDARY = "object near a region boundary"
+AMBIGUOUS_ORIENTATION = "ambiguous orientation"
+AMBIGUOUS_COLOUR = "ambiguous colour"
+
+
+@dataclass(frozen=True)
+class Obj:
+    instance_id: int
+    class_name: str
+    box: tuple[int, int, int, int]  # pixels
+    pixels: int
+    colour: str | None
+    orientation: str | None
+    regions: frozenset[str]  # one when its centre is clear of the split lines
+    problem: str | None  # why it cannot be counted without doubt; None: clear
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        x0, y0, x1, y1 = self.box
+        return (x0 + x1) / 2.0, (y0 + y1) / 2.0
+
+
+def orientation_of(axis_deg: float, elongation: float) -> str | None:
+    if elongation < MIN_ELONGATION:
+        return None
+    a = axis_deg % 180.0
+    edges = (22.5, 67.5, 112.5, 157.5)
+    if min(abs(a - e) for e in edges) < ORIENTATION_MARGIN_DEG:
+        return None
+    if a < 22.5 or a >= 157.5:
+        return "horizontal"
+    return "vertical" if 67.5 <= a < 112.5 else "diagonal"
+
+
+def regions_of(cx: float, cy: float, width: int, height: int) -> frozenset[str]:
+    cols = {"left"} if cx < width / 2 else {"right"}
+    if abs(cx - width / 2) < BOUNDARY * width:
+        cols = {"left", "right"}
+    rows = {"upper"} if cy < height / 2 else {"lower"}
+    if abs(cy - height / 2) < BOUNDARY * height:
+        rows = {"upper", "lower"}
+    return frozenset(f"{r}-{c}" for r in rows for c in cols)
+
+
+def problem_of(m: MeasuredObject) -> str | None:
+    if m.in_frame < 0:
+        return UNMAPPED
+    if m.pixels < FLOOR_PX:
+        return BELOW_FLOOR
+    if m.in_frame < MIN_IN_FRAME:
+        return CUT
+    if m.occluded > MAX_OCCLUDED:
+        return OCCLUDED
+    return None
+
+
+def objects_of(measured: list[MeasuredObject], width: int, height: int) -> list[Obj]:
+    """The view's small objects (the classes the questions count), by instance id."""
+    out = []
+    for m in measured:
+        if m.class_name not in NOUNS or m.pixels <= 0:
+            continue
+        x0, y0, x1, y1 = m.box
+        colour = clear_colour(np.asarray(m.lit_rgb, dtype=np.float64)) if len(m.lit_rgb) == 3 else None
+        orient = orientation_of(m.axis_deg, m.elongation) if m.class_name in ORIENTED else None
+        out.append(
+            Obj(
+                instance_id=m.instance_id,
+                class_name=m.class_name,
+                box=(x0, y0, x1, y1),
+                pixels=m.pixels,
+                colour=colour,
+                orientation=orient,
+                regions=regions_of((x0 + x1) / 2.0, (y0 + y1) / 2.0, width, height),
+                problem=problem_of(m),
+            )
+        )
+    return sorted(out, key=lambda o: o.instance_id)
+
+
+def norm_box(o: Obj, width: int, height: int) -> list[float]:
+    x0, y0, x1, y1 = o.box
+    return [round(x0 / width, 4), round(y0 / height, 4), round(x1 / width, 4), round(y1 / height, 4)]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A set of objects a question names: classes, optionally of one colour or orientation."""
+
+    classes: tuple[str, ...]
+    noun: str  # plural
+    colour: str | None = None
+    orientation: str | None = None
+
+    @property
+    def words(self) -> str:
+        if self.colour:
+            return f"{self.colour} {self.noun}"
+        if self.orientation:
+            return f"{self.orientation}ly oriented {self.noun}"
+        return self.noun
+
+    def key(self) -> str:
+        return f"{'+'.join(self.classes)}:{self.colour or ''}:{self.orientation or ''}"
+
+
+@dataclass(frozen=True)
+class Tally:
+    members: tuple[Obj, ...]  # the bundle's objects in the region, clear and counted
+    problem: str | None  # why the region's count is not certain
+
+    @property
+    def count(self) -> int:
+        return len(self.members)
+
+
+def tally(objects: list[Obj], bundle: Bundle, region: str) -> Tally:
+    """The bundle's objects in ``region``; a problem when any object of the bundle's classes
+    that may lie there is not clear, is near the boundary, or lacks the attribute the bundle
+    restricts by."""
+    members = []
+    for o in objects:
+        if o.class_name not in bundle.classes or region not in o.regions:
+            continue
+        if o.problem is not None:
+            return Tally((), o.problem)
+        if len(o.regions) > 1:
+            return Tally((), NEAR_BOUNDARY)
+        if bundle.orientation and o.orientation is None:
+            return Tally((), AMBIGUOUS_ORIENTATION)
+        if bundle.colour and o.colour is None:
+            return Tally((), AMBIGUOUS_COLOUR)
+        if bundle.colour and o.colour != bundle.colour:
+            continue
+        if bundle.orientation and o.orientation != bundle.orientation:
+            continue
+        members.append(o)
+    return Tally(tuple(members), None)

@@ -1,0 +1,502 @@
+"""The UltraVR-style family on hand-built object layouts: what each template answers, what it
+removes and why, the QC's second path, and the sequential protocols S4/S5 on a scripted
+responder whose early steps are wrong."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from skyqa.blob import LocalBlobStore
+from skyqa.contracts.ultra import MeasuredObject, MeasuredView, SurveyTask, SurveyView
+from skyqa.contracts.ultravr import UltraRow
+from skyqa.families.ultravr import FAMILY, objects as O
+from skyqa.families.ultravr.checks import check_rows
+from skyqa.families.ultravr.templates import Candidate, View, candidates
+
+from services.evaluator.conditions import rows_for
+from services.evaluator.html_report import html_page
+from services.evaluator.leaderboard import leaderboard
+from services.evaluator.questions import Question
+from services.evaluator.runner import Cache, run_items
+
+pytestmark = pytest.mark.unit
+
+W, H = 1000, 800
+RED, WHITE, GREEN, YELLOW = [0.78, 0.14, 0.12], [0.92, 0.92, 0.9], [0.2, 0.55, 0.22], [0.93, 0.8, 0.18]
+
+
+def measured(iid: int, cls: str, box: list[int], **kw: Any) -> MeasuredObject:
+    x0, y0, x1, y1 = box
+    base: dict[str, Any] = {
+        "instance_id": iid,
+        "class_name": cls,
+        "category": "vehicle",
+        "pixels": (x1 - x0) * (y1 - y0),
+        "box": box,
+        "centroid": [(x0 + x1) / 2, (y0 + y1) / 2],
+        "axis_deg": 0.0 if x1 - x0 >= y1 - y0 else 90.0,
+        "elongation": max(x1 - x0, y1 - y0) / max(1, min(x1 - x0, y1 - y0)),
+        "lit_rgb": WHITE,
+        "in_frame": 1.0,
+        "occluded": 0.0,
+    }
+    return MeasuredObject(**{**base, **kw})
+
+
+# three cars upper-left (a red horizontal, a white vertical, a white horizontal), one white
+# horizontal car lower-right, two trees, a truck whose centre is 10 px from the vertical split
+# line, a street lamp below the visibility floor and a yellow bus upper-left
+LAYOUT = [
+    measured(1, "car", [100, 100, 160, 124], lit_rgb=RED),
+    measured(2, "car", [300, 200, 324, 260]),
+    measured(3, "car", [200, 300, 260, 324]),
+    measured(4, "car", [700, 600, 760, 624]),
+    measured(5, "tree", [800, 100, 850, 150], lit_rgb=GREEN, elongation=1.0),
+    measured(6, "tree", [100, 600, 150, 650], lit_rgb=GREEN, elongation=1.0),
+    measured(7, "truck", [490, 100, 530, 120]),
+    measured(8, "street_lamp", [900, 700, 904, 704]),
+    measured(10, "bus", [350, 150, 410, 170], lit_rgb=YELLOW),
+    measured(9, "residential_building", [400, 400, 600, 700], category="building", in_frame=-1.0),
+]
+
+
+def view() -> View:
+    return View(O.objects_of(LAYOUT, W, H), W, H)
+
+
+def find(found: list[Candidate], task: str, *words: str) -> Candidate:
+    return next(c for c in found if c.task == task and all(w in c.question for w in words))
+
+
+def test_objects_carry_quadrant_orientation_colour_and_visibility() -> None:
+    objs = {o.instance_id: o for o in view().objects}
+    assert 9 not in objs  # not a class the questions count
+    assert objs[1].regions == {"upper-left"} and objs[4].regions == {"lower-right"}
+    assert (objs[1].orientation, objs[2].orientation, objs[5].orientation) == ("horizontal", "vertical", None)
+    assert (objs[1].colour, objs[2].colour, objs[5].colour) == ("red", "white", "green")
+    assert objs[7].regions == {"upper-left", "upper-right"}  # near the boundary: both
+    assert objs[8].problem == O.BELOW_FLOOR and objs[1].problem is None
+    assert O.orientation_of(24.0, 3.0) is None and O.orientation_of(40.0, 3.0) == "diagonal"
+    assert O.orientation_of(100.0, 1.2) is None  # too round to have an axis
+
+
+def test_comparison_counts_and_distractors_follow_the_layout() -> None:
+    v = view()
+    found = candidates(v, step_size=1, claim_offset=0)
+    diffs = [c for c in found if c.task == "count_difference" and c.question.count("cars") == 2]
+    c = next(
+        c
+        for c in diffs
+        if "cars in the upper-left region and the number of cars in the lower-right" in c.question
+    )
+    assert c.gold == "2" and {c.rank for c in diffs if c.question == c.question} >= {0, 1, 2}
+    values = [int(x) for x in c.options]
+    assert values == [values[0] + i for i in range(4)] and values.index(2) == c.rank and min(values) >= 1
+    # the GT-CoT: boxes, count, boxes, count, the difference; counts are the lists' lengths
+    ops = [s.operation for s in c.steps]
+    assert ops == ["GND", "QUA", "GND", "QUA", "INF"]
+    assert len(json.loads(c.steps[0].answer)) == 3 and c.steps[1].answer == "3" and c.steps[3].answer == "1"
+    ratio = find(found, "count_ratio", "cars in the upper-left", "cars in the lower-right")
+    assert ratio.gold == "3:1"
+    # ascending by value, the gold at each rank the distractors allow
+    ratios = [c for c in found if c.task == "count_ratio" and c.question == ratio.question]
+    assert {c.options.index("3:1") for c in ratios} == {c.rank for c in ratios} and len(ratios) >= 2
+    for c in ratios:  # no option is another's reciprocal, and 1:1 (never the gold) is never offered
+        shares = [int(a) / int(b) for a, b in (o.split(":") for o in c.options)]
+        assert "1:1" not in c.options and not any(abs(x * y - 1) < 1e-9 for x in shares for y in shares)
+        assert shares == sorted(shares)
+    order = find(found, "count_order", "more cars")
+    assert "lower-right region has more" in order.gold or "upper-left region has more" in order.gold
+    # the truck near the split line makes every count of trucks or vehicles there ambiguous
+    assert not [c for c in found if re.search(r"trucks? in the upper", c.question)]
+    assert v.removed[O.NEAR_BOUNDARY] > 0 and v.removed[O.BELOW_FLOOR] > 0
+    assert not [c for c in found if "street lamps in the lower-right" in c.question]
+
+
+def test_logical_verification_patterns_follow_the_layout() -> None:
+    found = candidates(view(), step_size=1, claim_offset=0)
+    both = find(
+        found, "presence_pattern", "horizontally oriented cars", "lower-right region and in the upper-left"
+    )
+    assert both.gold == "In both regions"
+    only = find(
+        found, "presence_pattern", "vertically oriented cars", "lower-right region and in the upper-left"
+    )
+    assert only.gold == "Only in the upper-left region"
+    assert [s.operation for s in only.steps] == ["GND", "PER", "GND", "PER", "INF"]
+    claims = [c for c in found if c.task == "claim_pattern" and c.evidence["bundle"] == "car::"]
+    assert sorted(c.kind for c in claims) == ["0", "1", "2", "3"]
+    true = next(c for c in claims if c.gold == "Both claims are true")
+    assert "exactly 4 cars" in true.question and "the upper-left region has more" in true.question
+    assert [s.answer for s in true.steps[-3:-1]] == ["4", "upper-left"]
+
+
+def test_relational_inference_extremes_and_named_objects() -> None:
+    found = candidates(view(), step_size=1, claim_offset=0)
+    # extremes along y are compared along x, between two regions of the same column
+    rel = find(
+        found,
+        "extreme_relation",
+        "the bottommost car in the upper-left",
+        "the bottommost tree in the lower-left",
+    )
+    assert rel.gold == "It is to the right of it" and rel.evidence["first"]["instance"] == 3
+    assert not [
+        c
+        for c in found
+        if c.task == "extreme_relation" and "upper-left" in c.question and "lower-right" in c.question
+    ]
+    missing = find(
+        found, "extreme_relation", "the leftmost car in the upper-left", "the leftmost car in the upper-right"
+    )
+    assert missing.gold == "There is no car in the upper-right region"
+    pos = find(found, "relative_position", "the red car in the upper-left region relative to the yellow bus")
+    assert pos.gold == "upper-left" and pos.options == (
+        "upper-left",
+        "upper-right",
+        "lower-left",
+        "lower-right",
+    )
+    # two white cars upper-left: "the white car in the upper-left region" names nobody
+    assert not [c for c in found if "the white car in the upper-left" in c.question]
+
+
+def survey(objects: list[MeasuredObject]) -> SurveyTask:
+    return SurveyTask(
+        scene_id="s",
+        survey_id="s_survey_000",
+        center=[0, 0, 0],
+        gsd_m=0.05,
+        width=W,
+        height=H,
+        fov_deg=90,
+        views=[SurveyView(view="nadir", pose=[0, 0, 25, 90, -90, 0])],
+        seed=1,
+        measured=[MeasuredView(image="survey/view_00.jpg", objects=objects)],
+    )
+
+
+def row_of(c: Candidate, slot: int = 0) -> UltraRow:
+    inputs = SimpleNamespace(scene_id="s", engine="builtin")
+    image = "video_tasks/missions/s_survey_000/final_task/survey/view_00.jpg"
+    task = survey(LAYOUT)
+    return FAMILY._row(inputs, f"r{slot}", task, "nadir", "s_survey_000_nadir", image, c)  # type: ignore[arg-type]
+
+
+def test_the_qc_second_path_accepts_the_rows_and_catches_tampering() -> None:
+    found = candidates(view(), step_size=1, claim_offset=0)
+    rows = [row_of(c, k) for k, c in enumerate(found)]
+    assert check_rows(rows, {"s_survey_000": survey(LAYOUT)}) == {}
+    c = next(c for c in found if c.task == "count_difference" and c.gold == "2")
+    row = row_of(c)
+    steps = [s.model_copy() for s in row.reasoning_steps]
+    steps[1].answer = "4"
+    bad_count = row.model_copy(update={"sample_id": "count", "reasoning_steps": steps})
+    # a car the renderer measured is hidden from the row's list: the recount differs
+    hidden = [m for m in LAYOUT if m.instance_id != 3] + [measured(11, "car", [220, 340, 280, 364])]
+    reasons = check_rows([bad_count], {"s_survey_000": survey(LAYOUT)})
+    assert reasons == {"count": "a count does not match its box list"}
+    assert check_rows([row], {"s_survey_000": survey(hidden)})  # box 3 is gone from the measurements
+    assert check_rows([row], {"s_survey_000": None}) == {
+        row.sample_id: "its survey task is missing or malformed"
+    }
+    # a presence row whose perceived list is emptied no longer supports its pattern
+    presence = row_of(next(c for c in found if c.task == "presence_pattern" and c.gold == "In both regions"))
+    steps = [s.model_copy() for s in presence.reasoning_steps]
+    steps[1].answer = "[]"
+    emptied = presence.model_copy(update={"reasoning_steps": steps})
+    assert check_rows([emptied], {"s_survey_000": survey(LAYOUT)}) == {
+        presence.sample_id: "the gold does not follow from the trace"
+    }
+
+
+class Scripted:
+    """Answers the steps of a count_difference row like a model that misgrounds the first
+    region (one box too few) and otherwise reasons correctly from the transcript it is shown."""
+
+    name = "scripted"
+    conditions = frozenset({"full", "pred_step", "gt_prefix"})
+
+    def __init__(self, row: UltraRow) -> None:
+        self.gold = row.reasoning_steps
+
+    async def answer(self, q: Question, condition: str) -> tuple[str, dict[str, Any]]:
+        shown = dict(re.findall(r"^A(\d+): (.*)$", q.user, re.M))
+        if q.step == 0:
+            return json.dumps({"answer": json.loads(self.gold[0].answer)[1:]}), {"status": "ok"}
+        if q.step == 2:
+            return json.dumps({"answer": self.gold[2].answer}), {"status": "ok"}
+        if q.step in (1, 3):
+            return json.dumps({"answer": str(len(json.loads(shown[str(q.step)])))}), {"status": "ok"}
+        if q.step == 4:
+            return json.dumps({"answer": str(abs(int(shown["2"]) - int(shown["4"])))}), {"status": "ok"}
+        label = shown.get("5", "")
+        letter = next((o.option_id for o in q.row.options if o.label == label), "A")
+        return json.dumps({"answer_option_id": letter}), {"status": "ok"}
+
+
+async def test_s4_and_s5_score_a_responder_whose_early_step_is_wrong(tmp_path: Path) -> None:
+    c = next(
+        c
+        for c in candidates(view(), step_size=1, claim_offset=0)
+        if c.task == "count_difference" and c.rank == 1 and "number of cars in the upper-left" in c.question
+    )
+    row = row_of(c)
+    q = Question(FAMILY, row, row.sample_id)
+    store = LocalBlobStore(tmp_path)
+    items = []
+    for condition in ("pred_step", "gt_prefix"):
+        got, stats = await run_items(
+            Scripted(row), rows_for(condition, [q]), store, "runs/r", Cache(None), condition=condition
+        )
+        assert stats.asked == len(row.reasoning_steps) + 1  # one call per step and the final
+        items += got
+    s4, s5 = items
+    # S4: the wrong first list propagates into its count and the difference; the answer is wrong
+    assert s4["step_correct"] == [0, 0, 1, 1, 0] and s4["first_error"] == "GND" and s4["option_correct"] == 0
+    assert json.loads(s4["pred_steps"][0]) == json.loads(row.reasoning_steps[0].answer)[1:]
+    # S5: with true prefixes every later step and the answer are right; only the grounding fails
+    assert s5["step_correct"] == [0, 1, 1, 1, 1] and s5["first_error"] == "GND" and s5["option_correct"] == 1
+    board = leaderboard(items)
+    (entry,) = board["models"]
+    s4_ops, s5_ops = entry["step_protocols"]["S4 pred-step"], entry["step_protocols"]["S5 GT-prefix"]
+    assert s4_ops["operation_error"] == {"GND": 0.5, "QUA": 0.5, "INF": 1.0}
+    assert s5_ops["operation_error"] == {"GND": 0.5, "QUA": 0.0, "INF": 0.0}
+    assert s4_ops["final"]["option_correct"] == 0.0 and s5_ops["final"]["option_correct"] == 1.0
+    # the report page shows the per-operation errors under each protocol
+    page = html_page(board, "t").decode()
+    section = page.split("Per-operation errors")[1].split("<h2>")[0]
+    assert "S4 pred-step" in section and "S5 GT-prefix" in section and "&#x27;INF&#x27;: 1.0" in section
+
+
+def test_few_shot_examples_show_other_units_complete_trajectories() -> None:
+    found = [c for c in candidates(view(), step_size=1, claim_offset=0) if c.task == "count_ratio"]
+    rows = [row_of(c, k) for k, c in enumerate(found[:3])]
+    rows[1] = rows[1].model_copy(update={"unit": "other_view"})
+    qs = [Question(FAMILY, r, r.sample_id) for r in rows]
+    asked = rows_for("fewshot_cot", qs)
+    first = asked[0].user
+    # the one row of another unit is the example, with its whole trace; the asked row's own
+    # step answers never appear before its question
+    assert first.startswith("Solved examples") and "Example 1:" in first and "Example 2:" not in first
+    assert all(f"A{i}: {s.answer}" in first for i, s in enumerate(rows[1].reasoning_steps, 1))
+    own = first.split("Now the question.")[1]
+    assert rows[0].reasoning_steps[0].answer not in own and "S1." in own
+
+
+def test_native_images_go_to_a_model_at_their_own_size(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from services.evaluator.runner import ModelResponder
+
+    store = LocalBlobStore(tmp_path)
+    img = Image.fromarray(np.random.default_rng(0).integers(0, 255, (768, 1024, 3), dtype=np.uint8))
+    import io
+
+    buf = io.BytesIO()
+    img.save(buf, "JPEG")
+    row = row_of(candidates(view(), 1, 0)[0])
+    store.put(f"runs/r/{row.image}", buf.getvalue(), "image/jpeg")
+    responder = ModelResponder("m", object(), store, "runs/r", {})  # type: ignore[arg-type]
+    q = Question(FAMILY, row, row.sample_id)
+    full = responder.request(q, "full")
+    assert [i.data for i in full.images] == [buf.getvalue()]  # as stored, not resized to 640x480
+    crops = responder.request(q, "crop")
+    sizes = [Image.open(io.BytesIO(i.data)).size for i in crops.images]
+    assert sizes == [(512, 384)] * 4  # quadrants at native resolution
+
+
+def test_a_survey_view_rendered_in_bands_is_the_whole_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row bands give the whole-frame render's pixels and the same per-instance boxes and pixel
+    counts; a target's in-frame and occluded shares and colour are measured."""
+    from skyqa.geometry import instance_boxes
+    from skyqa.sim import BuiltinSimulator, CameraSpec, Pose, load_scene
+    from skyqa.v1 import render_pb2
+
+    from services.renderer import survey as S
+
+    scene = load_scene("tiny_town")
+    sim = BuiltinSimulator(scene)
+    camera, pose = CameraSpec(320, 240, 90.0), Pose(0.0, 0.0, 90.0, 90.0, -90.0, 0.0)
+    job = render_pb2.VideoJob(width=320, height=240, fov_deg=90.0)
+    cars = [o for o in scene.objects if o.semantic.name == "car"]
+    for o in cars:
+        job.targets.add(instance_id=o.instance_id, center=list(o.center), size=list(o.size))
+    monkeypatch.setattr(S, "BAND_PIXELS", 320 * 37)  # bands of 37 rows, the last one short
+    bgr, objects = S.render_view(sim, job, pose, camera)
+    whole = sim.render(pose, camera)
+    assert np.array_equal(bgr[..., ::-1], whole.rgb)
+    boxes = {b.instance_id: b for b in instance_boxes(whole.instance, whole.semantic)}
+    assert [o.instance_id for o in objects] == sorted(boxes)
+    for m in objects:
+        b = boxes[m.instance_id]
+        assert (m.pixels, m.box) == (b.pixels, [b.x0, b.y0, b.x1, b.y1])
+        ys, xs = np.nonzero(whole.instance == m.instance_id)
+        assert np.allclose(m.centroid, [xs.mean(), ys.mean()], atol=0.01)
+    seen = [o for o in objects if o.instance_id in {c.instance_id for c in cars}]
+    assert seen and all(o.in_frame >= 0 and len(o.lit_rgb) == 3 for o in seen)
+    assert all(o.in_frame == -1 for o in objects if o.instance_id not in {c.instance_id for c in cars})
+    # a car seen from straight above is long along its heading: its pixels' axis says so
+    car = max(seen, key=lambda o: o.pixels)
+    yaw = next(c.yaw_deg for c in cars if c.instance_id == car.instance_id)
+    assert car.elongation > 1.5
+    # looking straight down with yaw 90, image x is world +x and image y world -y: a heading of
+    # yaw degrees lies at -yaw in the image
+    off = (car.axis_deg + yaw) % 180.0
+    assert min(off, 180.0 - off) < 10.0, (car.axis_deg, yaw)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("x", "--surveys needs COUNT"),
+        ("1,2048", "--surveys needs COUNT"),
+        ("-1", "--surveys needs COUNT"),
+        ("1,100x99999", "survey size must be within"),
+        ("1,16384x12288", "at most 80 megapixels"),
+        ("99", "surveys must be 0..16"),
+    ],
+)
+def test_bad_survey_options_say_what_to_fix(text: str, error: str) -> None:
+    from skyqa.errors import InvalidInput
+    from skyqa.scan_options import build_request
+
+    with pytest.raises(InvalidInput, match=error):
+        build_request("tiny_town", "preview", None, None, None, None, 0, surveys=text)
+
+
+def test_survey_options_and_defaults() -> None:
+    from skyqa.scan_options import build_request
+
+    req = build_request("tiny_town", "preview", None, None, None, None, 0, surveys="2,1024x768")
+    assert (req.surveys.count, req.surveys.width, req.surveys.height) == (2, 1024, 768)
+    default = build_request("tiny_town", "preview", None, None, None, None, 0)
+    assert (default.surveys.count, default.surveys.width, default.surveys.height) == (1, 8192, 6144)
+    none = build_request("tiny_town", "preview", None, None, None, None, 0, surveys="0")
+    assert none.surveys.count == 0
+
+
+def test_bad_survey_jobs_are_refused_with_the_reason() -> None:
+    from skyqa.errors import InvalidInput
+    from skyqa.v1 import common_pb2, render_pb2
+
+    from services.renderer.survey import validate_survey_job
+
+    def job(**kw: Any) -> render_pb2.VideoJob:
+        j = render_pb2.VideoJob(
+            run_id="r", job_id="s", requester="mission", output_prefix="runs/r/x", width=1024, height=768,
+            fov_deg=90.0, jpeg_quality=85, survey=True,
+        )  # fmt: skip
+        j.poses.append(common_pb2.Pose(z=100.0, pitch_deg=-90.0))
+        for k, v in kw.items():
+            setattr(j, k, v)
+        return j
+
+    validate_survey_job(job())
+    with pytest.raises(InvalidInput, match="survey size"):
+        validate_survey_job(job(width=20000))
+    with pytest.raises(InvalidInput, match="fov"):
+        validate_survey_job(job(fov_deg=200.0))
+    bad = job()
+    bad.poses.append(common_pb2.Pose(x=float("nan")))
+    with pytest.raises(InvalidInput, match="pose 1 is not finite"):
+        validate_survey_job(bad)
+    many = job()
+    for _ in range(8):
+        many.poses.append(common_pb2.Pose(z=1.0))
+    with pytest.raises(InvalidInput, match=r"1\.\.8 views"):
+        validate_survey_job(many)
+
+
+def test_the_sample_export_types_each_ground_truth_as_its_format_says() -> None:
+    rows = [row_of(c, k) for k, c in enumerate(candidates(view(), step_size=1, claim_offset=0))]
+    out = FAMILY.exports(rows)["ultravr_samples"]
+    assert isinstance(out, bytes)
+    samples = json.loads(out)["samples"]
+    assert [s["id"] for s in samples] == [r.sample_id for r in rows]
+    kinds = {
+        "bbox_coordinates_list": list,
+        "integer": int,
+        "boolean": bool,
+        "relation": str,
+        "option_label": str,
+    }
+    for s, r in zip(samples, rows, strict=True):
+        assert s["options"][s["answer"]] == r.answer_label
+        steps = s["reasoning_supervision"]["steps"]
+        assert [x["step_id"] for x in steps] == [f"S{i}" for i in range(1, len(r.reasoning_steps) + 1)]
+        for x in steps:
+            if x["answer_format"] == "bbox":
+                assert x["ground_truth"] is None or len(x["ground_truth"]) == 4
+            else:
+                assert isinstance(x["ground_truth"], kinds[x["answer_format"]]), x
+
+
+class WrongLastStep(Scripted):
+    """Right on every step but the last (the answer itself), and answers the final question from
+    the transcript's last step."""
+
+    async def answer(self, q: Question, condition: str) -> tuple[str, dict[str, Any]]:
+        if q.step is not None and q.step < len(self.gold) - 1:
+            return json.dumps({"answer": self.gold[q.step].answer}), {"status": "ok"}
+        if q.step == len(self.gold) - 1:
+            return json.dumps({"answer": "0"}), {"status": "ok"}
+        return await super().answer(q, condition)
+
+
+async def test_s5_never_shows_the_answer_and_budgets_whole_rollouts(tmp_path: Path) -> None:
+    found = candidates(view(), step_size=1, claim_offset=0)
+    c = next(
+        c
+        for c in found
+        if c.task == "count_difference" and c.rank == 1 and "number of cars in the upper-left" in c.question
+    )
+    row = row_of(c)
+    q = Question(FAMILY, row, row.sample_id)
+    store = LocalBlobStore(tmp_path)
+    # the last step states the answer: S5 shows the model's own (wrong) one there, not the gold
+    (item,), _ = await run_items(
+        WrongLastStep(row), rows_for("gt_prefix", [q]), store, "runs/r", Cache(None), condition="gt_prefix"
+    )
+    assert item["step_correct"] == [1, 1, 1, 1, 0] and item["option_correct"] == 0
+    # a budget of one rollout completes one row and leaves the other not run, whatever the order
+    other = row_of(next(x for x in found if x.task == "count_total" and x.rank == 1), 1)
+    qs = [q, Question(FAMILY, other, other.sample_id)]
+    items, stats = await run_items(
+        Scripted(row), rows_for("pred_step", qs), store, "runs/r", Cache(None), concurrency=4,
+        budget=len(row.reasoning_steps) + 1, condition="pred_step",
+    )  # fmt: skip
+    assert sorted(i["parse_kind"] for i in items) == ["choice", "not_run"]
+    assert stats.asked == len(row.reasoning_steps) + 1 and stats.not_run == 1
+
+
+def test_step_answers_of_any_json_type_and_hostile_replies() -> None:
+    from skyqa.steps import step_correct
+
+    from services.evaluator.rollout import step_answer
+
+    assert step_correct("yes", True) and step_correct("no", False) and not step_correct("yes", False)
+    assert step_correct("none", None) and not step_correct("[0.1, 0.1, 0.2, 0.2]", None)
+    deep = "[" * 100_000
+    assert step_answer(deep) == deep  # not a crash
+    assert not step_correct("[[0.1, 0.1, 0.2, 0.2]]", deep)
+
+
+def test_the_airsim_backend_gets_no_survey_it_cannot_render() -> None:
+    from skyqa import scan
+    from skyqa.errors import InvalidInput
+    from skyqa.v1 import scan_pb2
+
+    req = scan.apply_defaults(scan_pb2.ScanRequest(run_id="r1", scene_id="tiny_town", backend="airsim"))
+    assert req.surveys.count == 0
+    req.surveys.count = 1
+    with pytest.raises(InvalidInput, match="airsim backend renders surveys up to 4096x3072"):
+        scan.validate(req)
+    req.surveys.width, req.surveys.height = 4096, 3072
+    scan.validate(req)
