@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,7 +19,8 @@ from skyqa.contracts.ultra import MeasuredObject, MeasuredView, SurveyTask, Surv
 from skyqa.contracts.ultravr import UltraRow
 from skyqa.families.ultravr import FAMILY, objects as O
 from skyqa.families.ultravr.checks import check_rows
-from skyqa.families.ultravr.templates import Candidate, View, candidates
+from skyqa.families.ultravr.family import CANDIDATES_FILE as FAMILY_CANDIDATES
+from skyqa.families.ultravr.templates import CATEGORY, CLAIM_LABELS, POSITIONS, Candidate, View, candidates
 
 from services.evaluator.conditions import rows_for
 from services.evaluator.html_report import html_page
@@ -500,3 +503,93 @@ def test_the_airsim_backend_gets_no_survey_it_cannot_render() -> None:
         scan.validate(req)
     req.surveys.width, req.surveys.height = 4096, 3072
     scan.validate(req)
+
+
+def random_layout(rng: np.random.Generator, w: int = 8192, h: int = 6144) -> list[MeasuredObject]:
+    """Objects of every small class, scattered, each clear, in a random orientation and colour."""
+    sizes = {"car": (60, 24), "truck": (110, 36), "bus": (160, 40), "tree": (60, 60),
+             "shipping_container": (90, 36), "storage_tank": (120, 120)}  # fmt: skip
+    colours = [RED, WHITE, [0.15, 0.3, 0.8], [0.1, 0.1, 0.1]]
+    out: list[MeasuredObject] = []
+    for cls, (a, b) in sizes.items():
+        for _ in range(int(rng.integers(0, 12 if cls == "car" else 5))):
+            bw, bh = (a, b) if rng.random() < 0.5 or a == b else (b, a)
+            x, y = int(rng.integers(0, w - bw)), int(rng.integers(0, h - bh))
+            lit = GREEN if cls == "tree" else colours[int(rng.integers(len(colours)))]
+            box = [x, y, x + bw, y + bh]
+            out.append(measured(len(out) + 1, cls, box, lit_rgb=lit, elongation=max(bw, bh) / min(bw, bh)))
+    return out
+
+
+def test_a_release_over_many_layouts_gives_no_pixel_free_rule_an_edge(tmp_path: Path) -> None:
+    """The family's own planning over 80 random views: every row passes the second-path QC, the
+    gold's letter is uniform per task, and a rule fitted on half the views that reads a numeric
+    row's first option (the one structural cue its options carry) stays near chance on the
+    other half."""
+    from collections import Counter, defaultdict
+
+    from skyqa import keys
+    from skyqa.contracts import dump_json
+    from skyqa.contracts.missions import MissionIndex
+    from skyqa.contracts.ultra import SurveyIndexRow
+    from skyqa.families.base import PlanInputs
+    from skyqa.v1 import scan_pb2
+
+    store, surveys, tasks = LocalBlobStore(tmp_path), [], {}
+    for n in range(80):
+        objects = random_layout(np.random.default_rng([7, n]))
+        task = survey(objects).model_copy(
+            update={"survey_id": f"s_survey_{n:03d}", "width": 8192, "height": 6144}
+        )
+        key = f"{keys.final_task('r', task.survey_id)}/{keys.SURVEY_TASK}"
+        store.put(key, dump_json(task), "application/json")
+        surveys.append(SurveyIndexRow(survey_id=task.survey_id, task=key))
+        tasks[task.survey_id] = task
+    index = MissionIndex(scene_id="s", missions=[], rejected=[], surveys=surveys)
+    inputs = PlanInputs("r", "s", "builtin", 3, scan_pb2.ScanRequest(), store, [], {}, index)
+    rows = FAMILY.plan(inputs).rows
+    assert len(rows) > 800 and check_rows(rows, tasks) == {}
+    by_task: dict[str, list[UltraRow]] = defaultdict(list)
+    for r in rows:
+        by_task[r.task].append(r)
+    assert set(by_task) == set(CATEGORY)
+    # options come in the task's own order whatever the answer (the gold is never the odd one out)
+    canonical: dict[str, Callable[[list[str]], bool]] = {
+        "claim_pattern": lambda labels: labels == list(CLAIM_LABELS),
+        "relative_position": lambda labels: labels == list(POSITIONS),
+        "presence_pattern": lambda labels: (
+            labels[0] == "In both regions" and labels[3] == "In neither region"
+        ),
+        "count_order": lambda labels: labels[2] == "Both regions have the same, non-zero number",
+        "extreme_relation": lambda labels: labels[0] in ("It is above it", "It is to the left of it"),
+    }
+    for r in rows:
+        labels = [o.label for o in r.options]
+        if r.task in canonical:
+            assert canonical[r.task](labels), (r.task, labels)
+        else:
+            shares = [float(Fraction(lab.replace(":", "/"))) for lab in labels]
+            assert shares == sorted(shares), (r.task, labels)
+    for name, mine in by_task.items():
+        letters = Counter(r.answer_option_id for r in mine)
+        assert max(letters.values()) - min(letters.get(x, 0) for x in "ABCD") <= 2, (name, letters)
+        if name in ("count_difference", "count_total"):
+            # a 0 among the options could only be a difference's gold: none is ever offered
+            assert all(int(o.label) >= 1 for r in mine for o in r.options)
+            fit, held = (
+                [r for r in mine if r.unit < "s_survey_040"],
+                [r for r in mine if r.unit >= "s_survey_040"],
+            )
+            cue: dict[int, Counter[int]] = defaultdict(Counter)
+            for r in fit:
+                values = [int(o.label) for o in r.options]
+                cue[min(values[0], 3)][values.index(int(r.answer_label))] += 1
+            rule = {start: c.most_common(1)[0][0] for start, c in cue.items()}
+            hits = sum(
+                rule.get(min(int(r.options[0].label), 3))
+                == [o.label for o in r.options].index(r.answer_label)
+                for r in held
+            )
+            assert hits / len(held) < 0.4, (name, hits, len(held))
+    funnel = json.loads(store.get(f"runs/r/{FAMILY_CANDIDATES}"))
+    assert funnel["rows"] == len(rows) and funnel["removed"]
