@@ -178,7 +178,9 @@ def capture_and_fusion(ceiling: float) -> dict[str, Any]:
 
         from skyqa import media
 
-        chunks = [media.decode_lidar(store.get(r.lidar_segmentation_path)) for r in rows]
+        # frame rows name their files relative to the run folder
+        root = keys.run_prefix("bench")
+        chunks = [media.decode_lidar(store.get(f"{root}/{r.lidar_segmentation_path}")) for r in rows]
         raw = np.concatenate(chunks)
         xyz = np.stack([raw["x"], raw["y"], raw["z"]], -1).astype(np.float64)
         voxel = req.fusion.voxel_size_m

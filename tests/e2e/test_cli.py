@@ -336,6 +336,11 @@ def test_release_folder_loads_with_hugging_face_datasets(
     assert len(first["media"]) == len(first["images"]) >= 2
     assert first["media"][0].size == Image.open(release / first["images"][0]).size
     assert video[0]["media"][0].size == Image.open(release / video[0]["reference_image_with_bbox"]).size
+    # the ultra-resolution rows: the survey view at its own size, the typed GT-CoT with each row
+    ultra = datasets.load_dataset(str(release), "ultravr_qa", split="test")
+    assert len(ultra) == len(out["ultravr_qa"].read_text().splitlines()) > 0
+    assert ultra[0]["media"][0].size == (2048, 1536)
+    assert {s["answer_format"] for r in ultra for s in r["reasoning_steps"]} >= {"integer", "option_label"}
     # the trajectories (videos only) load from their own table
     index = datasets.load_dataset("parquet", data_files=str(out["reasoning_index"]), split="train")
     assert len(index) == len(out["reasoning_trajectories"].read_text().splitlines())

@@ -389,7 +389,7 @@ def logical(view: View, claim_offset: int) -> Iterator[Candidate]:
                     {
                         "bundle": bundle.key(),
                         "counts": dict(zip(REGIONS, counts, strict=True)),
-                        "claimed": [n, region],
+                        "claimed": {"count": n, "region": region},
                     },
                     tuple(o for t in tallies for o in t.members),
                     str(kind),
