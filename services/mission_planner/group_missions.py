@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 import numpy as np
 from skyqa import keys
@@ -205,14 +207,24 @@ def video_job(run_id: str, backend: str, plan: GroupPlan, cfg: MissionConfig) ->
         requester="mission",
         correlation=plan.group_id,
     )
-    for u in plan.uavs:
-        x, y, z, yaw, pitch, roll = u.pose
+    add_stills(job, [u.pose for u in plan.uavs], plan.objects)
+    return job
+
+
+class Measured(Protocol):
+    instance_id: int
+    center: list[float]
+    size: list[float]
+
+
+def add_stills(job: render_pb2.VideoJob, poses: Sequence[list[float]], objects: Iterable[Measured]) -> None:
+    """A job of stills: one frame per pose (x, y, z, yaw, pitch, roll), every object measured."""
+    for x, y, z, yaw, pitch, roll in poses:
         job.poses.append(common_pb2.Pose(x=x, y=y, z=z, yaw_deg=yaw, pitch_deg=pitch, roll_deg=roll))
-    for o in plan.objects:
+    for o in objects:
         job.targets.add(
             landmark_id=f"obj_{o.instance_id}", instance_id=o.instance_id, center=o.center, size=o.size
         )
-    return job
 
 
 def is_group(store: BlobStore, run_id: str, job_id: str) -> bool:

@@ -31,9 +31,9 @@ from skyqa.contracts.ultra import (
 )
 from skyqa.protojson import to_json
 from skyqa.sim.camera import look_at
-from skyqa.v1 import common_pb2, render_pb2, scan_pb2
+from skyqa.v1 import render_pb2, scan_pb2
 
-from services.mission_planner.group_missions import seed_of
+from services.mission_planner.group_missions import add_stills, seed_of
 from services.mission_planner.safety import ObstacleMap
 
 # the classes a survey's questions count: small in an aerial view, many per area
@@ -176,13 +176,7 @@ def survey_job(
         correlation=plan.survey_id,
         survey=True,
     )
-    for v in plan.views:
-        x, y, z, yaw, pitch, roll = v.pose
-        job.poses.append(common_pb2.Pose(x=x, y=y, z=z, yaw_deg=yaw, pitch_deg=pitch, roll_deg=roll))
-    for t in targets:
-        job.targets.add(
-            landmark_id=f"obj_{t.instance_id}", instance_id=t.instance_id, center=t.center, size=t.size
-        )
+    add_stills(job, [v.pose for v in plan.views], targets)
     return job
 
 
