@@ -78,8 +78,9 @@ def rows_for(condition: str, questions: list[Question]) -> list[Question]:
             if (r := q.family.with_steps(q.row)) is not None
         ]
     if condition == "fewshot_cot":
+        pool = solved_pool(questions)
         return [
-            Question(q.family, r, q.sample_id, user_text=examples(q, questions) + q.family.prompts(r)[1])
+            Question(q.family, r, q.sample_id, user_text=examples(q, pool) + q.family.prompts(r)[1])
             for q in questions
             if (r := q.family.with_steps(q.row)) is not None
         ]
@@ -90,20 +91,26 @@ def rows_for(condition: str, questions: list[Question]) -> list[Question]:
     return questions
 
 
-def examples(q: Question, questions: list[Question]) -> str:
+Pool = dict[tuple[str, str], list[tuple[str, Question]]]
+
+
+def solved_pool(questions: list[Question]) -> Pool:
+    """Every question by (family, task), as (unit, question) in sample-id order."""
+    pool: Pool = {}
+    for o in sorted(questions, key=lambda o: o.sample_id):
+        item = o.item()
+        pool.setdefault((o.family.name, item.task), []).append((item.unit, o))
+    return pool
+
+
+def examples(q: Question, pool: Pool) -> str:
     """``FEW_SHOT`` solved examples for ``q``: rows of its family and task from other units, in
     sample-id order, each with its question, ground-truth steps and answer."""
     item = q.item()
-    pool = sorted(
-        (
-            o
-            for o in questions
-            if o.family is q.family and o.item().task == item.task and o.item().unit != item.unit
-        ),
-        key=lambda o: o.sample_id,
-    )
+    mine = pool.get((q.family.name, item.task), [])
+    chosen = [o for unit, o in mine if unit != item.unit][:FEW_SHOT]
     parts = []
-    for n, o in enumerate(pool[:FEW_SHOT], 1):
+    for n, o in enumerate(chosen, 1):
         steps = "\n".join(
             f"S{i}. {s.question}\nA{i}: {s.answer}" for i, s in enumerate(o.family.steps(o.row), 1)
         )

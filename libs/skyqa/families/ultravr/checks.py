@@ -65,8 +65,7 @@ def _boxes(text: str) -> list[list[float]] | None:
 
 def _find(box: list[float], measured: list[MeasuredObject], w: int, h: int) -> MeasuredObject | None:
     for m in measured:
-        norm = (m.box[0] / w, m.box[1] / h, m.box[2] / w, m.box[3] / h)
-        if all(abs(a - b) <= TOLERANCE for a, b in zip(norm, box, strict=True)):
+        if all(abs(a - b) <= TOLERANCE for a, b in zip(_norm(m, w, h), box, strict=True)):
             return m
     return None
 
@@ -158,12 +157,13 @@ def _trace(row: UltraRow) -> str | None:
 
 
 def _grounding(row: UltraRow, task: SurveyTask) -> str | None:
-    k = [v.view for v in task.views].index(row.view) if row.view in [v.view for v in task.views] else -1
-    if k < 0:
+    kinds = [v.view for v in task.views]
+    if row.view not in kinds:
         return "the survey has no such view"
     w, h = task.width, task.height
-    measured = task.measured[k].objects
-    if not row.image.endswith(task.measured[k].image):
+    pictured = task.measured[kinds.index(row.view)]
+    measured = pictured.objects
+    if not row.image.endswith(pictured.image):
         return "the row's image is not the view's"
     for s in row.reasoning_steps:
         if s.answer_format == "bbox_coordinates_list":

@@ -146,7 +146,7 @@ class UltraVR:
                         sample_id = f"{unit}_{asked}_{j}"
                         out.rows.append(self._row(inputs, sample_id, task, view.view, unit, image, c))
                         placed[asked] += 1
-                out.missions[task.survey_id] = task.survey_id
+            out.missions[task.survey_id] = task.survey_id
         report = CandidateFunnel(
             candidates=considered, removed=dict(sorted(removed.items())), rows=len(out.rows)
         )

@@ -164,11 +164,10 @@ def _ratio_options(a: int, b: int, rank: int) -> tuple[str, ...] | None:
     return tuple(f"{f.numerator}:{f.denominator}" for f in picked)
 
 
-def _count_steps(
-    view: View, first: tuple[Bundle, str, Tally], second: tuple[Bundle, str, Tally]
-) -> list[UltraStep]:
+def _count_steps(view: View, *tallies: tuple[Bundle, str, Tally]) -> list[UltraStep]:
+    """Per (bundle, region, tally): ground the bundle's boxes in the region, then count them."""
     out = []
-    for bundle, region, t in (first, second):
+    for bundle, region, t in tallies:
         out.append(
             _step(
                 f"What are the coordinates of the {bundle.words} in the {region} region?",
@@ -357,19 +356,7 @@ def logical(view: View, claim_offset: int) -> Iterator[Candidate]:
             continue
         best = REGIONS[counts.index(top)]
         other = REGIONS[(counts.index(top) + 1 + claim_offset % 3) % 4]
-        steps = []
-        for r, t in zip(REGIONS, tallies, strict=True):
-            steps.append(
-                _step(
-                    f"What are the coordinates of the {bundle.words} in the {r} region?",
-                    view.boxes(t.members),
-                    "GND",
-                    "bbox_coordinates_list",
-                )
-            )
-            steps.append(
-                _step(f"How many {bundle.words} are in the {r} region?", str(t.count), "QUA", "integer")
-            )
+        steps = _count_steps(view, *((bundle, r, t) for r, t in zip(REGIONS, tallies, strict=True)))
         steps.append(_step(f"How many {bundle.words} are there in all?", str(total), "INT", "integer"))
         steps.append(_step(f"Which region has the most {bundle.words}?", best, "INT", "relation"))
         wrong_total = total + (1 + claim_offset % 2) * (1 if total < 2 or claim_offset % 2 else -1)
