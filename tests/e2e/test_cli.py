@@ -255,6 +255,13 @@ def test_eval_of_a_run_without_manifests_exits_1(tmp_path: Path) -> None:
     for cmd in ("eval", "blind-filter"):
         result = skyqa(cmd, "no-such-run", "--data-dir", str(tmp_path), timeout=60)
         assert result.returncode == 1 and "has no QA manifests" in result.stderr, result.stderr
+    # a judge must be a language model endpoint, named as --model names one
+    for judge, said in (
+        ("world://127.0.0.1:1", "not a world model"),
+        ("nonsense", "--judge needs URL[#MODEL]"),
+    ):
+        result = skyqa("eval", "no-such-run", "--data-dir", str(tmp_path), "--judge", judge, timeout=60)
+        assert result.returncode == 2 and said in result.stderr, result.stderr
 
 
 def test_warmup_fills_the_kernel_cache_the_image_build_relies_on(tmp_path: Path) -> None:

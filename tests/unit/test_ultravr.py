@@ -593,3 +593,24 @@ def test_a_release_over_many_layouts_gives_no_pixel_free_rule_an_edge(tmp_path: 
             assert hits / len(held) < 0.4, (name, hits, len(held))
     funnel = json.loads(store.get(f"runs/r/{FAMILY_CANDIDATES}"))
     assert funnel["rows"] == len(rows) and funnel["removed"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d["measured"].append(d["measured"][0]),  # more measured views than planned
+        lambda d: d["measured"][0]["objects"][0].update(box=[1, 2, 3]),
+        lambda d: d.update(width=0),
+        lambda d: d["measured"][0]["objects"][0].update(pixels=-5),
+    ],
+)
+def test_a_tampered_survey_task_is_refused_with_a_clear_error(
+    change: Callable[[dict[str, Any]], None],
+) -> None:
+    from skyqa.contracts import dump_json, load_json
+    from skyqa.errors import InvalidInput
+
+    doc = json.loads(dump_json(survey(LAYOUT)))
+    change(doc)
+    with pytest.raises(InvalidInput, match="survey task"):
+        load_json(SurveyTask, json.dumps(doc).encode(), "survey task")
