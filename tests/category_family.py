@@ -13,7 +13,7 @@ from skyqa.answers import Parsed, parse_choice
 from skyqa.contracts.base import Contract
 from skyqa.contracts.qa import Funnel, Option, ReasoningStep
 from skyqa.families import CardPart, Checked, Item, PlanInputs, Planned, Rendered
-from skyqa.families.base import MediaRef
+from skyqa.families.base import Mark, MediaRef
 
 LETTERS = "ABCD"
 
@@ -117,6 +117,9 @@ class LandmarkCategory:
 
     def media(self, row: CategoryRow) -> list[MediaRef]:
         return []  # asked in words alone: a fine family for testing, a poor benchmark
+
+    def marks(self, row: CategoryRow) -> list[Mark]:
+        return []
 
     def steps(self, row: CategoryRow) -> list[ReasoningStep]:
         return []

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from demo_runs import ARGS, DemoRun, skyqa
 from skyqa.servers import NatsServer, SeaweedS3
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,3 +40,18 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
 def unique() -> str:
     """A fresh token for subjects, durables, buckets and run ids, so tests never collide."""
     return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="session")
+def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> list[DemoRun]:
+    """Two `skyqa demo` runs of one scene, config and seed in fresh data folders (the second
+    proves determinism), shared by the end-to-end tests. A test that changes a run's files
+    works on a copy."""
+    runs = []
+    for i in range(2):
+        data = tmp_path_factory.mktemp(f"demo{i}")
+        result = skyqa("demo", "--data-dir", str(data), *ARGS)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert re.search(r"dashboard +http://127\.0\.0\.1:\d+/#run=\S+", result.stderr), result.stderr[:2000]
+        runs.append(DemoRun(data, result.stdout, result.stderr))
+    return runs

@@ -30,7 +30,7 @@ from skyqa.contracts.missions import (
     TaskData,
 )
 from skyqa.contracts.navigation import NavigationPlan, NavigationTask
-from skyqa.contracts.qa import ImageRow, QCReport, RenderRequests, VideoRow
+from skyqa.contracts.qa import ImageRow, QCReport, QCRow, RenderRequests, VideoRow
 from skyqa.contracts.review import ReviewState, ValidInstancesFile
 from skyqa.contracts.rsv import Execution, TrajectoryPlan, TrajectoryRow
 from skyqa.contracts.ultra import SurveyMeasurement, SurveyPlan, SurveyTask
@@ -105,6 +105,7 @@ SCHEMAS: list[tuple[str, Schema]] = [
     (r"scan_request\.json", scan_pb2.ScanRequest),
     (r"release\.json", integrity.ReleaseInfo),
     (r"qc_report\.json", QCReport),
+    (r"qc_rows\.jsonl", QCRow),
     (r"croissant\.json", None),
     (r"image_qa\.metadata\.jsonl", ImageRow),
     (r"video_qa\.metadata\.jsonl", VideoRow),

@@ -300,6 +300,7 @@ def release_common(run_id: str, scene_id: str) -> dict[str, str]:
     return {
         "render_requests": f"{root}/image_tasks/render_requests/{scene_id}.render_requests.json",
         "qc_report": f"{root}/qc_report.json",
+        "qc_rows": f"{root}/qc_rows.jsonl",
         "dataset_card": f"{root}/README.md",
         "croissant": f"{root}/croissant.json",
     }

@@ -128,6 +128,9 @@ class GatewaySettings(BaseModel):
 
     # bearer token of write routes (POST /v1/scans); writes are refused while it is empty
     token: SecretStr = SecretStr("")
+    # set: reads under /v1/ (runs, releases, the workbench's data) need it or the write token;
+    # empty: reads are open, as a published release is
+    read_token: SecretStr = SecretStr("")
     max_body_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024)
     # where browsers reach the review web (landmark service), linked from the dashboard
     review_url: str = ""

@@ -27,14 +27,14 @@ async def setup(svc: Service) -> None:
     progress, _ = svc.require()
     cfg = svc.settings.evaluation
 
-    async def run(run_id: str, scene_id: str, spec: eval_pb2.EvaluationSpec) -> None:
+    async def run(run_id: str, scene_id: str, spec: eval_pb2.EvaluationSpec, stage: str = STAGE) -> None:
         keys.validate_id(run_id, "run id")
         req = resolve_request(spec, cfg)
         if not await asyncio.to_thread(released, svc.store, run_id, scene_id):
             raise InvalidInput(f"run {run_id!r} of scene {scene_id!r} has no QA manifests to evaluate")
         await progress.report(
             run_id,
-            STAGE,
+            stage,
             0,
             1,
             message=f"evaluating 3 baselines and {len(req.models)} models in {req.conditions}",
@@ -55,7 +55,7 @@ async def setup(svc: Service) -> None:
         top = result.leaderboard["models"][0]
         await progress.report(
             run_id,
-            STAGE,
+            stage,
             1,
             1,
             common_pb2.RUN_STATUS_COMPLETED,
@@ -69,7 +69,10 @@ async def setup(svc: Service) -> None:
         await run(event.run_id, event.scene_id, event.evaluation)
 
     async def on_request(event: eval_pb2.EvaluationRequest, d: Delivery) -> None:
-        await run(event.run_id, event.scene_id, event.spec)
+        asked = event.request_id
+        await run(
+            event.run_id, event.scene_id, event.spec, f"{STAGE}-{asked}" if keys.is_valid_id(asked) else STAGE
+        )
 
     svc.bus.handle(QA_DONE, qa_pb2.QACompleted, on_qa, stage=STAGE)
     svc.bus.handle(REQUESTED, eval_pb2.EvaluationRequest, on_request, stage=STAGE)

@@ -12,27 +12,13 @@ from skyqa.contracts.qa import IMAGE_TASKS
 from skyqa.families import FAMILIES, TaskFamily
 from skyqa.families.dualcog_image.evaluation import METRICS as IMAGE_METRICS
 from skyqa.families.dualcog_video.evaluation import JOINT_METRICS, VISIBILITY_METRICS
+from skyqa.families.headline import primary_metrics
 
 from services.evaluator.conditions import STEP_CONDITIONS
 from services.evaluator.metrics import summarize
 from services.evaluator.metrics_csv import element_instance_f1
 from services.evaluator.paired import paired_comparisons
 from services.evaluator.steps import summarize_steps
-
-# the score a task is correlated by: UAV-DualCog's choices, else the family's first metric
-PRIMARY: dict[str, str] = {
-    **{t: "option_correct" for t in IMAGE_TASKS},
-    "self_instance_recognition_joint": "element_f1",
-    "env_visibility_reasoning": "count_exact",
-}
-
-
-def primary_metrics(families: Sequence[TaskFamily[Any]]) -> dict[str, str]:
-    out = dict(PRIMARY)
-    for f in families:
-        for task, metrics in f.metrics.items():
-            out.setdefault(task, metrics[0])
-    return out
 
 
 def _groups(full: list[dict[str, Any]], f: TaskFamily[Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import mimetypes
 import time
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,15 +24,18 @@ from pydantic import BaseModel
 from skyqa import keys, scan
 from skyqa.bus import JsonKV, topology
 from skyqa.contracts import RunState
+from skyqa.contracts.qa import QCReport
 from skyqa.errors import BlobNotFound, InvalidInput
+from skyqa.models.endpoints import resolve
 from skyqa.protojson import to_dict
 from skyqa.runtime import Service, Settings
 from skyqa.runtime.auth import check_bearer
 from skyqa.runtime.pages import SANDBOX_HEADERS
 from skyqa.runtime.params import checked_run_id
-from skyqa.v1 import common_pb2, scan_pb2
+from skyqa.v1 import common_pb2, eval_pb2, scan_pb2
 
 from services.gateway.deadletters import DeadLetterLog
+from services.gateway.ranges import byte_range
 from services.gateway.views import run_view
 
 KEEPALIVE_S = 15.0
@@ -119,6 +123,24 @@ def parse_scan(raw: bytes, settings: Settings) -> scan_pb2.ScanRequest:
     return full
 
 
+def parse_spec(raw: bytes, settings: Settings) -> eval_pb2.EvaluationSpec:
+    """An evaluation spec from its protobuf JSON form, validated and admitted (every model on
+    the operator's allow-list)."""
+    try:
+        doc = json.loads(raw)
+        spec = json_format.ParseDict(doc, eval_pb2.EvaluationSpec()) if isinstance(doc, dict) else None
+    except (UnicodeDecodeError, ValueError, TypeError, RecursionError, json_format.ParseError) as exc:
+        raise HTTPException(422, f"not a skyqa.v1.EvaluationSpec: {str(exc)[:300]}") from None
+    if spec is None:
+        raise HTTPException(422, "body must be a JSON object (a skyqa.v1.EvaluationSpec)")
+    try:
+        scan.validate_evaluation(spec)
+        resolve(spec.models, settings.evaluation)
+    except InvalidInput as exc:
+        raise HTTPException(422, str(exc)) from None
+    return spec
+
+
 def _sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
@@ -185,6 +207,42 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
                 "dashboard": f"/#run={req.run_id}",
             },
         )
+
+    @app.post("/v1/runs/{run_id}/evaluations", status_code=202, dependencies=[Depends(auth)], tags=["runs"])
+    async def start_evaluation(
+        run_id: str, request: Request, response: Response, idempotency_key: str = Header("", max_length=96)
+    ) -> dict[str, Any]:
+        """Evaluate the run's release (a ``skyqa.v1.EvaluationSpec`` in protobuf JSON: models on the
+        operator's allow-list, conditions, request cap). The evaluator reports on the run's
+        ``eval`` stage and rewrites ``eval/``. A retry with the same ``Idempotency-Key`` header is
+        not started twice."""
+        checked_run_id(run_id)
+        spec = parse_spec(await _body(request, cfg.max_body_bytes), svc.settings)
+        qc = f"{keys.run_prefix(run_id)}/qc_report.json"
+        try:
+            report = QCReport.model_validate_json(await asyncio.to_thread(svc.store.get, qc))
+        except BlobNotFound:
+            raise HTTPException(404, f"run {run_id!r} has no release to evaluate") from None
+        except ValueError:
+            raise HTTPException(422, f"run {run_id!r} has an unreadable qc_report.json") from None
+        if idempotency_key and not keys.is_valid_id(idempotency_key):
+            raise HTTPException(422, "Idempotency-Key must be letters, digits, '_' and '-'")
+        request_id = idempotency_key or uuid.uuid4().hex[:16]
+        msg_id = f"eval:{run_id}:{request_id}"
+        event = eval_pb2.EvaluationRequest(
+            run_id=run_id, scene_id=report.scene_id, spec=spec, request_id=request_id
+        )
+        ack = await svc.bus.publish(topology.EVAL_REQUESTED, event, msg_id=msg_id, run_id=run_id)
+        if ack.duplicate:
+            response.status_code = 200
+        return {
+            "created": not ack.duplicate,
+            "run_id": run_id,
+            "request": request_id,
+            "stage": f"eval-{request_id}",  # the run stage the evaluator reports it as
+            "submitted_at": time.time(),  # a dead letter of it after this says why it failed
+            "links": {"run": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"},
+        }
 
     @app.get("/v1/runs", tags=["runs"])
     async def list_runs(limit: int = Query(100, ge=1, le=1000)) -> list[dict[str, Any]]:
@@ -309,15 +367,29 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         }
 
     @app.get("/v1/releases/{run_id}/files/{path:path}", tags=["releases"])
-    async def release_file(run_id: str, path: str) -> Response:
-        """One file of the release, as stored."""
+    async def release_file(
+        run_id: str, path: str, span_header: str | None = Header(None, alias="range")
+    ) -> Response:
+        """One file of the release, as stored; a single ``Range: bytes=`` range is answered 206
+        with that part (how a video player seeks)."""
         key = f"{keys.run_prefix(checked_run_id(run_id))}/{path}"
         try:
             keys.validate_key(key)
-            data = await asyncio.to_thread(svc.store.get, key)
+            info = await asyncio.to_thread(svc.store.head, key)
+            if info is None:
+                raise BlobNotFound(key)
+            media = mimetypes.guess_type(path)[0] or "application/octet-stream"
+            headers = {**SANDBOX_HEADERS, "Accept-Ranges": "bytes"}
+            span = byte_range(span_header, info.size)
+            if span is None:
+                return Response(
+                    await asyncio.to_thread(svc.store.get, key), media_type=media, headers=headers
+                )
+            first, last = span
+            data = await asyncio.to_thread(svc.store.get_range, key, first, last - first + 1)
         except BlobNotFound:
             raise HTTPException(404, f"no file {path!r} in run {run_id!r}") from None
         except InvalidInput as exc:
             raise HTTPException(400, str(exc)) from None
-        media = mimetypes.guess_type(path)[0] or "application/octet-stream"
-        return Response(data, media_type=media, headers=SANDBOX_HEADERS)
+        headers["Content-Range"] = f"bytes {first}-{first + len(data) - 1}/{info.size}"
+        return Response(data, status_code=206, media_type=media, headers=headers)

@@ -12,6 +12,8 @@ from skyqa.runtime.pages import mount_page
 
 from services.gateway.api import mount_api
 from services.gateway.deadletters import DeadLetterLog
+from services.gateway.readers import guard_reads
+from services.gateway.workbench import mount_workbench
 
 NAME = "gateway"
 HERE = Path(__file__).parent
@@ -19,12 +21,14 @@ HERE = Path(__file__).parent
 
 async def setup(svc: Service, dead: DeadLetterLog) -> None:
     await dead.follow(svc.bus.js)
-    mount_api(svc, dead)
     cfg = svc.settings.gateway
+    guard_reads(svc.app, cfg)
+    mount_api(svc, dead)
 
     # connect-src 'self' covers fetch and the EventSource of /v1/runs/<run>/events
-    assets = [HERE / "dashboard.js", HERE / "dashboard.css"]
+    assets = [HERE / "dashboard.js", HERE / "dashboard.css", HERE / "signin.js"]
     mount_page(svc.app, "/", "/static", HERE / "dashboard.html", assets, img_src="'self'")
+    mount_workbench(svc)
 
     @svc.app.get("/v1/info", tags=["service"])
     async def info() -> dict[str, Any]:
@@ -33,6 +37,7 @@ async def setup(svc: Service, dead: DeadLetterLog) -> None:
             "service": NAME,
             "review_url": cfg.review_url,
             "writes_enabled": bool(cfg.token.get_secret_value()),
+            "reads_need_token": bool(cfg.read_token.get_secret_value()),
             "store": svc.store.describe(),
         }
 

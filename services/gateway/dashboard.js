@@ -18,7 +18,9 @@ function row(cells, attrs) {
 
 async function loadRuns() {
   try {
-    const runs = await (await fetch("/v1/runs")).json();
+    const reply = await fetch("/v1/runs");
+    if (reply.status === 401) { $("live").textContent = "sign in to read"; window.skyqaSignIn(() => location.reload()); return; }
+    const runs = await reply.json();
     const body = $("runs"); body.replaceChildren();
     for (const r of runs) {
       const tr = row([r.run_id, r.scene_id, el("span", r.status, `status ${r.status}`), secs(r.wall_s)], {"data-run": r.run_id});

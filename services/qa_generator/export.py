@@ -151,6 +151,8 @@ multiple-answer rows (chance: same-size random picks), with 95 % intervals.
 {family_files}
 - `{rel["render_requests"]}`: camera pose and size of every rendered asset; `skyqa refresh`
   re-renders them without changing any id, option or answer.
+- `{rel["qc_rows"]}`: every checked row, released or dropped with its reason, and the blind
+  solvers that answered it without pixels (what the gateway's workbench browses).
 
 ## Media contract
 

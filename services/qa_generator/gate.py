@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from skyqa.contracts.qa import SolverScore, TaskGate
@@ -45,6 +45,8 @@ class GateResult:
     tasks: dict[str, TaskGate]
     failures: list[str]  # one line per reason, naming the leaking feature
     solved_by_all: list[str]  # sample ids every answering solver got right
+    # every gated row (its task had rows of two units or more) -> the solvers that answered it
+    right_by: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -110,7 +112,7 @@ def _chance(it: Item, count_space: int) -> float:
     return 1 / count_space if it.kind == "count" else 1 / len(it.options)
 
 
-def _task_gate(task: str, items: list[Item]) -> tuple[TaskGate, set[str]]:
+def _task_gate(task: str, items: list[Item]) -> tuple[TaskGate, dict[str, set[str]]]:
     kind = items[0].kind
     count_space = max(2, len({g for it in items for g in it.gold})) if kind == "count" else 0
     raw_p: dict[str, float] = {}
@@ -168,8 +170,7 @@ def _task_gate(task: str, items: list[Item]) -> tuple[TaskGate, set[str]]:
                 f"{task}: a constant box scores Acc@0.5 {gate.box_prior_acc50:.3f} (> {BOX_PRIOR_MAX}, "
                 f"p={p:.4g}); leaking feature: landmark placement in the image"
             )
-    everyone = set.intersection(*right.values()) if right else set()
-    return gate, everyone
+    return gate, right
 
 
 def _label_balance(task: str, items: list[Item], gate: TaskGate) -> None:
@@ -239,15 +240,19 @@ def run_gate(items: list[Item], letters: dict[str, dict[str, float]]) -> GateRes
     tasks: dict[str, TaskGate] = {}
     solved: set[str] = set()
     failures: list[str] = []
+    right_by: dict[str, list[str]] = {}
     for task in sorted(by_task):
         if len({it.unit for it in by_task[task]}) < 2:
             continue  # leave-one-landmark-out needs another landmark to learn from
-        gate, everyone = _task_gate(task, by_task[task])
+        gate, right = _task_gate(task, by_task[task])
         tasks[task] = gate
-        solved |= everyone
+        if right:
+            solved |= set.intersection(*right.values())
+        for it in by_task[task]:
+            right_by[it.sample_id] = sorted(name for name, ids in right.items() if it.sample_id in ids)
         failures += gate.failures
     # a family that names no unit in words has nothing to compare
     descriptions = {it.unit: it.description for it in items if it.description}
     failures += shared_descriptions(descriptions)
     failures += letter_failures(letters)
-    return GateResult(tasks, failures, sorted(solved))
+    return GateResult(tasks, failures, sorted(solved), right_by)

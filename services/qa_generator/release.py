@@ -21,7 +21,7 @@ from skyqa import __version__, integrity, keys, media
 from skyqa.blob import BlobStore
 from skyqa.contracts import ValidInstancesFile, load_json
 from skyqa.contracts.base import dump_json
-from skyqa.contracts.qa import BlindGate, Funnel, QCReport
+from skyqa.contracts.qa import BlindGate, Funnel, QCReport, QCRow
 from skyqa.errors import InvalidInput
 from skyqa.families import (
     FAMILIES,
@@ -45,9 +45,11 @@ from services.qa_generator.croissant import croissant
 from services.qa_generator.pipeline import QAPlan, scan_of
 
 mimetypes.add_type("application/x-ndjson", ".jsonl")
+BLIND_DROP = "every blind solver answers it"
+PROMPT_CHARS = 400  # of each row's prompt in the QC ledger
 
 
-def _jsonl(rows: list[BaseModel]) -> bytes:
+def _jsonl(rows: Sequence[BaseModel]) -> bytes:
     return b"".join(json.dumps(r.model_dump(mode="json"), sort_keys=True).encode() + b"\n" for r in rows)
 
 
@@ -122,7 +124,7 @@ def finish(
     reasons.update(alone.values())
     lost = [s for s, it in items.items() if it.unit in incomplete and s not in failed]
     reasons.update({"landmark incomplete": len(lost)} if lost else {})
-    reasons.update({"every blind solver answers it": len(solved)} if solved else {})
+    reasons.update({BLIND_DROP: len(solved)} if solved else {})
     # the funnel counts landmarks; units of other kinds (navigation missions) are not landmarks
     landmark_families = {f.name for f in families if f.unit_kind == "landmark"}
     released = {it.unit: it.category for it in released_items if it.family in landmark_families}
@@ -162,6 +164,10 @@ def finish(
         duplicate_questions=sum(1 for x in failed.values() if x == "duplicate question"),
     )
     out = release_files(p.run_id, p.scene_id, families)
+    shipped = {it.sample_id for it in released_items}
+    fates = failed | alone | dict.fromkeys(lost, "landmark incomplete") | dict.fromkeys(solved, BLIND_DROP)
+    ledger = qc_rows(families, checked, items, fates, shipped, blind, gate_mode)
+    store.put(out["qc_rows"], _jsonl(ledger), "application/x-ndjson")
     if not blind.passed and gate_mode == "enforce":
         # the report says what leaks and nothing new is released
         store.put(out["qc_report"], dump_json(report), "application/json")
@@ -201,6 +207,54 @@ def finish(
     paths = {name: rel for name, (rel, _) in manifests.items()}
     integrity.seal(store, p.run_id, release_info(p, report, rows, paths, gate_mode))
     return report, out
+
+
+def qc_rows(
+    families: Sequence[ReleaseFamily[Any]],
+    checked: dict[str, Checked[Any]],
+    items: dict[str, Item],
+    why: dict[str, str],
+    shipped: set[str],
+    blind: gate.GateResult,
+    gate_mode: str,
+) -> list[QCRow]:
+    """The QC ledger: every checked row with its fate and its blind-gate outcome."""
+    released = blind.passed or gate_mode != "enforce"
+    everyone = set(blind.solved_by_all)
+    out = []
+    for f in families:
+        for r in checked[f.name].rows:
+            it = items[r.sample_id]
+            kept = r.sample_id in shipped
+            out.append(
+                QCRow(
+                    sample_id=it.sample_id,
+                    family=f.name,
+                    task=it.task,
+                    unit=it.unit,
+                    category=it.category,
+                    difficulty=it.difficulty,
+                    kind=it.kind,
+                    status=("released" if released else "withheld") if kept else "dropped",
+                    reason="" if kept else why.get(r.sample_id, "not released"),
+                    blind=_outcome(r.sample_id, blind.right_by, everyone),
+                    blind_right=blind.right_by.get(r.sample_id, []),
+                    prompt=it.prompt[:PROMPT_CHARS],
+                    options=list(it.options),
+                    gold=sorted(it.gold),
+                    box=list(it.box),
+                    media=[m.path for m in f.media(r)],
+                )
+            )
+    return out
+
+
+def _outcome(sample_id: str, right_by: dict[str, list[str]], everyone: set[str]) -> Any:
+    if sample_id not in right_by:
+        return "not scored"
+    if sample_id in everyone:
+        return "all"
+    return "some" if right_by[sample_id] else "none"
 
 
 def export_key(out: dict[str, str], name: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from demo_runs import ARGS, DemoRun, outputs, skyqa
 from dualcog_fields import COMPOSITE_WORDS, IMAGE_READ, IMAGE_REQUIRED, VIDEO_READ, VIDEO_REQUIRED
 from google.protobuf.message import Message
 from PIL import Image
@@ -26,59 +27,10 @@ from skyqa.contracts.base import load_jsonl
 from skyqa.contracts.qa import ImageRow, VideoRow
 from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO
 
-ARGS = [
-    "--scene",
-    "tiny_town",
-    "--bound",
-    "-50,50,-50,50,0,80",
-    "--spacing",
-    "25",
-    "--altitude",
-    "45",
-    "--landmarks",
-    "3",
-    "--video",
-    "160x120",
-    "--navigation",
-    "2,1",
-    "--reasoning",
-    "1,1",
-    "--surveys",
-    "1,2048x1536",
-]
-
-
-def skyqa(*args: str, cwd: Path | None = None, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SKYQA_")}
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=cwd,
-    )
-
-
-def outputs(stdout: str) -> dict[str, Path]:
-    found = {}
-    for line in stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].startswith("/"):
-            found[parts[0]] = Path(parts[1])
-    return found
-
 
 @pytest.fixture(scope="module")
-def two_demo_runs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Path]]:
-    runs = []
-    for i in range(2):
-        data = tmp_path_factory.mktemp(f"demo{i}")
-        result = skyqa("demo", "--data-dir", str(data), *ARGS)
-        assert result.returncode == 0, result.stderr[-2000:]
-        assert re.search(r"dashboard +http://127\.0\.0\.1:\d+/#run=\S+", result.stderr), result.stderr[:2000]
-        runs.append(outputs(result.stdout))
-    return runs
+def two_demo_runs(demo_runs: list[DemoRun]) -> list[dict[str, Path]]:
+    return [outputs(r.stdout) for r in demo_runs]
 
 
 def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]]) -> None:

@@ -33,9 +33,10 @@ from skyqa.contracts.missions import (
     TaskData,
 )
 from skyqa.contracts.navigation import NavigationTask
+from skyqa.contracts.qa import QCRow
 from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.urbanvideo import NavRow
-from skyqa.families import FAMILIES
+from skyqa.families import FAMILIES, RELEASED, release_files
 from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
 from skyqa.sim import BuiltinSimulator, Intrinsics, Pose, load_scene, project
@@ -318,6 +319,25 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
         assert all(c <= 2 for c in Counter(r["task_type"] for r in mine).values())
         assert all(r["difficulty"] in ("4way", "8way") for r in mine)
         assert sum(1 for r in video if r["landmark_id"] == lm) <= 4
+
+    # the QC ledger: every checked row once, its fate agreeing with the manifests and the report
+    ledger = [QCRow.model_validate_json(line) for line in s3_store.get(f"{root}/qc_rows.jsonl").splitlines()]
+    assert len(ledger) == report["checked_rows"] == len({r.sample_id for r in ledger})
+    out = release_files(run_id, report["scene_id"], RELEASED)
+    in_manifests = {
+        json.loads(line)["sample_id"] for f in RELEASED for line in s3_store.get(out[f.manifest]).splitlines()
+    }
+    assert in_manifests == {r.sample_id for r in ledger if r.status == "released"}
+    assert Counter(r.reason for r in ledger if r.status == "dropped") == Counter(report["drop_reasons"])
+    assert sum(r.blind == "all" for r in ledger) == blind["dropped_rows"]
+    assert all(r.reason == "every blind solver answers it" for r in ledger if r.blind == "all")
+    gated = set(blind["tasks"])
+    # a row the gate scored is a released question (or one it dropped) of a task it scored
+    assert all(
+        (r.blind != "not scored") == (r.task in gated and r.kind != "trajectory")
+        for r in ledger
+        if r.status == "released"
+    )
 
     valid = load_json(ValidInstancesFile, s3_store.get(run["valid_instances"]))
     views = {v.view_id: (lm, v) for lm in valid.valid_instances for v in lm.rgb_views}

@@ -92,6 +92,12 @@ def test_gold_always_a_fails_on_the_answer_position() -> None:
     # dropped: only rows the label prior gets right too (the most frequent label elsewhere)
     solved = set(result.solved_by_all)
     assert 0 < len(solved) < 0.5 * N_LANDMARKS * 2
+    # the per-row outcomes the QC ledger records: every gated row, with the solvers right on it
+    assert set(result.right_by) == {r.sample_id for r in release(letter="A")}
+    assert all("letter_prior" in result.right_by[s] for s in result.right_by)
+    answering = {name for names in result.right_by.values() for name in names}
+    assert all(set(result.right_by[s]) == answering for s in solved)
+    assert any(set(names) < answering for names in result.right_by.values())
 
 
 def test_rows_every_solver_answers_are_listed_for_dropping() -> None:

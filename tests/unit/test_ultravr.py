@@ -417,6 +417,21 @@ def test_bad_survey_jobs_are_refused_with_the_reason() -> None:
         validate_survey_job(many)
 
 
+def test_the_workbench_marks_every_grounded_box_on_the_row_image() -> None:
+    rows = [row_of(c, k) for k, c in enumerate(candidates(view(), step_size=1, claim_offset=0))]
+    for r in rows:
+        marks = FAMILY.marks(r)
+        assert {m.path for m in marks} <= {r.image}
+        want = []
+        for i, s in enumerate(r.reasoning_steps, 1):
+            if s.answer_format == "bbox_coordinates_list":
+                want += [(f"S{i} {s.operation}", tuple(b)) for b in json.loads(s.answer)]
+            elif s.answer_format == "bbox" and s.answer != "none":
+                want.append((f"S{i} {s.operation}", tuple(json.loads(s.answer))))
+        assert [(m.role, m.box) for m in marks] == want
+    assert any(FAMILY.marks(r) for r in rows)
+
+
 def test_the_sample_export_types_each_ground_truth_as_its_format_says() -> None:
     rows = [row_of(c, k) for k, c in enumerate(candidates(view(), step_size=1, claim_offset=0))]
     out = FAMILY.exports(rows)["ultravr_samples"]

@@ -59,6 +59,15 @@ class LocalBlobStore:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise BlobNotFound(f"no object at {key!r}") from None
 
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        path = self._path(key)
+        try:
+            with path.open("rb") as fh:
+                fh.seek(max(0, start))
+                return fh.read(max(0, length))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise BlobNotFound(f"no object at {key!r}") from None
+
     def head(self, key: str) -> BlobInfo | None:
         path = self._path(key)
         if not path.is_file():

@@ -80,9 +80,17 @@ class S3BlobStore:
         return BlobInfo(key=key, sha256=digest, size=len(data), content_type=content_type)
 
     def get(self, key: str) -> bytes:
+        return self._read(key, {})
+
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        return self._read(key, {"offset": max(0, start), "length": length})
+
+    def _read(self, key: str, span: dict[str, int]) -> bytes:
         validate_key(key)
         try:
-            response = self._call(self.client.get_object, bucket_name=self.bucket, object_name=key)
+            response = self._call(self.client.get_object, bucket_name=self.bucket, object_name=key, **span)
         except S3Error as exc:
             if exc.code in _MISSING:
                 raise BlobNotFound(f"no object at {key!r}") from None

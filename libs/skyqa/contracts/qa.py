@@ -229,6 +229,33 @@ class BlindGate(Contract):
     dropped_by_family: dict[str, int] = Field(default_factory=dict)  # the same rows, by family
 
 
+class QCRow(Contract):
+    """One line of ``qc_rows.jsonl``: a row the release checked, what became of it and which of
+    the blind gate's solvers answered it without pixels. The workbench lists and filters these;
+    the rows themselves are in the family manifests (released) or the QA plan (dropped)."""
+
+    sample_id: str
+    family: str
+    task: str
+    unit: str
+    category: str
+    difficulty: str
+    kind: str
+    # withheld: clean, but the blind gate failed in enforce mode and nothing was released
+    status: Literal["released", "dropped", "withheld"]
+    reason: str = ""  # why it was dropped
+    # how many of the blind solvers answered it: none, some, or all of those that answer its
+    # kind (it is then dropped); "not scored": the gate never asked it (dropped before the gate,
+    # not a question, or its task has rows of one unit, so no fold can learn from another)
+    blind: Literal["not scored", "none", "some", "all"]
+    blind_right: list[str] = Field(default_factory=list)  # the solvers that answered it right
+    prompt: str  # its opening (the first 400 characters), for listing
+    options: list[tuple[str, str]] = Field(default_factory=list)  # (option id, label)
+    gold: list[str] = Field(default_factory=list)  # option ids, or the count
+    box: list[float] = Field(default_factory=list)  # the answer box, normalized xyxy
+    media: list[str] = Field(default_factory=list)  # what it shows, relative to the release
+
+
 class QCReport(Contract):
     scene_id: str
     run_id: str

@@ -85,6 +85,24 @@ class MediaRef:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """A box a row's answer or reasoning places on one of its media, for people checking the row
+    (the workbench draws it); never part of what a model is shown."""
+
+    path: str  # one of the row's media paths
+    box: tuple[float, float, float, float]  # normalized xyxy
+    role: str  # "answer", "reference", or the reasoning step that names it ("S1 GND")
+
+
+def box4(values: Sequence[float]) -> tuple[float, float, float, float]:
+    """A normalized xyxy box as a 4-tuple (a stored list of another length is an error)."""
+    if len(values) != 4:
+        raise ValueError(f"a box has 4 numbers, got {len(values)}")
+    x1, y1, x2, y2 = (float(v) for v in values)
+    return x1, y1, x2, y2
+
+
+@dataclass(frozen=True)
 class CardPart:
     """A family's share of the dataset card."""
 
@@ -197,6 +215,10 @@ class ReleaseFamily(Protocol[R]):
         ...
 
     def media(self, row: R) -> list[MediaRef]: ...
+
+    def marks(self, row: R) -> list[Mark]:
+        """The boxes its answer and reasoning place on its media; none when it has none."""
+        ...
 
     metrics: Mapping[str, tuple[str, ...]]  # task -> its metrics, in report order
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -37,17 +39,36 @@ def _shade(points: NDArray[np.floating], class_ids: NDArray[np.integer]) -> NDAr
     return out
 
 
+def _resolution(lo: Sequence[float], hi: Sequence[float], max_px: int) -> float:
+    return max(max(float(hi[0]) - float(lo[0]), float(hi[1]) - float(lo[1])) / max_px, 1e-3)
+
+
+def topdown_size(lo: Sequence[float], hi: Sequence[float], max_px: int = 1024) -> tuple[int, int]:
+    """Width and height of the top-down preview of points spanning ``lo``..``hi`` (x, y)."""
+    res = _resolution(lo, hi, max_px)
+    return int((float(hi[0]) - float(lo[0])) / res) + 1, int((float(hi[1]) - float(lo[1])) / res) + 1
+
+
+def topdown_pixels(
+    xy: NDArray[np.floating], lo: Sequence[float], hi: Sequence[float], max_px: int = 1024
+) -> NDArray[np.float64]:
+    """World (x, y) to (column, row) of the top-down preview, north up; what draws a flown path
+    over the preview lands where the preview drew the ground under it."""
+    res = _resolution(lo, hi, max_px)
+    _, h = topdown_size(lo, hi, max_px)
+    p = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    return np.stack([(p[:, 0] - float(lo[0])) / res, h - 1 - (p[:, 1] - float(lo[1])) / res], axis=1)
+
+
 def render_topdown(points: NDArray[np.floating], class_ids: NDArray[np.integer], max_px: int = 1024) -> bytes:
     """Orthographic view from above: the highest point of each cell wins."""
     p = np.asarray(points, dtype=np.float64)
     if len(p) == 0:
         return encode_png(np.zeros((8, 8, 3), np.uint8))
     lo, hi = p[:, :2].min(axis=0), p[:, :2].max(axis=0)
-    res = max(float((hi - lo).max()) / max_px, 1e-3)
-    w = int((hi[0] - lo[0]) / res) + 1
-    h = int((hi[1] - lo[1]) / res) + 1
-    col = ((p[:, 0] - lo[0]) / res).astype(int)
-    row = (h - 1 - (p[:, 1] - lo[1]) / res).astype(int)  # north up
+    w, h = topdown_size(lo, hi, max_px)
+    px = topdown_pixels(p[:, :2], lo, hi, max_px)
+    col, row = px[:, 0].astype(int), px[:, 1].astype(int)
     order = np.argsort(p[:, 2], kind="stable")  # higher points written last
     img = np.full((h, w, 3), 0.1, dtype=np.float32)
     img[row[order], col[order]] = _shade(p, class_ids)[order]

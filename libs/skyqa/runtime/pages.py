@@ -28,13 +28,14 @@ BASE_HEADERS = {
 SANDBOX_HEADERS = {**BASE_HEADERS, "Content-Security-Policy": "sandbox; default-src 'none'; img-src 'self'"}
 
 
-def csp(img_src: str = "'self'") -> str:
+def csp(img_src: str = "'self'", media_src: str = "'none'") -> str:
     return "; ".join(
         [
             "default-src 'none'",
             "script-src 'self'",
             "style-src 'self'",
             f"img-src {img_src}",
+            f"media-src {media_src}",
             "connect-src 'self'",
             "base-uri 'none'",
             "form-action 'none'",
@@ -44,11 +45,21 @@ def csp(img_src: str = "'self'") -> str:
 
 
 def mount_page(
-    app: FastAPI, route: str, static_route: str, html: Path, assets: list[Path], img_src: str
+    app: FastAPI,
+    route: str,
+    static_route: str,
+    html: Path,
+    assets: list[Path],
+    img_src: str,
+    media_src: str = "'none'",
 ) -> None:
     """Serve ``html`` at ``route`` and each asset at ``<static_route>/<name>``, read once at start."""
     # no-cache: an upgraded service must not pair a cached old page with a new script
-    headers = {**BASE_HEADERS, "Content-Security-Policy": csp(img_src), "Cache-Control": "no-cache"}
+    headers = {
+        **BASE_HEADERS,
+        "Content-Security-Policy": csp(img_src, media_src),
+        "Cache-Control": "no-cache",
+    }
     page = html.read_bytes()
     files = {p.name: (p.read_bytes(), MEDIA_TYPES[p.suffix]) for p in assets}
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13skyqa/v1/eval.proto\x12\x08skyqa.v1\"b\n\tModelSpec\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\r\n\x05model\x18\x03 \x01(\t\x12\x0b\n\x03rpm\x18\x04 \x01(\r\x12\x0b\n\x03tpm\x18\x05 \x01(\rJ\x04\x08\x06\x10\x07R\x0b\x61pi_key_env\"Y\n\x0e\x45valuationSpec\x12#\n\x06models\x18\x01 \x03(\x0b\x32\x13.skyqa.v1.ModelSpec\x12\x12\n\nconditions\x18\x02 \x03(\t\x12\x0e\n\x06\x62udget\x18\x03 \x01(\r\"]\n\x11\x45valuationRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12&\n\x04spec\x18\x03 \x01(\x0b\x32\x18.skyqa.v1.EvaluationSpecb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13skyqa/v1/eval.proto\x12\x08skyqa.v1\"b\n\tModelSpec\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\r\n\x05model\x18\x03 \x01(\t\x12\x0b\n\x03rpm\x18\x04 \x01(\r\x12\x0b\n\x03tpm\x18\x05 \x01(\rJ\x04\x08\x06\x10\x07R\x0b\x61pi_key_env\"Y\n\x0e\x45valuationSpec\x12#\n\x06models\x18\x01 \x03(\x0b\x32\x13.skyqa.v1.ModelSpec\x12\x12\n\nconditions\x18\x02 \x03(\t\x12\x0e\n\x06\x62udget\x18\x03 \x01(\r\"q\n\x11\x45valuationRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08scene_id\x18\x02 \x01(\t\x12&\n\x04spec\x18\x03 \x01(\x0b\x32\x18.skyqa.v1.EvaluationSpec\x12\x12\n\nrequest_id\x18\x04 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,5 +36,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EVALUATIONSPEC']._serialized_start=133
   _globals['_EVALUATIONSPEC']._serialized_end=222
   _globals['_EVALUATIONREQUEST']._serialized_start=224
-  _globals['_EVALUATIONREQUEST']._serialized_end=317
+  _globals['_EVALUATIONREQUEST']._serialized_end=337
 # @@protoc_insertion_point(module_scope)

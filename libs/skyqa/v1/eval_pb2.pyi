@@ -98,8 +98,13 @@ class EvaluationRequest(_message.Message):
     RUN_ID_FIELD_NUMBER: _builtins.int
     SCENE_ID_FIELD_NUMBER: _builtins.int
     SPEC_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
+    request_id: _builtins.str
+    """set by whoever asked (the gateway): the evaluator then reports this evaluation as its own
+    run stage, eval-<request_id>, so its progress can be followed after the run's own eval
+    """
     @_builtins.property
     def spec(self) -> Global___EvaluationSpec: ...
     def __init__(
@@ -108,10 +113,11 @@ class EvaluationRequest(_message.Message):
         run_id: _builtins.str = ...,
         scene_id: _builtins.str = ...,
         spec: Global___EvaluationSpec | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["spec", b"spec"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_id", b"run_id", "scene_id", b"scene_id", "spec", b"spec"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["request_id", b"request_id", "run_id", b"run_id", "scene_id", b"scene_id", "spec", b"spec"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -34,7 +34,7 @@ from skyqa.families.aircop.checks import check_rows
 from skyqa.families.aircop.export import aircop_questions
 from skyqa.families.aircop.facts import ViewQuality, perceive, unique_names
 from skyqa.families.aircop.questions import BUILDERS, Group, Question
-from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
+from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.vocab.directions import similarity
 
@@ -199,6 +199,9 @@ class AirCop:
 
     def media(self, row: CollabRow) -> list[MediaRef]:
         return [MediaRef(label, path) for label, path in zip(row.image_labels, row.images, strict=True)]
+
+    def marks(self, row: CollabRow) -> list[Mark]:
+        return []
 
     def steps(self, row: CollabRow) -> list[ReasoningStep]:
         return []

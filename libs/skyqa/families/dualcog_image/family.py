@@ -12,7 +12,7 @@ import numpy as np
 
 from skyqa.answers import Parsed
 from skyqa.contracts.qa import IMAGE_TASKS, Funnel, ImageRow, OverlayRequest, ReasoningStep
-from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
+from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered, box4
 from skyqa.families.dualcog_image import evaluation
 from skyqa.families.dualcog_image.checks import check_image_rows, check_reasoning
 from skyqa.families.dualcog_image.export import dualcog_manifest
@@ -136,6 +136,15 @@ class DualCogImage:
 
     def media(self, row: ImageRow) -> list[MediaRef]:
         return evaluation.media(row)
+
+    def marks(self, row: ImageRow) -> list[Mark]:
+        shown = set(row.images)
+        out = []
+        if row.target_image in shown and len(row.answer_bbox_xyxy_norm) == 4:
+            out.append(Mark(row.target_image, box4(row.answer_bbox_xyxy_norm), "answer"))
+        if row.reference_image_with_bbox in shown and len(row.reference_bbox_xyxy_norm) == 4:
+            out.append(Mark(row.reference_image_with_bbox, box4(row.reference_bbox_xyxy_norm), "reference"))
+        return out
 
     def steps(self, row: ImageRow) -> list[ReasoningStep]:
         return row.reasoning_steps

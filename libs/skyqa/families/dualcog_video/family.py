@@ -15,7 +15,7 @@ from skyqa.contracts import load_json
 from skyqa.contracts.missions import ComposedSegments, ConstraintReport, TaskData
 from skyqa.contracts.qa import Funnel, ReasoningStep, VideoRow
 from skyqa.errors import BlobNotFound, InvalidInput
-from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
+from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.dualcog_video import evaluation
 from skyqa.families.dualcog_video.balance import count_surplus
 from skyqa.families.dualcog_video.checks import check_video_rows, pixel_shares
@@ -180,6 +180,9 @@ class DualCogVideo:
 
     def media(self, row: VideoRow) -> list[MediaRef]:
         return evaluation.media(row)
+
+    def marks(self, row: VideoRow) -> list[Mark]:
+        return []
 
     def steps(self, row: VideoRow) -> list[ReasoningStep]:
         return []

@@ -22,7 +22,7 @@ from skyqa.contracts import load_json
 from skyqa.contracts.qa import Funnel
 from skyqa.contracts.rsv import RANDOM_WALK, SPLITS, Execution, TrajectoryPlan, TrajectoryRow
 from skyqa.errors import BlobNotFound, InvalidInput, InvalidKey
-from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered, Stored
+from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered, Stored
 from skyqa.families.reasoning.checks import check_row
 from skyqa.families.reasoning.export import index_parquet
 from skyqa.families.reasoning.layout import FOLDER, META, layout, meta_path, video_path
@@ -216,6 +216,9 @@ class ReasoningVideos:
 
     def media(self, row: TrajectoryRow) -> list[MediaRef]:
         return [MediaRef("video", row.video, row.fps)]
+
+    def marks(self, row: TrajectoryRow) -> list[Mark]:
+        return []
 
     def exports(self, rows: list[TrajectoryRow]) -> dict[str, bytes | Stored]:
         out: dict[str, bytes | Stored] = {"reasoning_index": index_parquet(rows)}

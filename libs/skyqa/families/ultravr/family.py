@@ -31,7 +31,18 @@ from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.ultravr import CandidateFunnel, SurveyObjectRow, UltraRow, UltraStep
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families import mcq
-from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered, Stored
+from skyqa.families.base import (
+    CardPart,
+    Checked,
+    Item,
+    Mark,
+    MediaRef,
+    PlanInputs,
+    Planned,
+    Rendered,
+    Stored,
+    box4,
+)
 from skyqa.families.ultravr.checks import check_rows
 from skyqa.families.ultravr.objects import REGIONS, norm_box, objects_of
 from skyqa.families.ultravr.templates import CATEGORY, DISPLAY, RANKED, Candidate, View, candidates
@@ -270,6 +281,21 @@ class UltraVR:
 
     def media(self, row: UltraRow) -> list[MediaRef]:
         return [MediaRef("the image", row.image, native=True)]
+
+    def marks(self, row: UltraRow) -> list[Mark]:
+        out = []
+        for i, s in enumerate(row.reasoning_steps, 1):
+            if s.answer_format not in ("bbox", "bbox_coordinates_list"):
+                continue
+            try:
+                found = json.loads(s.answer)
+            except ValueError:  # "none" (no such object), or a step a stored row garbled
+                continue
+            boxes = found if s.answer_format == "bbox_coordinates_list" else [found]
+            for b in boxes if isinstance(boxes, list) else []:
+                if isinstance(b, list) and len(b) == 4 and all(isinstance(v, int | float) for v in b):
+                    out.append(Mark(row.image, box4(b), f"S{i} {s.operation}"))
+        return out
 
     def steps(self, row: UltraRow) -> list[ReasoningStep]:
         return list(row.reasoning_steps)

@@ -26,7 +26,7 @@ from skyqa.contracts.qa import ClipRequest, Funnel, Option, ReasoningStep
 from skyqa.contracts.urbanvideo import DISPLAY, GROUPS, NAV_TASKS, NavRow, group_of
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families import mcq
-from skyqa.families.base import CardPart, Checked, Item, MediaRef, PlanInputs, Planned, Rendered
+from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.urbanvideo import evaluation
 from skyqa.families.urbanvideo.checks import check_rows
 from skyqa.families.urbanvideo.export import urbanvideo_table
@@ -199,6 +199,9 @@ class UrbanVideo:
 
     def media(self, row: NavRow) -> list[MediaRef]:
         return evaluation.media(row)
+
+    def marks(self, row: NavRow) -> list[Mark]:
+        return []
 
     def steps(self, row: NavRow) -> list[ReasoningStep]:
         return []
