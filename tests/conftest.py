@@ -53,5 +53,6 @@ def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> list[DemoRun]:
         result = skyqa("demo", "--data-dir", str(data), *ARGS)
         assert result.returncode == 0, result.stderr[-2000:]
         assert re.search(r"dashboard +http://127\.0\.0\.1:\d+/#run=\S+", result.stderr), result.stderr[:2000]
+        assert re.search(r"workbench +http://127\.0\.0\.1:\d+/workbench#run=\S+", result.stderr)
         runs.append(DemoRun(data, result.stdout, result.stderr))
     return runs

@@ -239,6 +239,11 @@ def demo(
                 f"  (API http://127.0.0.1:{gateway.port}/docs, write token {token})",
                 highlight=False,
             )
+            err.print(
+                f"[bold]workbench       http://127.0.0.1:{gateway.port}/workbench#run={req.run_id}[/]"
+                "  (rows, missions, evaluation, funnel; while the demo runs, or later with `skyqa up`)",
+                highlight=False,
+            )
         await publish_scan(env.nats_url, req)
         err.print(f"scan of {req.scene_id} submitted as run {req.run_id}")
         return await _follow(env.nats_url, req.run_id, timeout)
