@@ -12,13 +12,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nats
 from skyqa.bus import Bus, topology
+from skyqa.contracts import RunState
 from skyqa.servers import NatsServer
 from skyqa.settings import BusSettings
-from skyqa.v1 import common_pb2, render_pb2
+from skyqa.v1 import common_pb2, render_pb2, scan_pb2
 
 REQUESTER = "bench"
 
@@ -139,13 +143,33 @@ def renderer_scaling(jobs: int = 16, width: int = 1024, height: int = 768) -> di
     return out
 
 
-def service_processes(
-    scene: str = "tiny_town", landmarks: int = 3, video: str = "320x240"
-) -> dict[str, object]:
-    """Every service as its own ``skyqa serve`` process on one nats-server and one store, a scan
-    run to the end: wall time per stage and each service's peak resident memory."""
+@dataclass(frozen=True)
+class FleetRun:
+    state: RunState
+    store: Path  # the local store's root (gone once the run's callback returns)
+    peak_rss_mb: dict[str, int]
+    cpu_s: dict[str, float]  # CPU seconds each service process used
+
+    @property
+    def wall_s(self) -> float:
+        return max(st.finished_at for st in self.state.stages.values()) - self.state.created_at
+
+    def stage_wall_s(self) -> dict[str, float]:
+        return {
+            name: round(st.finished_at - st.started_at, 1)
+            for name, st in self.state.stages.items()
+            if st.finished_at
+        }
+
+    def qc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = json.loads((self.store / self.state.outputs["qc_report"]).read_text())
+        return doc
+
+
+def fleet_run(req: scan_pb2.ScanRequest, inspect: Callable[[FleetRun], dict[str, Any]]) -> dict[str, Any]:
+    """Every service as its own ``skyqa serve`` process on one nats-server and one store, the
+    scan run to the end; ``inspect`` reads the finished run (its store is then deleted)."""
     from skyqa.runtime.progress import FINAL_STAGE
-    from skyqa.scan_options import build_request
 
     from services.embedded import publish_scan, wait_for_run
     from services.fleet import Fleet
@@ -163,27 +187,34 @@ def service_processes(
         fleet = Fleet(env, Path(tmp) / "logs").start()
         try:
             time.sleep(5)  # consumers are durable: a scan published early waits for them anyway
-            req = build_request(scene, "preview", None, None, None, None, 0, landmarks=landmarks, video=video)
             asyncio.run(publish_scan(server.url, req))
-            state = asyncio.run(wait_for_run(server.url, req.run_id, FINAL_STAGE, 1800))
+            state = asyncio.run(wait_for_run(server.url, req.run_id, FINAL_STAGE, 7200))
             peaks = {name: round(peak_rss_mb(p.pid)) for name, p in fleet.procs.items()}
-            qc = json.loads((Path(tmp) / "store" / state.outputs["qc_report"]).read_text())
+            cpu = {name: round(cpu_seconds(p.pid), 1) for name, p in fleet.procs.items()}
+            return inspect(FleetRun(state, Path(tmp) / "store", peaks, cpu))
         finally:
             fleet.stop()
             server.stop()
-    stages = {
-        name: round(st.finished_at - st.started_at, 1) for name, st in state.stages.items() if st.finished_at
-    }
-    end = max(st.finished_at for st in state.stages.values())
-    released = int(qc["funnel"]["released_landmarks"])
-    return {
-        "released_landmarks": released,
-        "seconds_per_released_landmark": round((end - state.created_at) / max(1, released), 1),
-        "scene": scene,
-        "landmarks": landmarks,
-        "video": video,
-        "status": state.status,
-        "wall_s": round(end - state.created_at, 1),
-        "stage_wall_s": stages,
-        "peak_rss_mb": peaks,
-    }
+
+
+def service_processes(scene: str = "tiny_town", landmarks: int = 3, video: str = "320x240") -> dict[str, Any]:
+    """A preview scan through one process per service: wall time per stage and each service's
+    peak resident memory."""
+    from skyqa.scan_options import build_request
+
+    def inspect(run: FleetRun) -> dict[str, Any]:
+        released = int(run.qc()["funnel"]["released_landmarks"])
+        return {
+            "released_landmarks": released,
+            "seconds_per_released_landmark": round(run.wall_s / max(1, released), 1),
+            "scene": scene,
+            "landmarks": landmarks,
+            "video": video,
+            "status": run.state.status,
+            "wall_s": round(run.wall_s, 1),
+            "stage_wall_s": run.stage_wall_s(),
+            "peak_rss_mb": run.peak_rss_mb,
+        }
+
+    req = build_request(scene, "preview", None, None, None, None, 0, landmarks=landmarks, video=video)
+    return fleet_run(req, inspect)
