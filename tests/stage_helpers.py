@@ -31,6 +31,14 @@ def small_scan(run_id: str, **changes: float) -> scan_pb2.ScanRequest:
     # one survey of tiny_town at a size that renders in a second, its cars still ~40 px long
     req.surveys.count = 1
     req.surveys.width, req.surveys.height, req.surveys.gsd_m = 1024, 768, 0.1
+    # landmark views checked at a quarter of the pixels they ship at, as a release checks 4K
+    # ones at 1024x768: the QA stage renders the reviewed landmarks' views again at 640x480
+    req.stills.width, req.stills.height, req.stills.working_width, req.stills.working_height = (
+        640,
+        480,
+        320,
+        240,
+    )
     full = scan.apply_defaults(req)
     for k, v in changes.items():
         setattr(full.fusion, k, v)

@@ -38,6 +38,7 @@ MAX_NAVIGATION = 200  # navigation missions of each kind per run
 MAX_SURVEYS = 16  # ultra-resolution survey areas per run (two 50-megapixel views each)
 # Pillow, which every reader of the release decodes JPEGs with, warns above 89 megapixels
 MAX_SURVEY_PIXELS = 80_000_000
+MAX_STILL_PIXELS = 8192 * 6144  # a still is one image a reader decodes whole
 MAX_TRAJECTORY_FRAMES = 6000  # the renderer's cap on one video
 MAX_TRAJECTORY_PIXELS = 10**12  # about 3000 card-size trajectories (the card ships 1377)
 MIN_GROUP, MAX_GROUP = 2, 8  # UAVs in a group (AirCopBench flies 2 to 6)
@@ -63,16 +64,28 @@ EVAL_CONDITIONS: tuple[EvalCondition, ...] = get_args(EvalCondition)
 
 @dataclass(frozen=True)
 class Stills:
-    """The size and quality of the still views a profile ships (landmark views, env observations)."""
+    """The size and quality of the still views a run ships (landmark views, env observations),
+    and the size the landmark stage checks candidates' views at."""
 
     width: int
     height: int
+    working_width: int
+    working_height: int
     jpeg_quality: int = 80
+
+    @property
+    def reshot(self) -> bool:
+        """Whether views checked at the working size are rendered again at the shipped size."""
+        return (self.working_width, self.working_height) != (self.width, self.height)
 
 
 def stills(scan: scan_pb2.ScanRequest) -> Stills:
+    s = scan.stills
+    if s.width:
+        return Stills(s.width, s.height, s.working_width or s.width, s.working_height or s.height)
+    # requests stored before the setting existed: the profile's sizes, checked where shipped
     # UAV-DualCog releases DCI-4K-class stills at JPEG 80; a preview works at 640x480
-    return Stills(4096, 3072) if scan.profile == "release" else Stills(640, 480)
+    return Stills(4096, 3072, 4096, 3072) if scan.profile == "release" else Stills(640, 480, 640, 480)
 
 
 def lidar_range_auto(spacing_x: float, spacing_y: float) -> float:
@@ -167,6 +180,15 @@ def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
     sv.height = sv.height or 6144
     sv.fov_deg = sv.fov_deg or 90.0
     sv.gsd_m = sv.gsd_m or 0.04
+    st = out.stills
+    if not st.width:
+        st.width, st.height = (4096, 3072) if release else (640, 480)
+    if not st.working_width:
+        # release views are checked at a sixteenth of their pixels and rendered in full only
+        # for the landmarks that pass review (the check needs the instance mask, not 4K)
+        st.working_width, st.working_height = (
+            (st.width // 4, st.height // 4) if release and st.width >= 2048 else (st.width, st.height)
+        )
     out.review_mode = out.review_mode or "auto"
     return out
 
@@ -291,6 +313,16 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         raise bad(
             f"the reasoning trajectories ask for more than {MAX_TRAJECTORY_PIXELS / 1e12:g} terapixels; "
             "lower the count, the length or the size"
+        )
+    st = req.stills
+    if not (64 <= st.width <= 8192 and 64 <= st.height <= 6144) or st.width * st.height > MAX_STILL_PIXELS:
+        raise bad(f"stills must be within 64x64..8192x6144 pixels, got {st.width}x{st.height}")
+    if not (16 <= st.working_width <= st.width and 16 <= st.working_height <= st.height) or (
+        st.working_width * st.height != st.working_height * st.width
+    ):
+        raise bad(
+            f"the stills' working size {st.working_width}x{st.working_height} must be at most "
+            f"{st.width}x{st.height} and of its aspect ratio"
         )
     sv = req.surveys
     if sv.count > MAX_SURVEYS:

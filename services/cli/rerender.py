@@ -23,7 +23,7 @@ from skyqa.sim import SimulatorCache
 from skyqa.v1 import render_pb2
 
 from services.mission_planner.missions import bundle_mission
-from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay, render_env
+from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay, render_env, render_view
 from services.qa_generator.pipeline import QAPlan, scan_of
 from services.qa_generator.release import finish
 from services.renderer.jobs import completion_marker, renderer_for
@@ -51,6 +51,8 @@ def rerender(
     p = load_json(QAPlan, store.get(keys.qa_plan(run_id)), "qa plan")
     root = keys.run_prefix(run_id)
     sim = SimulatorCache(scenes_dir, airsim or AirSimSettings()).get(p.engine, p.scene_id)
+    for view in p.requests.views:  # before the overlays drawn on them
+        render_view(store, root, view, sim)
     for req in p.requests.env_requests:
         render_env(store, root, req, sim)
     for o in p.requests.overlays:

@@ -73,6 +73,8 @@ async def _follow(nats_url: str, run_id: str, timeout_s: float) -> RunState:
         tasks = {s: bars.add_task(s, total=None, message="waiting") for s in PIPELINE_STAGES}
 
         def show(state: RunState) -> None:
+            for name in sorted(set(state.stages) - set(tasks)):  # a stage some runs have (views)
+                tasks[name] = bars.add_task(name, total=None, message="waiting")
             for name, task in tasks.items():
                 if (st := state.stages.get(name)) is not None:
                     bars.update(
@@ -89,7 +91,7 @@ def _stage_times(state: RunState) -> str:
     """Wall time per stage (first event to completion); stages overlap in a pipelined run."""
     parts = [
         f"{name} {st.finished_at - st.started_at:.0f}s"
-        for name in PIPELINE_STAGES
+        for name in (*PIPELINE_STAGES, *sorted(set(state.stages) - set(PIPELINE_STAGES)))
         if (st := state.stages.get(name)) is not None and st.finished_at
     ]
     end = max((st.finished_at for st in state.stages.values()), default=0.0)

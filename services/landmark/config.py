@@ -40,10 +40,14 @@ class CollectConfig(BaseModel):
     views_count: int = 8
     min_keep: int = 4
     add_topdown: bool = True
+    # the size views are rendered and checked at (the stills' working size) and the size they
+    # ship at: the QA stage renders the reviewed landmarks' valid views again at that one
     image_width: int = 4096
     image_height: int = 3072
+    ship_width: int = 0  # 0: the size checked at
+    ship_height: int = 0
     jpeg_quality: int = 80
-    # validity of a rendered view (measured on the instance mask)
+    # validity of a rendered view (measured on the instance mask); pixels at the shipped size
     min_box_pixels: int = 64
     min_visible_ratio_2d: float = 0.15
     # skyqa's own: orbit views vary their distance (times UAV-DualCog's) and turn the camera so
@@ -52,12 +56,20 @@ class CollectConfig(BaseModel):
     framing: bool = True
     seed: int = 0
 
+    def box_pixels_here(self) -> int:
+        """``min_box_pixels`` at the size views are checked at: the same share of the shipped
+        frame, so a view valid at the working size is valid at the shipped one."""
+        shipped = (self.ship_width or self.image_width) * (self.ship_height or self.image_height)
+        return max(1, round(self.min_box_pixels * self.image_width * self.image_height / shipped))
+
     @classmethod
     def for_scan(cls, scan: scan_pb2.ScanRequest) -> CollectConfig:
         size = stills(scan)
         return cls(
-            image_width=size.width,
-            image_height=size.height,
+            image_width=size.working_width,
+            image_height=size.working_height,
+            ship_width=size.width,
+            ship_height=size.height,
             jpeg_quality=size.jpeg_quality,
             max_instances=scan.landmark_count,
             seed=scan.seed,

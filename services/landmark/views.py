@@ -74,11 +74,12 @@ def measure_view(
     area = projected_area(cand, pose, k)
     ratio = round(min(1.0, pixels / area), 4) if area > 0 else 0.0
     inside = stat is not None and box[0] > 0 and box[1] > 0 and box[2] < k.width and box[3] < k.height
-    box_valid = stat is not None and pixels >= cfg.min_box_pixels and inside
+    least = cfg.box_pixels_here()
+    box_valid = stat is not None and pixels >= least and inside
     reason = ""
     if stat is None:
         reason = "target_not_visible"
-    elif pixels < cfg.min_box_pixels:
+    elif pixels < least:
         reason = "too_few_pixels"
     elif not inside:
         reason = "box_touches_frame"

@@ -8,10 +8,13 @@ from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import dump_json, load_json
+from skyqa.contracts.qa import ViewRequest
+from skyqa.families import RELEASED
 from skyqa.runtime import Service, Settings
 from skyqa.runtime.stage import Completion, Stage
 from skyqa.v1 import mission_pb2, render_pb2
 
+from services.qa_generator import views
 from services.qa_generator.pipeline import REQUESTER, QAPlan, plan, render_jobs
 from services.qa_generator.release import completion, finish
 
@@ -21,10 +24,14 @@ MISSIONS = topology.ConsumerSpec("qa-generator", topology.EVENTS_STREAM, topolog
 RENDERED = topology.ConsumerSpec(
     "qa-generator-renders", topology.EVENTS_STREAM, topology.render_done_subject(REQUESTER)
 )
+VIEWS_RENDERED = topology.ConsumerSpec(
+    "qa-generator-views", topology.EVENTS_STREAM, topology.render_done_subject(views.REQUESTER)
+)
 
 
 async def setup(svc: Service) -> None:
     stage = Stage(svc, STAGE)
+    reshoot = Stage(svc, views.STAGE)
 
     async def complete(p: QAPlan, trace_id: str) -> None:
         report, out = await asyncio.to_thread(finish, p, svc.store, svc.settings.qa.blind_gate)
@@ -34,13 +41,39 @@ async def setup(svc: Service) -> None:
             p.run_id, trace_id, Completion(topology.QA_COMPLETED, event, total, total, message, out)
         )
 
-    async def on_missions(event: mission_pb2.MissionsCompleted, d: Delivery) -> None:
-        p = await asyncio.to_thread(plan, event, svc.store)
+    async def plan_rows(
+        event: mission_pb2.MissionsCompleted, shipped: list[ViewRequest], trace_id: str
+    ) -> None:
+        p = await asyncio.to_thread(plan, event, svc.store, RELEASED, shipped)
         await asyncio.to_thread(svc.store.put, keys.qa_plan(event.run_id), dump_json(p), "application/json")
         jobs = [(f"{REQUESTER}:{job.job_id}", job) for job in render_jobs(p)]
         message = f"rendering {len(jobs)} env observation sets"
-        if not await stage.scatter(event.run_id, topology.RENDER_JOB, jobs, d.trace_id, message):
-            await complete(p, d.trace_id)
+        if not await stage.scatter(event.run_id, topology.RENDER_JOB, jobs, trace_id, message):
+            await complete(p, trace_id)
+
+    async def shipped_views(run: views.Reshoot, trace_id: str) -> None:
+        """All reviewed landmarks' views are in at the shipped size: record them, then plan."""
+        await asyncio.to_thread(views.merge, svc.store, run)
+        n = len(run.landmarks)
+        await reshoot.complete(run.run_id, n, n, f"{len(run.requests)} views at the shipped size")
+        await plan_rows(run.event, run.requests, trace_id)
+
+    async def on_missions(event: mission_pb2.MissionsCompleted, d: Delivery) -> None:
+        run = await asyncio.to_thread(views.prepare, event, svc.store)
+        if run is None:  # views were checked at the size they ship
+            await plan_rows(event, [], d.trace_id)
+            return
+        jobs = [(f"{views.REQUESTER}:{job.job_id}", job) for job in views.view_jobs(run)]
+        message = f"rendering the views of {len(jobs)} reviewed landmarks at the shipped size"
+        if not await reshoot.scatter(event.run_id, topology.RENDER_JOB, jobs, d.trace_id, message):
+            await shipped_views(run, d.trace_id)
+
+    async def on_views(done: render_pb2.RenderDone, d: Delivery) -> None:
+        run = await asyncio.to_thread(views.load, svc.store, done.run_id)
+        await asyncio.to_thread(views.record, svc.store, run, done)
+        total = len(run.landmarks)
+        if await reshoot.gathered(done.run_id, done.correlation, total, f"views of {done.correlation}"):
+            await shipped_views(run, d.trace_id)
 
     async def on_rendered(done: render_pb2.RenderDone, d: Delivery) -> None:
         p = load_json(QAPlan, await asyncio.to_thread(svc.store.get, keys.qa_plan(done.run_id)), "qa plan")
@@ -49,6 +82,13 @@ async def setup(svc: Service) -> None:
             await complete(p, d.trace_id)
 
     svc.bus.handle(MISSIONS, mission_pb2.MissionsCompleted, on_missions, stage=STAGE)
+    svc.bus.handle(
+        VIEWS_RENDERED,
+        render_pb2.RenderDone,
+        on_views,
+        stage=views.STAGE,
+        concurrency=svc.settings.concurrency,
+    )
     svc.bus.handle(
         RENDERED, render_pb2.RenderDone, on_rendered, stage=STAGE, concurrency=svc.settings.concurrency
     )

@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 from skyqa import keys, media
 from skyqa.blob import BlobStore
-from skyqa.contracts.qa import ClipRequest, DegradeRequest, EnvRequest, OverlayRequest
+from skyqa.contracts.qa import ClipRequest, DegradeRequest, EnvRequest, OverlayRequest, ViewRequest
 from skyqa.degrade import degraded_jpeg
 from skyqa.sim import CameraSpec, Pose, Simulator
 from skyqa.video import Mp4Writer, discard
@@ -62,6 +62,18 @@ def cut_clips(store: BlobStore, run_root: str, reqs: list[ClipRequest]) -> None:
         finally:
             for w in writers:
                 discard(w.path)
+
+
+def render_view(store: BlobStore, run_root: str, req: ViewRequest, sim: Simulator) -> None:
+    """What the renderer does for a landmark view at the shipped size, for the refresh path."""
+    frame = sim.render(Pose(*req.pose), CameraSpec(req.width, req.height, req.fov_deg))
+    store.put(f"{run_root}/{req.output_image}", media.encode_jpeg(frame.rgb, req.jpeg_quality), "image/jpeg")
+    store.put(f"{run_root}/{req.output_depth}", media.encode_depth(frame.depth), "image/png")
+    store.put(
+        f"{run_root}/{req.output_segmentation}",
+        media.encode_segmentation(frame.semantic, frame.instance),
+        "image/png",
+    )
 
 
 def render_env(store: BlobStore, run_root: str, req: EnvRequest, sim: Simulator) -> None:

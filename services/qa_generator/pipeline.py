@@ -19,7 +19,14 @@ from skyqa.blob import BlobStore
 from skyqa.contracts import Contract, InstancesFile, ValidInstance, ValidInstancesFile, load_json
 from skyqa.contracts.base import first_error
 from skyqa.contracts.missions import MissionIndex
-from skyqa.contracts.qa import ClipRequest, DegradeRequest, EnvRequest, OverlayRequest, RenderRequests
+from skyqa.contracts.qa import (
+    ClipRequest,
+    DegradeRequest,
+    EnvRequest,
+    OverlayRequest,
+    RenderRequests,
+    ViewRequest,
+)
 from skyqa.errors import InvalidInput
 from skyqa.families import RELEASED, PlanInputs, ReleaseFamily
 from skyqa.protojson import to_dict
@@ -78,8 +85,13 @@ class QAPlan(Contract):
 
 
 def plan(
-    event: mission_pb2.MissionsCompleted, store: BlobStore, families: Sequence[ReleaseFamily[Any]] = RELEASED
+    event: mission_pb2.MissionsCompleted,
+    store: BlobStore,
+    families: Sequence[ReleaseFamily[Any]] = RELEASED,
+    views: Sequence[ViewRequest] = (),
 ) -> QAPlan:
+    """Every family's rows and what they need rendered; ``views``: the landmark views already
+    rendered again at the shipped size (recorded so ``skyqa refresh`` renders them too)."""
     run_id, scene_id = event.run_id, event.scene_id
     scan = scan_rules.stored(store, run_id)
     valid = load_json(ValidInstancesFile, store.get(event.valid_instances.key), "valid instances")
@@ -137,6 +149,7 @@ def plan(
             overlays=sorted(overlays.values(), key=lambda o: o.output_image),
             clips=sorted(clips.values(), key=lambda c: c.output_video),
             degraded=sorted(degraded.values(), key=lambda g: g.output_image),
+            views=list(views),
         ),
         missions=missions,
         candidates=collected.summary.candidate_pairs,

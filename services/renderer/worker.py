@@ -65,8 +65,11 @@ def render_job(
     for view in job.views:
         out = {m: keys.still_view(job.output_prefix, view.view_id, m) for m in wanted}
         infos: dict[str, BlobInfo | None] = {m: store.head(k) for m, k in out.items()}
-        if all(infos.values()):
-            semantic, instance = media.decode_segmentation(store.get(out["segmentation"]))
+        stored = media.decode_segmentation(store.get(out["segmentation"])) if all(infos.values()) else None
+        # the view's files at another size are an earlier job's (a landmark view checked at a
+        # working size, now rendered at the size it ships): this job renders its own
+        if stored is not None and stored[1].shape == (job.height, job.width):
+            semantic, instance = stored
         else:
             p = view.pose
             frame = sim.render(Pose(p.x, p.y, p.z, p.yaw_deg, p.pitch_deg, p.roll_deg), camera)

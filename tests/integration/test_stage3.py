@@ -21,7 +21,7 @@ from PIL import Image
 from skyqa import keys, media
 from skyqa.blob import S3BlobStore
 from skyqa.bus import Bus, topology
-from skyqa.contracts import ValidInstancesFile, load_json
+from skyqa.contracts import InstancesFile, ValidInstancesFile, load_json
 from skyqa.contracts.missions import (
     ComposedSegments,
     ConstraintReport,
@@ -39,7 +39,7 @@ from skyqa.contracts.urbanvideo import NavRow
 from skyqa.families import FAMILIES, RELEASED, release_files
 from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
-from skyqa.sim import BuiltinSimulator, Intrinsics, Pose, load_scene, project
+from skyqa.sim import BuiltinSimulator, CameraSpec, Intrinsics, Pose, load_scene, project
 from skyqa.v1 import common_pb2, mission_pb2, render_pb2
 from skyqa.video import probe
 from stage_helpers import Probe, small_scan
@@ -448,9 +448,35 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     sums = s3_store.get(f"{root}/SHA256SUMS").decode()
     assert f"  {run['image_dualcog_latest'].removeprefix(root + '/')}\n" in sums
 
+    # views were checked at 320x240 and ship at 640x480: every view of every reviewed landmark is
+    # the direct render of its recorded pose at the shipped size, measured there; the views of
+    # candidates the review left out stay at the working size
+    shipped = json.loads(s3_store.get(run["render_requests"]))["views"]
+    reviewed = load_json(ValidInstancesFile, s3_store.get(run["valid_instances"]))
+    assert {v["landmark_id"] for v in shipped} == {vi.instance_id for vi in reviewed.valid_instances}
+    sim = BuiltinSimulator(load_scene("tiny_town"))
+    for vi in reviewed.valid_instances:
+        for v in vi.rgb_views:
+            if not v.is_valid:
+                continue
+            c = v.camera
+            frame = sim.render(
+                Pose(c.x, c.y, c.z, c.yaw_deg, c.pitch_deg, c.roll_deg), CameraSpec(640, 480, 72.0)
+            )
+            assert s3_store.get(f"{root}/{v.path}") == media.encode_jpeg(frame.rgb, 80), v.path
+            ys, xs = np.nonzero(frame.instance == v.rendered_instance_id)
+            assert v.bbox_2d_image_size == [640, 480] and v.visible_pixels == len(xs)
+            assert v.bbox_2d_xyxy == [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1]
+    raw = load_json(InstancesFile, s3_store.get(run["landmarks_raw"]))
+    left_out = [i for i in raw.instances if i.instance_id not in {v["landmark_id"] for v in shipped}]
+    for inst in left_out:
+        assert all(v.bbox_2d_image_size == [320, 240] for v in inst.rgb_views)
+        assert Image.open(io.BytesIO(s3_store.get(f"{root}/{inst.rgb_views[0].path}"))).size == (320, 240)
+
     # refresh: delete the rendered assets, re-render from the sidecar, nothing changes
     manifests = {k: s3_store.get(run[k]) for k in ("image_qa", "video_qa", "render_requests", "qc_report")}
     assets = [f"{root}/{r['output_image']}" for r in requests.values()]
+    assets += [f"{root}/{v['output_image']}" for v in shipped]
     assets += [f"{root}/{o['output_image']}" for o in json.loads(manifests["render_requests"])["overlays"]]
     before = {a: decode(s3_store.get(a)) for a in assets}
     for a in assets:

@@ -59,6 +59,9 @@ def test_defaults_are_valid_and_keep_explicit_values() -> None:
         ({"reasoning__yaw_deg": 1e-300}, "yaw_deg"),
         ({"reasoning__actions": 400, "reasoning__frames_per_action": 60}, "at most 6000 frames"),
         ({"reasoning__per_split": 200, "reasoning__width": 4096, "reasoning__height": 3072}, "terapixels"),
+        ({"stills__width": 9000}, "stills must be within"),
+        ({"stills__working_width": 1280}, "working size 1280x480 must be at most 640x480"),
+        ({"stills__working_width": 320, "stills__working_height": 200}, "of its aspect ratio"),
     ],
 )
 def test_validation_names_the_problem(changes: dict[str, object], message: str) -> None:
@@ -154,3 +157,19 @@ def test_constraint_reports_from_before_the_kinematic_check_still_load() -> None
     }
     kin = Checks.model_validate(legacy).kinematics
     assert not kin.checked and kin.within_limits is None and kin.max_speed_mps is None
+
+
+def test_release_views_are_checked_at_a_sixteenth_of_their_pixels_and_previews_where_they_ship() -> None:
+    release = scan.stills(scan.apply_defaults(scan_pb2.ScanRequest(scene_id="tiny_town", profile="release")))
+    assert (release.width, release.height, release.working_width, release.working_height) == (
+        4096,
+        3072,
+        1024,
+        768,
+    )
+    assert release.reshot
+    preview = scan.stills(scan.apply_defaults(scan_pb2.ScanRequest(scene_id="tiny_town")))
+    assert (preview.width, preview.working_width) == (640, 640) and not preview.reshot
+    # a request stored before the setting existed ships and checks at the profile's size
+    old = scan.stills(scan_pb2.ScanRequest(scene_id="tiny_town", profile="release"))
+    assert (old.width, old.working_width) == (4096, 4096) and not old.reshot

@@ -125,6 +125,24 @@ class VideoRow(Contract):
     system_prompt: str
 
 
+class ViewRequest(Contract):
+    """A reviewed landmark's view rendered again at the shipped size from the pose the landmark
+    stage recorded, into the file that stage wrote (``output_image``, with its segmentation and
+    depth beside it)."""
+
+    landmark_id: str
+    view_id: str
+    pose: list[float]  # x, y, z, yaw, pitch, roll
+    width: int
+    height: int
+    fov_deg: float
+    jpeg_quality: int
+    output_image: str  # relative to the release folder, as the other two
+    output_segmentation: str
+    output_depth: str
+    rendered_instance_id: int
+
+
 class EnvRequest(Contract):
     """How an environment observation was (and is re-)rendered."""
 
@@ -180,6 +198,8 @@ class RenderRequests(Contract):
     overlays: list[OverlayRequest]
     clips: list[ClipRequest] = Field(default_factory=list)
     degraded: list[DegradeRequest] = Field(default_factory=list)
+    # landmark views rendered again at the shipped size (none when views are checked there)
+    views: list[ViewRequest] = Field(default_factory=list)
 
 
 class Funnel(Contract):

@@ -101,7 +101,6 @@ class Stage:
         Two callers that race past :meth:`gathered` publish the same message id, which the
         stream's duplicate window drops, so downstream sees one event.
         """
-        progress, fanin = self.svc.require()
         await self.svc.bus.publish(
             completion.subject,
             completion.event,
@@ -109,13 +108,21 @@ class Stage:
             run_id=run_id,
             trace_id=trace_id,
         )
+        await self.complete(run_id, completion.done, completion.total, completion.message, completion.outputs)
+
+    async def complete(
+        self, run_id: str, done: int, total: int, message: str, outputs: Mapping[str, str] | None = None
+    ) -> None:
+        """Record the stage done and report COMPLETED: how a stage that hands on to another of
+        its own service (no event) ends."""
+        progress, fanin = self.svc.require()
         await fanin.mark_announced(self._key(run_id))
         await progress.report(
             run_id,
             self.name,
-            completion.done,
-            completion.total,
+            done,
+            total,
             common_pb2.RUN_STATUS_COMPLETED,
-            completion.message,
-            outputs=dict(completion.outputs),
+            message,
+            outputs=dict(outputs or {}),
         )

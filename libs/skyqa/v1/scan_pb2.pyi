@@ -364,6 +364,41 @@ class SurveySettings(_message.Message):
 Global___SurveySettings: _TypeAlias = SurveySettings  # noqa: Y015
 
 @_typing.final
+class StillSettings(_message.Message):
+    """The still views a release ships (landmark views, environment observations) and the size the
+    landmark stage renders and checks candidates' views at. Unset: the profile's (release:
+    4096x3072 shipped, checked at 1024x768; preview: 640x480 both). When the two differ, the QA
+    stage renders the reviewed landmarks' valid views again at the shipped size from their
+    recorded poses, and measures their boxes there.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WIDTH_FIELD_NUMBER: _builtins.int
+    HEIGHT_FIELD_NUMBER: _builtins.int
+    WORKING_WIDTH_FIELD_NUMBER: _builtins.int
+    WORKING_HEIGHT_FIELD_NUMBER: _builtins.int
+    width: _builtins.int
+    height: _builtins.int
+    working_width: _builtins.int
+    working_height: _builtins.int
+    def __init__(
+        self,
+        *,
+        width: _builtins.int = ...,
+        height: _builtins.int = ...,
+        working_width: _builtins.int = ...,
+        working_height: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["height", b"height", "width", b"width", "working_height", b"working_height", "working_width", b"working_width"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StillSettings: _TypeAlias = StillSettings  # noqa: Y015
+
+@_typing.final
 class ScanRequest(_message.Message):
     """Published on skyqa.v1.scan.requested."""
 
@@ -391,6 +426,7 @@ class ScanRequest(_message.Message):
     GROUPS_FIELD_NUMBER: _builtins.int
     REASONING_FIELD_NUMBER: _builtins.int
     SURVEYS_FIELD_NUMBER: _builtins.int
+    STILLS_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     backend: _builtins.str
@@ -432,6 +468,8 @@ class ScanRequest(_message.Message):
     def reasoning(self) -> Global___ReasoningSettings: ...
     @_builtins.property
     def surveys(self) -> Global___SurveySettings: ...
+    @_builtins.property
+    def stills(self) -> Global___StillSettings: ...
     def __init__(
         self,
         *,
@@ -457,10 +495,11 @@ class ScanRequest(_message.Message):
         groups: Global___GroupSettings | None = ...,
         reasoning: Global___ReasoningSettings | None = ...,
         surveys: Global___SurveySettings | None = ...,
+        stills: Global___StillSettings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "lidar", b"lidar", "navigation", b"navigation", "reasoning", b"reasoning", "surveys", b"surveys", "video", b"video"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "lidar", b"lidar", "navigation", b"navigation", "reasoning", b"reasoning", "stills", b"stills", "surveys", b"surveys", "video", b"video"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "reasoning", b"reasoning", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "surveys", b"surveys", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "reasoning", b"reasoning", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "stills", b"stills", "surveys", b"surveys", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
