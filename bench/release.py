@@ -28,6 +28,7 @@ from skyqa.contracts.missions import MissionIndex
 from bench.scaling import FleetRun, fleet_run
 
 LANDMARKS = 2
+CANDIDATES = 12  # for the landmark stage's two paths: enough that per-candidate work dominates
 # UAV-DualCog's release (its paper and web page): 12 AirSim scenes, 2,626 candidate instances,
 # 512 released landmarks, 4,096 image and 2,048 video rows from 1,024 flight missions
 DUALCOG = {"scenes": 12, "candidates": 2626, "landmarks": 512, "missions": 1024}
@@ -57,7 +58,8 @@ def release_run(ceiling_rays_per_s: float, landmarks: int = LANDMARKS) -> dict[s
         views = sum(len(c["views"]) for c in plan["candidates"])
         index = MissionIndex.model_validate_json((run.store / keys.missions_index(req.run_id)).read_text())
         requests = next((root / "image_tasks" / "render_requests").glob("*.json"))
-        env = len(json.loads(requests.read_text())["env_requests"])
+        sidecar = json.loads(requests.read_text())
+        env, shipped = len(sidecar["env_requests"]), len(sidecar.get("views", []))
         frames = sum(1 for _ in (run.store / keys.frames_manifest(req.run_id, req.scene_id)).open())
         qc = run.qc()
         walls = run.stage_wall_s()
@@ -69,7 +71,8 @@ def release_run(ceiling_rays_per_s: float, landmarks: int = LANDMARKS) -> dict[s
         per = {
             "scene_s": walls.get("capture", 0.0) + walls.get("fusion", 0.0),
             "candidate_s": walls.get("landmark", 0.0) / max(1, len(plan["candidates"])),
-            "landmark_s": walls.get("qa", 0.0) / max(1, released),
+            # the QA stage and its views step (the released landmarks' views at the shipped size)
+            "landmark_s": (walls.get("qa", 0.0) + walls.get("views", 0.0)) / max(1, released),
             "mission_s_per_video_s": walls.get("mission", 0.0) / max(1e-9, mission_s),
         }
         mean_mission_s = mission_s / max(1, len(index.missions))
@@ -91,6 +94,7 @@ def release_run(ceiling_rays_per_s: float, landmarks: int = LANDMARKS) -> dict[s
                 "capture_frames": frames,
                 "candidates": len(plan["candidates"]),
                 "landmark_views": views,
+                "shipped_views": shipped,
                 "released_landmarks": released,
                 "env_observations": env,
                 "missions": len(index.missions),
@@ -105,7 +109,13 @@ def release_run(ceiling_rays_per_s: float, landmarks: int = LANDMARKS) -> dict[s
                     ceiling_rays_per_s,
                 ),
                 "landmark_views": _rate(
-                    views, size.width * size.height, walls.get("landmark", 0), ceiling_rays_per_s
+                    views,
+                    size.working_width * size.working_height,
+                    walls.get("landmark", 0),
+                    ceiling_rays_per_s,
+                ),
+                "shipped_views": _rate(
+                    shipped, size.width * size.height, walls.get("views", 0), ceiling_rays_per_s
                 ),
                 "qa_env_observations": _rate(
                     env, size.width * size.height, walls.get("qa", 0), ceiling_rays_per_s
@@ -129,6 +139,38 @@ def release_run(ceiling_rays_per_s: float, landmarks: int = LANDMARKS) -> dict[s
     return fleet_run(req, inspect)
 
 
+def landmark_stage(candidates: int = CANDIDATES) -> dict[str, Any]:
+    """The landmark stage of one release-profile scan of tiny_town (``candidates`` candidates)
+    two ways in this bench run: views rendered and checked at the shipped 4096x3072 (the path
+    before working sizes) and at the 1024x768 working size (the reviewed landmarks' views are
+    rendered at 4096x3072 later, in the QA stage's ``views`` step; ``release_run`` times it)."""
+    from skyqa.scan_options import build_request
+
+    walls: dict[str, float] = {}
+    kept: dict[str, int] = {}
+    for path, working in (("shipped_size", (4096, 3072)), ("working_size", (1024, 768))):
+        req = build_request(
+            "tiny_town", "release", None, None, None, None, 0,
+            landmarks=candidates, navigation="0,0", groups="0", reasoning="0", surveys="0",
+        )  # fmt: skip
+        req.stills.working_width, req.stills.working_height = working
+        req.run_id = f"{req.run_id}-{path}"[:96]
+
+        def inspect(run: FleetRun) -> dict[str, Any]:
+            st = run.state.stages["landmark"]
+            doc = json.loads((run.store / keys.landmark_instances(run.state.run_id, "tiny_town")).read_text())
+            return {"wall_s": st.finished_at - st.started_at, "kept": len(doc["instances"])}
+
+        out = fleet_run(req, inspect, until="landmark")
+        walls[path], kept[path] = round(out["wall_s"], 1), out["kept"]
+    return {
+        "candidates": candidates,
+        "wall_s": walls,
+        "landmarks_kept": kept,
+        "speedup": round(walls["shipped_size"] / max(1e-9, walls["working_size"]), 2),
+    }
+
+
 def release_lines(r: dict[str, Any]) -> list[str]:
     u, d, p = r["units"], r["dualcog_size"], r["per_unit_s"]
     out = [
@@ -139,6 +181,14 @@ def release_lines(r: dict[str, Any]) -> list[str]:
     for name, rate in r["rates"].items():
         ratio = rate["ratio_of_ceiling_per_pixel"]
         out.append(f"  {name:<22} {rate['per_s']:>8.3f}/s  {ratio:.2f} of the ray-cast ceiling")
+    if "landmark_stage" in r:
+        ls = r["landmark_stage"]
+        walls, kept = ls["wall_s"], ls["landmarks_kept"]
+        out.append(
+            f"  landmark stage, {ls['candidates']} candidates: {walls['shipped_size']} s checking views "
+            f"at 4096x3072, {walls['working_size']} s at 1024x768 ({ls['speedup']}x faster; landmarks "
+            f"kept {kept['shipped_size']} and {kept['working_size']})"
+        )
     out += [
         f"  per unit: scene {p['scene_s']} s, candidate {p['candidate_s']} s, "
         f"released landmark {p['landmark_s']} s, mission {p['mission_s_per_video_s']} s per video second",
@@ -155,4 +205,6 @@ if __name__ == "__main__":  # alone: with the ceiling measured now, as ``make be
     from bench.run import raycast_ceiling
 
     ceiling = raycast_ceiling(BuiltinSimulator(load_scene("demo_city")))["rays_per_s"]
-    print("\n".join(release_lines(release_run(ceiling))))
+    result = release_run(ceiling) | {"landmark_stage": landmark_stage()}
+    print("\n".join(release_lines(result)))
+    print(json.dumps(result, indent=1))

@@ -30,7 +30,7 @@ from bench.airsim_rpc import airsim_rpc_throughput
 from bench.bus import bus_overhead
 from bench.labeller import labeller_accuracy
 from bench.lean import service_start_rss, table as lean_table
-from bench.release import release_lines, release_run
+from bench.release import landmark_stage, release_lines, release_run
 from bench.scaling import renderer_scaling, service_processes
 from bench.surveys import survey_views
 from bench.trajectories import trajectory_video
@@ -319,7 +319,7 @@ def main() -> None:
         "bus": bus_overhead(),
         "renderer_replicas": renderer_scaling(),
         "service_processes": service_processes(),
-        "release_profile": release_run(ceiling["rays_per_s"]),
+        "release_profile": release_run(ceiling["rays_per_s"]) | {"landmark_stage": landmark_stage()},
         "lean_processes": service_start_rss(),
         "heuristic_labeller": labeller_accuracy(),
         "airsim_rpc": airsim_rpc_throughput(),

@@ -166,9 +166,12 @@ class FleetRun:
         return doc
 
 
-def fleet_run(req: scan_pb2.ScanRequest, inspect: Callable[[FleetRun], dict[str, Any]]) -> dict[str, Any]:
+def fleet_run(
+    req: scan_pb2.ScanRequest, inspect: Callable[[FleetRun], dict[str, Any]], until: str = ""
+) -> dict[str, Any]:
     """Every service as its own ``skyqa serve`` process on one nats-server and one store, the
-    scan run to the end; ``inspect`` reads the finished run (its store is then deleted)."""
+    scan run to the end (or to the end of stage ``until``); ``inspect`` reads the run (its
+    store is then deleted)."""
     from skyqa.runtime.progress import FINAL_STAGE
 
     from services.embedded import publish_scan, wait_for_run
@@ -188,7 +191,7 @@ def fleet_run(req: scan_pb2.ScanRequest, inspect: Callable[[FleetRun], dict[str,
         try:
             time.sleep(5)  # consumers are durable: a scan published early waits for them anyway
             asyncio.run(publish_scan(server.url, req))
-            state = asyncio.run(wait_for_run(server.url, req.run_id, FINAL_STAGE, 7200))
+            state = asyncio.run(wait_for_run(server.url, req.run_id, until or FINAL_STAGE, 7200))
             peaks = {name: round(peak_rss_mb(p.pid)) for name, p in fleet.procs.items()}
             cpu = {name: round(cpu_seconds(p.pid), 1) for name, p in fleet.procs.items()}
             return inspect(FleetRun(state, Path(tmp) / "store", peaks, cpu))
