@@ -54,9 +54,11 @@ async def setup(svc: Service) -> None:
     async def shipped_views(run: views.Reshoot, trace_id: str) -> None:
         """All reviewed landmarks' views are in at the shipped size: record them, then plan."""
         await asyncio.to_thread(views.merge, svc.store, run)
+        # planned before the step is marked done: a crash between the two redelivers the last
+        # result, which plans again (idempotent), instead of leaving a run never planned
+        await plan_rows(run.event, run.requests, trace_id)
         n = len(run.landmarks)
         await reshoot.complete(run.run_id, n, n, f"{len(run.requests)} views at the shipped size")
-        await plan_rows(run.event, run.requests, trace_id)
 
     async def on_missions(event: mission_pb2.MissionsCompleted, d: Delivery) -> None:
         run = await asyncio.to_thread(views.prepare, event, svc.store)
