@@ -12,9 +12,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from skyqa.blob import BlobStore
-from skyqa.contracts.base import first_error
+from skyqa.contracts.base import load_json
 from skyqa.errors import BlobNotFound, InvalidInput
 
 T = TypeVar("T")
@@ -25,17 +25,9 @@ MAX_PARSED_BYTES = 512 * 1024 * 1024
 
 
 def contract(kind: type[M], what: str) -> Callable[[bytes], M]:
-    """A parser of a stored file into its contract, refusing a file that is not one with the
-    file's name, the field and what is wrong with it."""
-
-    def parse(data: bytes) -> M:
-        try:
-            return kind.model_validate_json(data)
-        except ValidationError as exc:
-            where, msg = first_error(exc)
-            raise InvalidInput(f"{what} is invalid at {where}: {msg}") from None
-
-    return parse
+    """A parser of a stored file into its contract (:func:`load_json`, which names the file,
+    the field and what is wrong with it)."""
+    return lambda data: load_json(kind, data, what)
 
 
 class ParsedCache:

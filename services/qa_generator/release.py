@@ -120,11 +120,10 @@ def finish(
     solved = set(blind.solved_by_all)
     final = {name: [r for r in rows if r.sample_id not in solved] for name, rows in final.items()}
     released_items = [it for it in released_items if it.sample_id not in solved]
-    reasons = Counter(failed.values())
-    reasons.update(alone.values())
     lost = [s for s, it in items.items() if it.unit in incomplete and s not in failed]
-    reasons.update({"landmark incomplete": len(lost)} if lost else {})
-    reasons.update({BLIND_DROP: len(solved)} if solved else {})
+    # why each dropped row went (the sets are disjoint): the ledger's reasons and the report's counts
+    fates = failed | alone | dict.fromkeys(lost, "landmark incomplete") | dict.fromkeys(solved, BLIND_DROP)
+    reasons = Counter(fates.values())
     # the funnel counts landmarks; units of other kinds (navigation missions) are not landmarks
     landmark_families = {f.name for f in families if f.unit_kind == "landmark"}
     released = {it.unit: it.category for it in released_items if it.family in landmark_families}
@@ -165,7 +164,6 @@ def finish(
     )
     out = release_files(p.run_id, p.scene_id, families)
     shipped = {it.sample_id for it in released_items}
-    fates = failed | alone | dict.fromkeys(lost, "landmark incomplete") | dict.fromkeys(solved, BLIND_DROP)
     ledger = qc_rows(families, checked, items, fates, shipped, blind, gate_mode)
     store.put(out["qc_rows"], _jsonl(ledger), "application/x-ndjson")
     if not blind.passed and gate_mode == "enforce":

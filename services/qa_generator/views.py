@@ -56,7 +56,8 @@ def reshoot_key(run_id: str) -> str:
 
 def prepare(event: mission_pb2.MissionsCompleted, store: BlobStore) -> Reshoot | None:
     """The views to render again, stored; None when the scan checked views where they ship."""
-    size = scan.stills(scan.stored(store, event.run_id))
+    request = scan.stored(store, event.run_id)
+    size = scan.stills(request)
     if not size.reshot:
         return None
     valid = load_json(ValidInstancesFile, store.get(event.valid_instances.key), "valid instances")
@@ -69,7 +70,7 @@ def prepare(event: mission_pb2.MissionsCompleted, store: BlobStore) -> Reshoot |
     run = Reshoot(
         run_id=event.run_id,
         scene_id=event.scene_id,
-        backend=scan.stored(store, event.run_id).backend or "builtin",
+        backend=request.backend or "builtin",
         valid_instances=event.valid_instances.key,
         missions_completed=to_dict(event),
         requests=view_requests(valid, size, float(fov)),
