@@ -5,15 +5,18 @@ unit of work, and what a release the size of UAV-DualCog's would cost on this ma
 The subset: the release profile's media (4096x3072 JPEG-80 stills, 1440x1080 10 Mb/s video,
 128-channel LiDAR, 5 cm fusion voxels) over the whole of tiny_town, with ``LANDMARKS``
 candidates given views and no navigation flights, UAV groups, action trajectories or surveys
-(UAV-DualCog has none of them). The estimate (README, Performance) is
+(UAV-DualCog has none of them), run to the end of the QA stage as compose deploys it (each
+renderer replica on one core): once with one renderer and one mission planner, once with two
+of each. The estimate (README, Performance) is
 
-    wall = scenes x scene_s + candidates x candidate_s + landmarks x landmark_s
-           + missions x mission_seconds x mission_s_per_video_s
-    core-hours = wall x cores_busy / 3600
+    wall(k) = scenes x scene_s(k) + candidates x candidate_s(k) + landmarks x landmark_s(k)
+              + missions x mission_seconds x mission_s_per_video_s(k)
+    unit_s(k) = serial + parallel / k,  fitted to the unit's cost with k = 1 and k = 2
+    core-hours = wall(2) x cores_busy / 3600
 
-with each ``*_s`` a stage's wall time over its units here, ``mission_seconds`` the mean video
-length of this run's missions, and ``cores_busy`` the CPU seconds of every service over the
-run's wall time.
+with each ``*_s`` a stage's wall time over its units, ``k`` the renderer cores (2 here, 2N on
+N two-core workers), ``mission_seconds`` the mean video length of this run's missions, and
+``cores_busy`` the CPU seconds of every service over the two-replica run's wall time.
 """
 
 from __future__ import annotations
@@ -24,119 +27,148 @@ from typing import Any
 from skyqa import keys, scan
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts.missions import MissionIndex
+from skyqa.v1 import scan_pb2
 
 from bench.scaling import FleetRun, fleet_run
 
-LANDMARKS = 2
+LANDMARKS = 3  # six missions: enough that two renderer replicas each have work to the end
 CANDIDATES = 12  # for the landmark stage's two paths: enough that per-candidate work dominates
 # UAV-DualCog's release (its paper and web page): 12 AirSim scenes, 2,626 candidate instances,
 # 512 released landmarks, 4,096 image and 2,048 video rows from 1,024 flight missions
 DUALCOG = {"scenes": 12, "candidates": 2626, "landmarks": 512, "missions": 1024}
+WORKERS = (1, 2, 4, 8)
 
 
-def _rate(units: int, pixels: int, wall: float, ceiling: float) -> dict[str, float]:
-    per_s = units / wall if wall > 0 else 0.0
-    return {
-        "units": units,
-        "per_s": round(per_s, 3),
-        "ratio_of_ceiling_per_pixel": round(per_s * pixels / ceiling, 3) if ceiling else 0.0,
-    }
-
-
-def release_run(ceiling_rays_per_s: float, landmarks: int = LANDMARKS) -> dict[str, Any]:
+def _request(candidates: int, tag: str) -> scan_pb2.ScanRequest:
     from skyqa.scan_options import build_request
 
     req = build_request(
         "tiny_town", "release", None, None, None, None, 0,
-        landmarks=landmarks, navigation="0,0", groups="0", reasoning="0", surveys="0",
+        landmarks=candidates, navigation="0,0", groups="0", reasoning="0", surveys="0",
     )  # fmt: skip
+    req.run_id = f"{req.run_id}-{tag}"[:96]
+    return req
 
-    def inspect(run: FleetRun) -> dict[str, Any]:
-        full = scan.stored(LocalBlobStore(run.store), req.run_id)
-        root = run.store / keys.run_prefix(req.run_id)
-        plan = json.loads((run.store / keys.landmark_plan(req.run_id, req.scene_id)).read_text())
-        views = sum(len(c["views"]) for c in plan["candidates"])
-        index = MissionIndex.model_validate_json((run.store / keys.missions_index(req.run_id)).read_text())
-        requests = next((root / "image_tasks" / "render_requests").glob("*.json"))
-        sidecar = json.loads(requests.read_text())
-        env, shipped = len(sidecar["env_requests"]), len(sidecar.get("views", []))
-        frames = sum(1 for _ in (run.store / keys.frames_manifest(req.run_id, req.scene_id)).open())
-        qc = run.qc()
-        walls = run.stage_wall_s()
-        size = scan.stills(full)
-        video_frames = sum(m.frame_count for m in index.missions)
-        mission_s = sum(m.duration_sec for m in index.missions)
-        released = int(qc["funnel"]["released_landmarks"])
-        cores = sum(run.cpu_s.values()) / run.wall_s
-        per = {
-            "scene_s": walls.get("capture", 0.0) + walls.get("fusion", 0.0),
-            "candidate_s": walls.get("landmark", 0.0) / max(1, len(plan["candidates"])),
-            # the QA stage and its views step (the released landmarks' views at the shipped size)
-            "landmark_s": (walls.get("qa", 0.0) + walls.get("views", 0.0)) / max(1, released),
-            "mission_s_per_video_s": walls.get("mission", 0.0) / max(1e-9, mission_s),
-        }
-        mean_mission_s = mission_s / max(1, len(index.missions))
-        wall = (
-            DUALCOG["scenes"] * per["scene_s"]
-            + DUALCOG["candidates"] * per["candidate_s"]
-            + DUALCOG["landmarks"] * per["landmark_s"]
-            + DUALCOG["missions"] * mean_mission_s * per["mission_s_per_video_s"]
-        )
+
+def _per_unit(units: dict[str, Any], walls: dict[str, float]) -> dict[str, float]:
+    """Each stage's wall time over its units of work (the estimate's ``*_s``)."""
+    return {
+        "scene_s": walls.get("capture", 0.0) + walls.get("fusion", 0.0),
+        "candidate_s": walls.get("landmark", 0.0) / max(1, units["candidates"]),
+        # the QA stage and its views step (the released landmarks' views at the shipped size)
+        "landmark_s": (walls.get("qa", 0.0) + walls.get("views", 0.0)) / max(1, units["released_landmarks"]),
+        "mission_s_per_video_s": walls.get("mission", 0.0) / max(1e-9, units["mission_video_s"]),
+    }
+
+
+def _measure(run: FleetRun, req: scan_pb2.ScanRequest, ceiling_rays_per_s: float) -> dict[str, Any]:
+    full = scan.stored(LocalBlobStore(run.store), req.run_id)
+    root = run.store / keys.run_prefix(req.run_id)
+    plan = json.loads((run.store / keys.landmark_plan(req.run_id, req.scene_id)).read_text())
+    index = MissionIndex.model_validate_json((run.store / keys.missions_index(req.run_id)).read_text())
+    sidecar = json.loads(next((root / "image_tasks" / "render_requests").glob("*.json")).read_text())
+    walls = run.stage_wall_s()
+    size = scan.stills(full)
+    units = {
+        "capture_frames": sum(1 for _ in (run.store / keys.frames_manifest(req.run_id, req.scene_id)).open()),
+        "candidates": len(plan["candidates"]),
+        "landmark_views": sum(len(c["views"]) for c in plan["candidates"]),
+        "shipped_views": len(sidecar.get("views", [])),
+        "released_landmarks": int(run.qc()["funnel"]["released_landmarks"]),
+        "env_observations": len(sidecar["env_requests"]),
+        "missions": len(index.missions),
+        "mission_video_s": round(sum(m.duration_sec for m in index.missions), 1),
+        "video_frames": sum(m.frame_count for m in index.missions),
+    }
+
+    def rate(name: str, pixels: int, stage: str) -> dict[str, float]:
+        wall, count = walls.get(stage, 0.0), units[name]
+        per_s = count / wall if wall > 0 else 0.0
         return {
-            "subset": f"tiny_town, release profile, {landmarks} candidates, no navigation, groups, "
-            "trajectories or surveys",
-            "status": run.state.status,
-            "wall_s": round(run.wall_s, 1),
-            "stage_wall_s": walls,
-            "cpu_s": run.cpu_s,
-            "cores_busy": round(cores, 2),
-            "units": {
-                "capture_frames": frames,
-                "candidates": len(plan["candidates"]),
-                "landmark_views": views,
-                "shipped_views": shipped,
-                "released_landmarks": released,
-                "env_observations": env,
-                "missions": len(index.missions),
-                "mission_video_s": round(mission_s, 1),
-                "video_frames": video_frames,
-            },
-            "rates": {
-                "capture": _rate(
-                    frames,
-                    full.camera.width * full.camera.height,
-                    walls.get("capture", 0),
-                    ceiling_rays_per_s,
-                ),
-                "landmark_views": _rate(
-                    views,
-                    size.working_width * size.working_height,
-                    walls.get("landmark", 0),
-                    ceiling_rays_per_s,
-                ),
-                "shipped_views": _rate(
-                    shipped, size.width * size.height, walls.get("views", 0), ceiling_rays_per_s
-                ),
-                "qa_env_observations": _rate(
-                    env, size.width * size.height, walls.get("qa", 0), ceiling_rays_per_s
-                ),
-                "mission_frames": _rate(
-                    video_frames,
-                    full.video.width * full.video.height,
-                    walls.get("mission", 0),
-                    ceiling_rays_per_s,
-                ),
-            },
-            "per_unit_s": {k: round(v, 2) for k, v in per.items()},
-            "dualcog_size": {
-                **DUALCOG,
-                "mean_mission_video_s": round(mean_mission_s, 1),
-                "wall_hours_here": round(wall / 3600, 1),
-                "core_hours": round(wall * cores / 3600, 1),
-            },
+            "units": count,
+            "per_s": round(per_s, 3),
+            "ratio_of_ceiling_per_pixel": round(per_s * pixels / ceiling_rays_per_s, 3),
         }
 
-    return fleet_run(req, inspect)
+    still, working = size.width * size.height, size.working_width * size.working_height
+    return {
+        # the run goes on to its evaluation; this measures it to the end of the QA stage
+        "status": "failed" if run.state.status == "failed" else "QA stage completed",
+        "wall_s": round(run.wall_s, 1),
+        "stage_wall_s": walls,
+        "cpu_s": run.cpu_s,
+        "cores_busy": round(sum(run.cpu_s.values()) / run.wall_s, 2),
+        "units": units,
+        "rates": {
+            "capture": rate("capture_frames", full.camera.width * full.camera.height, "capture"),
+            "landmark_views": rate("landmark_views", working, "landmark"),
+            "shipped_views": rate("shipped_views", still, "views"),
+            "qa_env_observations": rate("env_observations", still, "qa"),
+            "mission_frames": rate("video_frames", full.video.width * full.video.height, "mission"),
+        },
+        "per_unit_s": {k: round(v, 3) for k, v in _per_unit(units, walls).items()},
+    }
+
+
+def amdahl(one: float, two: float) -> tuple[float, float]:
+    """A per-unit cost measured with one and with two renderer cores, split into the part no
+    renderer core shortens and the part they share: ``cost(k) = serial + parallel / k``."""
+    parallel = max(0.0, min(one, 2 * (one - two)))
+    return one - parallel, parallel
+
+
+def dualcog_hours(per_unit: dict[str, tuple[float, float]], mean_mission_s: float, cores: int) -> float:
+    """The estimate's wall time (README, Performance) with ``cores`` renderer cores."""
+    counts = {
+        "scene_s": DUALCOG["scenes"],
+        "candidate_s": DUALCOG["candidates"],
+        "landmark_s": DUALCOG["landmarks"],
+        "mission_s_per_video_s": DUALCOG["missions"] * mean_mission_s,
+    }
+    return sum(n * (per_unit[k][0] + per_unit[k][1] / cores) for k, n in counts.items()) / 3600
+
+
+def release_run(ceiling_rays_per_s: float, landmarks: int = LANDMARKS) -> dict[str, Any]:
+    """The subset twice, to the end of the QA stage, as compose deploys it (every renderer
+    replica one core): with one renderer and one mission planner, then two of each."""
+    runs: dict[int, dict[str, Any]] = {}
+    for n in (1, 2):
+        req = _request(landmarks, f"r{n}")
+        runs[n] = fleet_run(
+            req,
+            lambda run, req=req: _measure(run, req, ceiling_rays_per_s),  # type: ignore[misc]
+            until="qa",
+            replicas={"renderer": n, "mission_planner": n},
+            one_core=("renderer",),
+        )
+    out = runs[2]
+    mean_mission_s = out["units"]["mission_video_s"] / max(1, out["units"]["missions"])
+    split = {k: amdahl(runs[1]["per_unit_s"][k], v) for k, v in out["per_unit_s"].items()}
+    here = dualcog_hours(split, mean_mission_s, 2)
+    return out | {
+        "subset": f"tiny_town, release profile, {landmarks} candidates, no navigation, groups, "
+        "trajectories or surveys",
+        "replicas": {
+            "one": {k: runs[1][k] for k in ("wall_s", "stage_wall_s", "per_unit_s", "cores_busy")},
+            "speedup_2_vs_1": round(runs[1]["wall_s"] / out["wall_s"], 2),
+            "stage_speedup_2_vs_1": {
+                k: round(v / out["stage_wall_s"][k], 2)
+                for k, v in runs[1]["stage_wall_s"].items()
+                if out["stage_wall_s"].get(k, 0) > 0 and k in ("landmark", "views", "mission", "qa")
+            },
+        },
+        "dualcog_size": {
+            **DUALCOG,
+            "mean_mission_video_s": round(mean_mission_s, 1),
+            "wall_hours_here": round(here, 1),
+            "core_hours": round(here * out["cores_busy"], 1),
+            "serial_and_parallel_s": {k: [round(s, 3), round(p, 3)] for k, (s, p) in split.items()},
+            # N two-core workers: 2N renderer replicas
+            "wall_hours_on_workers": {
+                str(w): round(dualcog_hours(split, mean_mission_s, 2 * w), 1) for w in WORKERS
+            },
+        },
+    }
 
 
 def landmark_stage(candidates: int = CANDIDATES) -> dict[str, Any]:
@@ -144,17 +176,11 @@ def landmark_stage(candidates: int = CANDIDATES) -> dict[str, Any]:
     two ways in this bench run: views rendered and checked at the shipped 4096x3072 (the path
     before working sizes) and at the 1024x768 working size (the reviewed landmarks' views are
     rendered at 4096x3072 later, in the QA stage's ``views`` step; ``release_run`` times it)."""
-    from skyqa.scan_options import build_request
-
     walls: dict[str, float] = {}
     kept: dict[str, int] = {}
     for path, working in (("shipped_size", (4096, 3072)), ("working_size", (1024, 768))):
-        req = build_request(
-            "tiny_town", "release", None, None, None, None, 0,
-            landmarks=candidates, navigation="0,0", groups="0", reasoning="0", surveys="0",
-        )  # fmt: skip
+        req = _request(candidates, path)
         req.stills.working_width, req.stills.working_height = working
-        req.run_id = f"{req.run_id}-{path}"[:96]
 
         def inspect(run: FleetRun) -> dict[str, Any]:
             st = run.state.stages["landmark"]
@@ -172,11 +198,14 @@ def landmark_stage(candidates: int = CANDIDATES) -> dict[str, Any]:
 
 
 def release_lines(r: dict[str, Any]) -> list[str]:
-    u, d, p = r["units"], r["dualcog_size"], r["per_unit_s"]
+    u, d, p, rep = r["units"], r["dualcog_size"], r["per_unit_s"], r["replicas"]
     out = [
-        f"release profile ({r['subset']}): {r['status']} in {r['wall_s']} s, {r['cores_busy']} cores busy",
+        f"release profile ({r['subset']}), to the end of the QA stage, two renderer and two mission "
+        f"planner replicas: {r['wall_s']} s ({r['status']}), {r['cores_busy']} cores busy",
         "  stage wall time (s): " + json.dumps(r["stage_wall_s"]),
         f"  units: {json.dumps(u)}",
+        f"  one replica of each: {rep['one']['wall_s']} s; two are {rep['speedup_2_vs_1']}x faster "
+        f"(by stage: {json.dumps(rep['stage_speedup_2_vs_1'])})",
     ]
     for name, rate in r["rates"].items():
         ratio = rate["ratio_of_ceiling_per_pixel"]
@@ -194,7 +223,8 @@ def release_lines(r: dict[str, Any]) -> list[str]:
         f"released landmark {p['landmark_s']} s, mission {p['mission_s_per_video_s']} s per video second",
         f"  a UAV-DualCog-size release ({d['scenes']} scenes, {d['candidates']} candidates, "
         f"{d['landmarks']} landmarks, {d['missions']} missions of {d['mean_mission_video_s']} s): "
-        f"{d['wall_hours_here']} h here, {d['core_hours']} core-hours",
+        f"{d['wall_hours_here']} h here, {d['core_hours']} core-hours; on N two-core workers "
+        + ", ".join(f"N={n}: {h} h" for n, h in d["wall_hours_on_workers"].items()),
     ]
     return out
 

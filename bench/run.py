@@ -28,6 +28,7 @@ from skyqa.v1 import capture_pb2, common_pb2, render_pb2
 
 from bench.airsim_rpc import airsim_rpc_throughput
 from bench.bus import bus_overhead
+from bench.frames import segmentation_reads
 from bench.labeller import labeller_accuracy
 from bench.lean import service_start_rss, table as lean_table
 from bench.release import landmark_stage, release_lines, release_run
@@ -84,9 +85,15 @@ def still_views(sim: BuiltinSimulator, width: int, height: int, ceiling: float) 
 
 
 def video_frames(
-    sim: BuiltinSimulator, width: int, height: int, ceiling: float, frames: int = 40
+    sim: BuiltinSimulator,
+    width: int,
+    height: int,
+    ceiling: float,
+    frames: int = 40,
+    archive: tuple[int, int] = (0, 0),
 ) -> dict[str, Any]:
-    """A mission video end to end: shading, visibility, JPEG/PNG frames and H.264 encoding."""
+    """A mission video end to end: shading, visibility, JPEG/PNG frames and H.264 encoding;
+    with ``archive``, each frame is cast at that size and kept as a JPEG under ``archive/``."""
     job = render_pb2.VideoJob(
         run_id="bench",
         job_id="orbit",
@@ -99,6 +106,8 @@ def video_frames(
         jpeg_quality=90,
         output_prefix="bench/video",
         requester="bench",
+        archive_width=archive[0],
+        archive_height=archive[1],
     )
     for a in np.linspace(0.0, np.pi, frames):
         eye = np.array([60 * np.cos(a), 60 * np.sin(a), 40.0])
@@ -109,7 +118,7 @@ def video_frames(
             )
         )
     job.targets.add(landmark_id="centre", instance_id=1, center=[0.0, 0.0, 10.0], size=[20.0, 20.0, 20.0])
-    k = Intrinsics.from_fov(width, height, job.fov_deg)
+    k = Intrinsics.from_fov(archive[0] or width, archive[1] or height, job.fov_deg)
     poses = [Pose(p.x, p.y, p.z, p.yaw_deg, p.pitch_deg) for p in job.poses]
 
     def bare_cast() -> float:
@@ -127,15 +136,18 @@ def video_frames(
         t = time.perf_counter()
         render_video(job, sim, LocalBlobStore(tmp))
         seconds = time.perf_counter() - t
+        stored = sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file())
     cast_s = min(cast_s, bare_cast())
     return {
         "width": width,
         "height": height,
+        "archive": list(archive),
         "frames": frames,
         "frames_per_s": frames / seconds,
-        "ratio_of_ceiling_per_pixel": frames * width * height / seconds / ceiling,
+        "ratio_of_ceiling_per_pixel": frames * k.width * k.height / seconds / ceiling,
         "bare_cast_seconds": cast_s,
         "ratio_of_bare_cast_same_rays": cast_s / seconds,
+        "stored_mb_per_frame": stored / frames / 1e6,
     }
 
 
@@ -298,6 +310,23 @@ def evaluator_concurrency(latency_s: float = 0.1, items: int = 48) -> dict[str, 
         return out
 
 
+def archive_line(results: dict[str, Any]) -> str:
+    """What ``SKYQA_ARCHIVE_VIDEO_FRAMES`` adds to a UAV-DualCog-size release, from the two
+    release video measurements of this run."""
+    plain, kept = results["video_release_1440x1080"], results["video_release_archive_4096x3072"]
+    release = results["release_profile"]
+    d, u = release["dualcog_size"], release["units"]
+    frames = d["missions"] * d["mean_mission_video_s"] * u["video_frames"] / max(1e-9, u["mission_video_s"])
+    extra_s = frames * (1 / kept["frames_per_s"] - 1 / plain["frames_per_s"])
+    extra_gb = frames * (kept["stored_mb_per_frame"] - plain["stored_mb_per_frame"]) / 1e3
+    return (
+        f"archived 4096x3072 mission frames (SKYQA_ARCHIVE_VIDEO_FRAMES=true): a video frame costs "
+        f"{plain['frames_per_s'] / kept['frames_per_s']:.1f}x as much; a UAV-DualCog-size release "
+        f"({frames:.0f} frames) takes {extra_s / 3600:.1f} h more on one renderer here and "
+        f"{extra_gb:.0f} GB more storage"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
@@ -312,7 +341,11 @@ def main() -> None:
         "still_4096x3072": still_views(sim, 4096, 3072, ceiling["rays_per_s"]),
         "video_preview_480x360": video_frames(sim, 480, 360, ceiling["rays_per_s"]),
         "video_release_1440x1080": video_frames(sim, 1440, 1080, ceiling["rays_per_s"], 20),
+        "video_release_archive_4096x3072": video_frames(
+            sim, 1440, 1080, ceiling["rays_per_s"], 10, archive=(4096, 3072)
+        ),
         "trajectory_1280x720": trajectory_video(sim, ceiling["rays_per_s"]),
+        "segmentation_reads": segmentation_reads(sim),
         "survey_8192x6144": survey_views(ceiling["rays_per_s"]),
         **capture_and_fusion(ceiling["rays_per_s"]),
         "evaluator": evaluator_concurrency(),
@@ -346,6 +379,7 @@ def main() -> None:
                 "still_4096x3072",
                 "video_preview_480x360",
                 "video_release_1440x1080",
+                "video_release_archive_4096x3072",
             )
         ),
         (
@@ -411,6 +445,14 @@ def main() -> None:
             f"{sv['ratio_of_ceiling_per_pixel']:.2f}",
         )
     )
+    sr = results["segmentation_reads"]
+    lines.append(
+        (
+            "QA read of seg frames 1440x1080",
+            f"{sr['frames_per_s']:.0f} frames/s",
+            f"{sr['speedup']:.2f}x previous",
+        )
+    )
     rr = results["renderer_replicas"]
     lines += [
         (
@@ -441,6 +483,7 @@ def main() -> None:
     print("  stage wall time (s, stages overlap):", json.dumps(sp["stage_wall_s"]))
     print("  peak RSS per service (MB):", json.dumps(sp["peak_rss_mb"]))
     print("\n".join(release_lines(results["release_profile"])))
+    print(archive_line(results))
     print("\n".join(lean_table(results["lean_processes"])))
     print(f"wrote {args.out}")
 

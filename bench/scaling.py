@@ -166,12 +166,26 @@ class FleetRun:
         return doc
 
 
+def one_core_each(pids: list[int]) -> None:
+    """Pin the i-th process (every thread of it, and the threads it starts later) to core i, as
+    compose's ``cpus: 1.0`` gives each renderer replica one core's time."""
+    cores = sorted(os.sched_getaffinity(0))
+    for i, pid in enumerate(pids):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            os.sched_setaffinity(int(task.name), {cores[i % len(cores)]})
+
+
 def fleet_run(
-    req: scan_pb2.ScanRequest, inspect: Callable[[FleetRun], dict[str, Any]], until: str = ""
+    req: scan_pb2.ScanRequest,
+    inspect: Callable[[FleetRun], dict[str, Any]],
+    until: str = "",
+    replicas: dict[str, int] | None = None,
+    one_core: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Every service as its own ``skyqa serve`` process on one nats-server and one store, the
     scan run to the end (or to the end of stage ``until``); ``inspect`` reads the run (its
-    store is then deleted)."""
+    store is then deleted). ``replicas`` scales services as ``docker compose --scale`` does;
+    each replica of a service in ``one_core`` renders on one thread pinned to its own core."""
     from skyqa.runtime.progress import FINAL_STAGE
 
     from services.embedded import publish_scan, wait_for_run
@@ -187,8 +201,13 @@ def fleet_run(
             "SKYQA_LOG_LEVEL": "WARNING",
             "SKYQA_EVALUATION__CACHE_DIR": str(Path(tmp) / "eval-cache"),
         }
-        fleet = Fleet(env, Path(tmp) / "logs").start()
+        # as compose deploys the renderer: one render thread, and one job at a time, so a job
+        # waits in the stream for the first free replica instead of queueing behind a busy one
+        single = {"SKYQA_RENDER_THREADS": "1", "SKYQA_CONCURRENCY": "1"}
+        fleet = Fleet(env, Path(tmp) / "logs", per_service=dict.fromkeys(one_core, single), replicas=replicas)
+        fleet.start()
         try:
+            one_core_each([p.pid for name, p in fleet.procs.items() if name.partition("#")[0] in one_core])
             time.sleep(5)  # consumers are durable: a scan published early waits for them anyway
             asyncio.run(publish_scan(server.url, req))
             state = asyncio.run(wait_for_run(server.url, req.run_id, until or FINAL_STAGE, 7200))

@@ -23,21 +23,31 @@ class Fleet:
         log_dir: Path,
         services: Iterable[str] = SERVICES,
         per_service: Mapping[str, Mapping[str, str]] | None = None,
+        replicas: Mapping[str, int] | None = None,
     ) -> None:
-        """``env`` is every process's; ``per_service`` adds one service's own (e.g. its NATS user)."""
+        """``env`` is every process's; ``per_service`` adds one service's own (e.g. its NATS user).
+        ``replicas`` runs more than one process of a service, as ``docker compose --scale`` does:
+        they share its durable consumers. The first is named after the service, the others
+        ``<service>#2`` and on; a ``per_service`` entry under a replica's name adds its own."""
         self.env = {**os.environ, **env}
         self.per_service = per_service or {}
         self.log_dir = Path(log_dir)
-        self.names = list(services)
+        counts = replicas or {}
+        self.names = [
+            service if i == 1 else f"{service}#{i}"
+            for service in services
+            for i in range(1, counts.get(service, 1) + 1)
+        ]
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, name: str | None = None) -> Fleet:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for n in [name] if name else self.names:
+            service = n.partition("#")[0]
             log = open(self.log_dir / f"{n}.log", "ab")  # noqa: SIM115 - owned by the process
             self.procs[n] = subprocess.Popen(
-                [sys.executable, "-m", "services.cli", "serve", n],
-                env={**self.env, **self.per_service.get(n, {})},
+                [sys.executable, "-m", "services.cli", "serve", service],
+                env={**self.env, **self.per_service.get(service, {}), **self.per_service.get(n, {})},
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

@@ -7,10 +7,13 @@ every field of the schema is written, zero or not.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
+
+from skyqa.v1 import common_pb2
 
 
 def to_dict(msg: Message, *, proto_names: bool = False) -> dict[str, Any]:
@@ -23,3 +26,9 @@ def to_json(msg: Message, *, indent: int | None = None) -> bytes:
     return json_format.MessageToJson(
         msg, always_print_fields_with_no_presence=True, sort_keys=True, indent=indent
     ).encode()
+
+
+def pose_message(six: Sequence[float]) -> common_pb2.Pose:
+    """A pose recorded as ``[x, y, z, yaw, pitch, roll]`` (metres, degrees), as render jobs carry it."""
+    x, y, z, yaw, pitch, roll = six
+    return common_pb2.Pose(x=x, y=y, z=z, yaw_deg=yaw, pitch_deg=pitch, roll_deg=roll)

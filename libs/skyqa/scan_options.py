@@ -48,6 +48,7 @@ def build_request(
     review: str = "auto",
     landmarks: int | None = None,
     video: str | None = None,
+    stills: str | None = None,
     navigation: str | None = None,
     navigation_types: str | None = None,
     groups: str | None = None,
@@ -71,6 +72,18 @@ def build_request(
             req.video.width, req.video.height = (int(v) for v in video.lower().split("x"))
         except ValueError:
             raise InvalidInput(f"--video needs WIDTHxHEIGHT, e.g. 480x360, got {video!r}") from None
+    if stills:
+        try:
+            shapes = [[int(v) for v in size.lower().split("x")] for size in stills.split("@")]
+            if len(shapes) > 2 or any(len(s) != 2 for s in shapes):
+                raise ValueError
+        except ValueError:
+            raise InvalidInput(
+                f"--stills needs WIDTHxHEIGHT[@WIDTHxHEIGHT] (shipped size, then the size views are "
+                f"checked at), e.g. 4096x3072@1024x768, got {stills!r}"
+            ) from None
+        req.stills.width, req.stills.height = shapes[0]
+        req.stills.working_width, req.stills.working_height = shapes[-1]
     if navigation:
         try:
             counts = [int(v) for v in navigation.split(",")]

@@ -72,6 +72,14 @@ LandmarksOpt = Annotated[
 VideoOpt = Annotated[
     str | None, typer.Option("--video", help="mission video size WxH (preview 480x360, release 1440x1080)")
 ]
+StillsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stills",
+        help="landmark views WxH[@WxH]: the size shipped, then the size views are rendered and "
+        "checked at before review (preview 640x480, release 4096x3072@1024x768)",
+    ),
+]
 NavigationOpt = Annotated[
     str | None,
     typer.Option(

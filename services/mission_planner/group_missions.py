@@ -33,9 +33,9 @@ from skyqa.contracts.base import load_jsonl
 from skyqa.contracts.fusion import InstanceEntry, InstanceTable
 from skyqa.contracts.missions import FrameVisibility
 from skyqa.geometry.boxes import norm_xyxy
-from skyqa.protojson import to_json
+from skyqa.protojson import pose_message, to_json
 from skyqa.sim.camera import look_at
-from skyqa.v1 import common_pb2, render_pb2
+from skyqa.v1 import render_pb2
 
 from services.mission_planner.config import MissionConfig
 from services.mission_planner.safety import ObstacleMap
@@ -219,8 +219,7 @@ class Measured(Protocol):
 
 def add_stills(job: render_pb2.VideoJob, poses: Sequence[list[float]], objects: Iterable[Measured]) -> None:
     """A job of stills: one frame per pose (x, y, z, yaw, pitch, roll), every object measured."""
-    for x, y, z, yaw, pitch, roll in poses:
-        job.poses.append(common_pb2.Pose(x=x, y=y, z=z, yaw_deg=yaw, pitch_deg=pitch, roll_deg=roll))
+    job.poses.extend(pose_message(p) for p in poses)
     for o in objects:
         job.targets.add(
             landmark_id=f"obj_{o.instance_id}", instance_id=o.instance_id, center=o.center, size=o.size

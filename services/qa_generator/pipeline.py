@@ -29,8 +29,8 @@ from skyqa.contracts.qa import (
 )
 from skyqa.errors import InvalidInput
 from skyqa.families import RELEASED, PlanInputs, ReleaseFamily
-from skyqa.protojson import to_dict
-from skyqa.v1 import common_pb2, mission_pb2, render_pb2, scan_pb2
+from skyqa.protojson import pose_message, to_dict
+from skyqa.v1 import mission_pb2, render_pb2, scan_pb2
 
 REQUESTER = "qa"
 
@@ -185,9 +185,7 @@ def render_jobs(p: QAPlan) -> list[render_pb2.RenderJob]:
                 correlation=req.landmark_id,
             )
             jobs[req.landmark_id] = job
-        x, y, z, yaw, pitch, roll = req.pose
-        pose = common_pb2.Pose(x=x, y=y, z=z, yaw_deg=yaw, pitch_deg=pitch, roll_deg=roll)
-        job.views.add(view_id=req.request_id, pose=pose)
+        job.views.add(view_id=req.request_id, pose=pose_message(req.pose))
     return [jobs[k] for k in sorted(jobs)]
 
 

@@ -22,9 +22,9 @@ from skyqa.contracts import Contract, InstancesFile, RgbView, ValidInstancesFile
 from skyqa.contracts.base import dump_json
 from skyqa.contracts.qa import ViewRequest
 from skyqa.errors import InvalidInput
-from skyqa.protojson import to_dict
+from skyqa.protojson import pose_message, to_dict
 from skyqa.scan import Stills
-from skyqa.v1 import common_pb2, mission_pb2, render_pb2
+from skyqa.v1 import mission_pb2, render_pb2
 
 REQUESTER = "qa-views"
 STAGE = "views"  # its own stage of the run, so what shipping the views costs shows
@@ -129,11 +129,7 @@ def view_jobs(run: Reshoot) -> list[render_pb2.RenderJob]:
                 requester=REQUESTER,
                 correlation=r.landmark_id,
             )
-        x, y, z, yaw, pitch, roll = r.pose
-        job.views.add(
-            view_id=r.view_id,
-            pose=common_pb2.Pose(x=x, y=y, z=z, yaw_deg=yaw, pitch_deg=pitch, roll_deg=roll),
-        )
+        job.views.add(view_id=r.view_id, pose=pose_message(r.pose))
     return [jobs[k] for k in sorted(jobs)]
 
 

@@ -264,3 +264,17 @@ def test_the_airsim_service_command_serves_airsims_rpc(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_the_render_path_scales_out_as_replicas_of_one_core_each() -> None:
+    """``RENDERER_REPLICAS`` / ``MISSION_PLANNER_REPLICAS`` (or ``--scale``): N replicas bind the
+    same durable consumers, so neither may claim a fixed host port or container name."""
+    services = COMPOSE["services"]
+    for name in ("renderer", "mission_planner"):
+        svc = services[name]
+        assert int(interpolate(svc["deploy"]["replicas"])) == 1, name
+        assert "ports" not in svc and "container_name" not in svc, name
+    renderer = services["renderer"]
+    assert float(renderer["cpus"]) == 1.0
+    assert renderer["environment"]["SKYQA_RENDER_THREADS"] == "1"
+    assert renderer["environment"]["SKYQA_CONCURRENCY"] == "1"

@@ -173,3 +173,34 @@ def test_release_views_are_checked_at_a_sixteenth_of_their_pixels_and_previews_w
     # a request stored before the setting existed ships and checks at the profile's size
     old = scan.stills(scan_pb2.ScanRequest(scene_id="tiny_town", profile="release"))
     assert (old.width, old.working_width) == (4096, 4096) and not old.reshot
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("4096x3072@1024x768", (4096, 3072, 1024, 768)), ("1280x960", (1280, 960, 1280, 960))],
+)
+def test_stills_option_sets_the_shipped_and_the_working_size(
+    text: str, expected: tuple[int, int, int, int]
+) -> None:
+    from skyqa.scan_options import build_request
+
+    st = scan.stills(build_request("tiny_town", "release", None, None, None, None, 0, stills=text))
+    assert (st.width, st.height, st.working_width, st.working_height) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("4096", "--stills needs WIDTHxHEIGHT"),
+        ("4096x3072@1024", "--stills needs WIDTHxHEIGHT"),
+        ("1x1@1x1@1x1", "--stills needs WIDTHxHEIGHT"),
+        ("640x480@1024x768", "must be at most 640x480"),
+        ("640x480@320x200", "aspect ratio"),
+    ],
+)
+def test_bad_stills_options_say_what_to_fix(text: str, error: str) -> None:
+    from skyqa.errors import InvalidInput
+    from skyqa.scan_options import build_request
+
+    with pytest.raises(InvalidInput, match=error):
+        build_request("tiny_town", "preview", None, None, None, None, 0, stills=text)

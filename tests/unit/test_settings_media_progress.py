@@ -65,6 +65,21 @@ def test_segmentation_and_depth_roundtrip() -> None:
     assert back[1, 0] == pytest.approx(600.0)
     with pytest.raises(ValueError, match="class ids"):
         media.encode_segmentation(np.array([[300]]), np.array([[1]]))
+    assert s2.dtype == np.uint16 and i2.dtype == np.uint32
+
+
+def test_a_segmentation_file_that_is_not_a_sane_png_is_refused_before_decoding() -> None:
+    png = media.encode_segmentation(np.zeros((4, 4), np.uint16), np.zeros((4, 4), np.uint32))
+    with pytest.raises(ValueError, match="must be a PNG"):
+        media.decode_segmentation(media.encode_jpeg(np.zeros((4, 4, 3), np.uint8), 90))
+    with pytest.raises(ValueError, match="must be a PNG"):
+        media.decode_segmentation(png[:20])
+    # a header claiming 100000x100000 pixels: refused from the header, nothing allocated
+    huge = png[:16] + (100_000).to_bytes(4, "big") * 2 + png[24:]
+    with pytest.raises(ValueError, match="larger than any skyqa renders"):
+        media.decode_segmentation(huge)
+    with pytest.raises(ValueError, match="unreadable"):
+        media.decode_segmentation(png[:40])
 
 
 def test_lidar_file_is_deterministic_and_checked() -> None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 
-from skyqa import keys, media
+from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.contracts.qa import VideoRow
-from skyqa.errors import BlobNotFound
+from skyqa.families.frames import per_frame
 from skyqa.families.structure import Verdict, check_options
 from skyqa.geometry import visibility as vis
 
@@ -72,11 +72,5 @@ def pixel_shares(
     if iid is None:
         return None
     root = keys.final_task(run_id, mission_id)
-    out = []
-    for i in range(frames):
-        try:
-            instance = media.decode_segmentation(store.get(f"{root}/{keys.video_frame('seg', i)}"))[1]
-        except (BlobNotFound, OSError, ValueError):
-            return None
-        out.append(float((instance == iid).mean()))
-    return out
+    frame_keys = [f"{root}/{keys.video_frame('seg', i)}" for i in range(frames)]
+    return per_frame(store, frame_keys, lambda instance: float((instance == iid).mean()))

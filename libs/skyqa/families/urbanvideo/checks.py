@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import NDArray
 
 from skyqa import keys, media
 from skyqa.blob import BlobStore
@@ -22,6 +23,7 @@ from skyqa.contracts.navigation import NavigationTask, NavState
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.errors import BlobNotFound
 from skyqa.families import mcq
+from skyqa.families.frames import per_frame
 from skyqa.families.structure import Verdict
 from skyqa.families.urbanvideo import words as W
 from skyqa.families.urbanvideo.questions import caption_text, leg_blocker
@@ -383,15 +385,17 @@ def in_view_during(store: BlobStore, run_id: str, row: NavRow, task: NavigationT
     in at least half of them, when every other option landmark has none in any."""
     a, b = int(row.evidence["start"]), int(row.evidence["end"])  # type: ignore[arg-type]
     ids = {x.description: x.rendered_instance_id for x in task.landmarks}
-    present = dict.fromkeys((o.label for o in row.options), 0)
+    labels = [o.label for o in row.options]
     root = keys.final_task(run_id, row.mission_id)
-    for f in range(a, b + 1):
-        try:
-            instance = media.decode_segmentation(store.get(f"{root}/{keys.video_frame('seg', f)}"))[1]
-        except (BlobNotFound, OSError, ValueError):
-            return None
-        for label in present:
-            present[label] += int(bool(label in ids and (instance == ids[label]).any()))
+    frame_keys = [f"{root}/{keys.video_frame('seg', f)}" for f in range(a, b + 1)]
+
+    def shows(instance: NDArray[np.uint32]) -> list[bool]:
+        return [label in ids and bool((instance == ids[label]).any()) for label in labels]
+
+    shown = per_frame(store, frame_keys, shows)
+    if shown is None:
+        return None
+    present = {label: sum(frame[i] for frame in shown) for i, label in enumerate(labels)}
     seen = [label for label, k in present.items() if k * 2 >= b - a + 1]
     others = [k for label, k in present.items() if label not in seen]
     return seen[0] if len(seen) == 1 and not any(others) else None
