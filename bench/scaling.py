@@ -5,6 +5,7 @@ cores they keep busy, and each replica's peak resident memory (VmHWM)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -172,7 +173,8 @@ def one_core_each(pids: list[int]) -> None:
     cores = sorted(os.sched_getaffinity(0))
     for i, pid in enumerate(pids):
         for task in Path(f"/proc/{pid}/task").iterdir():
-            os.sched_setaffinity(int(task.name), {cores[i % len(cores)]})
+            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+                os.sched_setaffinity(int(task.name), {cores[i % len(cores)]})
 
 
 def fleet_run(
@@ -201,9 +203,7 @@ def fleet_run(
             "SKYQA_LOG_LEVEL": "WARNING",
             "SKYQA_EVALUATION__CACHE_DIR": str(Path(tmp) / "eval-cache"),
         }
-        # as compose deploys the renderer: one render thread, and one job at a time, so a job
-        # waits in the stream for the first free replica instead of queueing behind a busy one
-        single = {"SKYQA_RENDER_THREADS": "1", "SKYQA_CONCURRENCY": "1"}
+        single = {"SKYQA_RENDER_THREADS": "1"}  # as compose deploys the renderer
         fleet = Fleet(env, Path(tmp) / "logs", per_service=dict.fromkeys(one_core, single), replicas=replicas)
         fleet.start()
         try:

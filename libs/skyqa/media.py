@@ -59,15 +59,18 @@ def encode_segmentation(semantic: NDArray[np.integer], instance: NDArray[np.inte
     return _png(bgr)
 
 
-def decode_segmentation(data: bytes) -> tuple[NDArray[np.uint16], NDArray[np.uint32]]:
+def decode_segmentation(
+    data: bytes, max_pixels: int = MAX_DECODED_PIXELS
+) -> tuple[NDArray[np.uint16], NDArray[np.uint32]]:
     """The class and instance maps of a segmentation PNG. OpenCV decodes it straight into its
-    channel order (instance high byte, low byte, class), a quarter of the time Pillow's
-    decode-and-convert took: the QA stage reads every mission frame's segmentation (make bench,
-    ``segmentation_decode``). ``ValueError`` for anything that is not such a PNG."""
-    if data[:8] != _PNG_SIGNATURE or len(data) < 24:
+        channel order (instance high byte, low byte, class), a quarter of the time Pillow's
+        decode-and-convert took: the QA stage reads every mission frame's segmentation (make bench,
+        ``segmentation_decode``). ``ValueError`` for anything that is not such a PNG, or that has
+    more than ``max_pixels`` (a small file can claim a huge, compressible image)."""
+    if data[:8] != _PNG_SIGNATURE or len(data) < 24 or data[12:16] != b"IHDR":
         raise ValueError("a segmentation image must be a PNG")
     width, height = struct.unpack(">II", data[16:24])  # IHDR, before anything is allocated
-    if width * height > MAX_DECODED_PIXELS:
+    if width * height > max_pixels:
         raise ValueError(f"a {width}x{height} segmentation image is larger than any skyqa renders")
     try:
         decoded = cv2.imdecode(

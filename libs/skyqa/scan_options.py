@@ -75,7 +75,7 @@ def build_request(
     if stills:
         try:
             shapes = [[int(v) for v in size.lower().split("x")] for size in stills.split("@")]
-            if len(shapes) > 2 or any(len(s) != 2 for s in shapes):
+            if len(shapes) > 2 or any(len(s) != 2 or min(s) < 1 or max(s) > 65535 for s in shapes):
                 raise ValueError
         except ValueError:
             raise InvalidInput(

@@ -277,4 +277,3 @@ def test_the_render_path_scales_out_as_replicas_of_one_core_each() -> None:
     renderer = services["renderer"]
     assert float(renderer["cpus"]) == 1.0
     assert renderer["environment"]["SKYQA_RENDER_THREADS"] == "1"
-    assert renderer["environment"]["SKYQA_CONCURRENCY"] == "1"

@@ -143,18 +143,25 @@ def test_signal_stops_the_services_and_nats_server(
 def test_signal_during_start_up_leaves_through_the_cleanup(
     launch: Callable[..., Launcher], tmp_path: Path
 ) -> None:
-    launcher = launch()
-    deadline = time.monotonic() + READY_S
-    while not nats_servers_for(tmp_path):
-        assert time.monotonic() < deadline and launcher.proc.poll() is None, launcher.stderr
-        time.sleep(0.02)
-    # nats-server exists; the services are not up yet (the ready line comes ~0.5 s later)
-    launcher.proc.send_signal(signal.SIGTERM)
-    got, _ = launcher.wait()
-    assert got == 143, launcher.stderr
-    assert "NATS nats://" not in launcher.stderr, "the signal came after start-up; this test proves nothing"
-    assert launcher.stderr.splitlines()[-1].startswith("skyqa up stopped on SIGTERM")
-    assert nats_servers_for(tmp_path) == []
+    # the window between nats-server starting and the services being up is about half a second;
+    # on a loaded machine the signal can land after it, so a late attempt is tried again (every
+    # attempt must still leave cleanly) and one must land inside the window
+    during_start_up = 0
+    for _ in range(3):
+        launcher = launch()
+        deadline = time.monotonic() + READY_S
+        while not nats_servers_for(tmp_path):
+            assert time.monotonic() < deadline and launcher.proc.poll() is None, launcher.stderr
+            time.sleep(0.02)
+        launcher.proc.send_signal(signal.SIGTERM)
+        got, _ = launcher.wait()
+        assert got == 143, launcher.stderr
+        assert launcher.stderr.splitlines()[-1].startswith("skyqa up stopped on SIGTERM")
+        assert nats_servers_for(tmp_path) == []
+        if "NATS nats://" not in launcher.stderr:
+            during_start_up += 1
+            break
+    assert during_start_up, "every signal came after start-up; this test proved nothing"
 
 
 def test_second_launcher_on_the_same_folder_fails_at_once(

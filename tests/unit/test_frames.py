@@ -37,3 +37,12 @@ def test_a_missing_or_unreadable_frame_fails_the_whole_read(tmp_path: Path) -> N
     assert per_frame(store, [*keys, "seg/frame_000099.png"], lambda inst: 1) is None
     store.put(keys[4], b"not a png", "image/png")
     assert per_frame(store, keys, lambda inst: 1) is None
+
+
+def test_a_frame_claiming_more_pixels_than_any_video_is_refused(tmp_path: Path) -> None:
+    store, keys = stored_frames(tmp_path, 2)
+    png = store.get(keys[1])
+    store.put(
+        keys[1], png[:16] + (4097).to_bytes(4, "big") + (3072).to_bytes(4, "big") + png[24:], "image/png"
+    )
+    assert per_frame(store, keys, lambda inst: 1) is None

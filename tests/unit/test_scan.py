@@ -196,6 +196,10 @@ def test_stills_option_sets_the_shipped_and_the_working_size(
         ("1x1@1x1@1x1", "--stills needs WIDTHxHEIGHT"),
         ("640x480@1024x768", "must be at most 640x480"),
         ("640x480@320x200", "aspect ratio"),
+        ("-640x480", "--stills needs WIDTHxHEIGHT"),
+        ("0x0", "--stills needs WIDTHxHEIGHT"),
+        ("640x480@0x240", "--stills needs WIDTHxHEIGHT"),
+        ("99999999999x1", "--stills needs WIDTHxHEIGHT"),
     ],
 )
 def test_bad_stills_options_say_what_to_fix(text: str, error: str) -> None:

@@ -21,6 +21,9 @@ from skyqa.errors import BlobNotFound
 
 T = TypeVar("T")
 READERS = 4
+# the largest video frame a render job may ask for (services/renderer/video.py): a stored frame
+# claiming more is refused before it is decoded, so four readers stay within a few hundred MB
+MAX_FRAME_PIXELS = 4096 * 3072
 _MISSING = object()
 
 
@@ -32,7 +35,7 @@ def per_frame(
 
     def one(key: str) -> object:
         try:
-            return reduce(media.decode_segmentation(store.get(key))[1])
+            return reduce(media.decode_segmentation(store.get(key), MAX_FRAME_PIXELS)[1])
         except (BlobNotFound, OSError, ValueError):
             return _MISSING
 
