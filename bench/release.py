@@ -39,7 +39,7 @@ DUALCOG = {"scenes": 12, "candidates": 2626, "landmarks": 512, "missions": 1024}
 WORKERS = (1, 2, 4, 8)
 
 
-def _request(candidates: int, tag: str) -> scan_pb2.ScanRequest:
+def release_request(candidates: int, tag: str) -> scan_pb2.ScanRequest:
     from skyqa.scan_options import build_request
 
     req = build_request(
@@ -75,7 +75,10 @@ def _measure(run: FleetRun, req: scan_pb2.ScanRequest, ceiling_rays_per_s: float
         "landmark_views": sum(len(c["views"]) for c in plan["candidates"]),
         "shipped_views": len(sidecar.get("views", [])),
         "released_landmarks": int(run.qc()["funnel"]["released_landmarks"]),
-        "env_observations": len(sidecar["env_requests"]),
+        "env_observations": len(sidecar["env_requests"]),  # each first looked at at the working size
+        "env_observations_shipped": sum(
+            (r["width"], r["height"]) == (size.width, size.height) for r in sidecar["env_requests"]
+        ),
         "missions": len(index.missions),
         "mission_video_s": round(sum(m.duration_sec for m in index.missions), 1),
         "video_frames": sum(m.frame_count for m in index.missions),
@@ -103,7 +106,7 @@ def _measure(run: FleetRun, req: scan_pb2.ScanRequest, ceiling_rays_per_s: float
             "capture": rate("capture_frames", full.camera.width * full.camera.height, "capture"),
             "landmark_views": rate("landmark_views", working, "landmark"),
             "shipped_views": rate("shipped_views", still, "views"),
-            "qa_env_observations": rate("env_observations", still, "qa"),
+            "shipped_env_observations": rate("env_observations_shipped", still, "observations"),
             "mission_frames": rate("video_frames", full.video.width * full.video.height, "mission"),
         },
         "per_unit_s": {k: round(v, 3) for k, v in _per_unit(units, walls).items()},
@@ -133,7 +136,7 @@ def release_run(ceiling_rays_per_s: float, landmarks: int = LANDMARKS) -> dict[s
     replica one core): with one renderer and one mission planner, then two of each."""
     runs: dict[int, dict[str, Any]] = {}
     for n in (1, 2):
-        req = _request(landmarks, f"r{n}")
+        req = release_request(landmarks, f"r{n}")
         runs[n] = fleet_run(
             req,
             lambda run, req=req: _measure(run, req, ceiling_rays_per_s),  # type: ignore[misc]
@@ -179,7 +182,7 @@ def landmark_stage(candidates: int = CANDIDATES) -> dict[str, Any]:
     walls: dict[str, float] = {}
     kept: dict[str, int] = {}
     for path, working in (("shipped_size", (4096, 3072)), ("working_size", (1024, 768))):
-        req = _request(candidates, path)
+        req = release_request(candidates, path)
         req.stills.working_width, req.stills.working_height = working
 
         def inspect(run: FleetRun) -> dict[str, Any]:

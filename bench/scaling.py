@@ -204,6 +204,8 @@ def fleet_run(
             "SKYQA_EVALUATION__CACHE_DIR": str(Path(tmp) / "eval-cache"),
         }
         single = {"SKYQA_RENDER_THREADS": "1"}  # as compose deploys the renderer
+        if until and until != FINAL_STAGE:  # nothing to evaluate: it would only take the cores
+            replicas = {"evaluator": 0, **(replicas or {})}
         fleet = Fleet(env, Path(tmp) / "logs", per_service=dict.fromkeys(one_core, single), replicas=replicas)
         fleet.start()
         try:

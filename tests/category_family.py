@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 from skyqa.answers import Parsed, parse_choice
+from skyqa.contracts import ValidInstance
 from skyqa.contracts.base import Contract
 from skyqa.contracts.qa import Funnel, Option, ReasoningStep
 from skyqa.families import CardPart, Checked, Item, PlanInputs, Planned, Rendered
@@ -44,6 +45,9 @@ class LandmarkCategory:
 
     def __init__(self, without: str) -> None:
         self.without = without
+
+    def hold(self, landmarks: Sequence[ValidInstance]) -> Mapping[str, str]:
+        return {}  # every reviewed landmark has a category
 
     def plan(self, inputs: PlanInputs) -> Planned[CategoryRow]:
         cats = sorted({v.landmark_category or v.class_name for v in inputs.landmarks} | {"tree", "tower"})

@@ -44,7 +44,7 @@ async def setup(svc: Service) -> None:
             f"{len(plan.groups)} UAV groups, {len(plan.trajectories)} action trajectories and "
             f"{len(plan.surveys)} surveys rendered, "
             f"{plan.rejections} rejected, "
-            f"for {plan.landmarks} landmarks"
+            f"for {plan.landmarks} landmarks ({len(plan.held)} held: no release can include them)"
         )
         outputs = {"missions_index": event.index.key}
         completion = Completion(topology.MISSIONS_COMPLETED, event, total, total, message, outputs)

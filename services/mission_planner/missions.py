@@ -1,10 +1,11 @@
-"""A run's missions: plan one atomic and one composite mission per reviewed landmark and the
-run's navigation missions (:mod:`services.mission_planner.nav_missions`), bundle each rendered
-video into its final task, and index them all.
+"""A run's missions: plan one atomic and one composite mission per reviewed landmark that a
+release can include (:mod:`skyqa.families.held`) and the run's navigation missions
+(:mod:`services.mission_planner.nav_missions`), bundle each rendered video into its final task,
+and index them all.
 
-The i-th landmark (sorted by id) takes the i-th atomic set and the i-th composite set, cycling,
-so every class is used once there are at least 10 landmarks. Planning state lives in the store
-(``video_tasks/mission_plan.json``), so replicas and restarts are safe.
+The i-th of those landmarks (sorted by id) takes the i-th atomic set and the i-th composite set,
+cycling, so every class is used once there are at least 10 landmarks. Planning state lives in
+the store (``video_tasks/mission_plan.json``), so replicas and restarts are safe.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from skyqa.contracts.missions import (
 from skyqa.contracts.navigation import RejectedNavigation
 from skyqa.contracts.rsv import RejectedTrajectory
 from skyqa.contracts.ultra import RejectedSurvey
+from skyqa.families import RELEASED
+from skyqa.families.held import held_landmarks
 from skyqa.geometry.pcd import decode_cloud
 from skyqa.protojson import to_dict, to_json
 from skyqa.sim import Intrinsics
@@ -64,6 +67,7 @@ class MissionPlanFile(Contract):
     surveys: list[str] = Field(default_factory=list)
     rejected_surveys: list[RejectedSurvey] = Field(default_factory=list)
     landmarks: int
+    held: dict[str, str] = Field(default_factory=dict)  # landmarks given no missions, with the reason
     valid_instances: str
     scan: dict[str, object]
 
@@ -104,6 +108,8 @@ def plan_run(
     valid = load_json(ValidInstancesFile, store.get(event.valid_instances.key), "valid instances")
     cloud = decode_cloud(store.get(keys.fused_cloud_npy(run_id, scene_id)))
     landmarks = sorted(valid.valid_instances, key=lambda v: v.instance_id)
+    # no release can include these: flying their missions would render videos nobody asks about
+    held = held_landmarks(landmarks, RELEASED)
     safety = lib.safety_distance_m
     keepouts = [
         ObstacleMap.keepout(np.array(v.bbox_3d.min), np.array(v.bbox_3d.max), safety) for v in landmarks
@@ -115,7 +121,7 @@ def plan_run(
     missions, rejected = [], []
     counts = CountBalance()
     lens = Intrinsics.from_fov(cfg.video_width, cfg.video_height, cfg.video_fov_deg)
-    for i, vi in enumerate(landmarks):
+    for i, vi in enumerate(vi for vi in landmarks if vi.instance_id not in held):
         t = target_of(vi, safety)
         for kind, sets in (("atomic", atomic), ("composite", composite)):
             traj_id = mission_id(scene_id, vi.instance_id, kind, i)
@@ -182,6 +188,7 @@ def plan_run(
         surveys=planned_surveys,
         rejected_surveys=surveys_rejected,
         landmarks=len(landmarks),
+        held=held,
         valid_instances=event.valid_instances.key,
         scan=to_dict(scan),
     )

@@ -1,4 +1,6 @@
-"""qa-generator service: completed missions -> planned rows -> env renders -> checked manifests."""
+"""qa-generator service: completed missions -> landmark views at the shipped size -> planned rows ->
+env observations (a first look at the working size, then at the shipped size for what can ship)
+-> checked manifests."""
 
 from __future__ import annotations
 
@@ -15,11 +17,19 @@ from skyqa.runtime.stage import Completion, Stage
 from skyqa.v1 import mission_pb2, render_pb2
 
 from services.qa_generator import views
-from services.qa_generator.pipeline import REQUESTER, QAPlan, plan, render_jobs
-from services.qa_generator.release import completion, finish
+from services.qa_generator.pipeline import (
+    REQUESTER,
+    SHIPPED_JOB,
+    QAPlan,
+    plan,
+    promoted,
+    render_jobs,
+)
+from services.qa_generator.release import completion, finish, shipping
 
 NAME = "qa_generator"
 STAGE = "qa"
+OBSERVATIONS = "observations"
 MISSIONS = topology.ConsumerSpec("qa-generator", topology.EVENTS_STREAM, topology.MISSIONS_COMPLETED)
 RENDERED = topology.ConsumerSpec(
     "qa-generator-renders", topology.EVENTS_STREAM, topology.render_done_subject(REQUESTER)
@@ -32,6 +42,9 @@ VIEWS_RENDERED = topology.ConsumerSpec(
 async def setup(svc: Service) -> None:
     stage = Stage(svc, STAGE)
     reshoot = Stage(svc, views.STAGE)
+    # the observations of the landmarks that pass their checks at the working size, rendered
+    # again at the size they ship
+    observations = Stage(svc, OBSERVATIONS)
 
     async def complete(p: QAPlan, trace_id: str) -> None:
         report, out = await asyncio.to_thread(finish, p, svc.store, svc.settings.qa.blind_gate)
@@ -41,6 +54,15 @@ async def setup(svc: Service) -> None:
             p.run_id, trace_id, Completion(topology.QA_COMPLETED, event, total, total, message, out)
         )
 
+    async def looked(p: QAPlan, trace_id: str) -> None:
+        """Every environment observation is in as first rendered: release, or render the ones
+        that can ship again at the shipped size first."""
+        p, units = await asyncio.to_thread(shipping, p, svc.store)
+        jobs = [(f"{REQUESTER}:{job.job_id}", job) for job in render_jobs(p, units)]
+        message = f"rendering the env observations of {len(jobs)} landmarks at the shipped size"
+        if not jobs or not await observations.scatter(p.run_id, topology.RENDER_JOB, jobs, trace_id, message):
+            await complete(p, trace_id)
+
     async def plan_rows(
         event: mission_pb2.MissionsCompleted, shipped: list[ViewRequest], trace_id: str
     ) -> None:
@@ -49,7 +71,7 @@ async def setup(svc: Service) -> None:
         jobs = [(f"{REQUESTER}:{job.job_id}", job) for job in render_jobs(p)]
         message = f"rendering {len(jobs)} env observation sets"
         if not await stage.scatter(event.run_id, topology.RENDER_JOB, jobs, trace_id, message):
-            await complete(p, trace_id)
+            await looked(p, trace_id)
 
     async def shipped_views(run: views.Reshoot, trace_id: str) -> None:
         """All reviewed landmarks' views are in at the shipped size: record them, then plan."""
@@ -79,9 +101,17 @@ async def setup(svc: Service) -> None:
 
     async def on_rendered(done: render_pb2.RenderDone, d: Delivery) -> None:
         p = load_json(QAPlan, await asyncio.to_thread(svc.store.get, keys.qa_plan(done.run_id)), "qa plan")
+        if done.job_id.startswith(SHIPPED_JOB):
+            total = len(promoted(p))
+            what = f"env observations of {done.correlation} at the shipped size"
+            if await observations.gathered(done.run_id, done.correlation, total, what):
+                # released before the step is marked done, as with the views
+                await complete(p, d.trace_id)
+                await observations.complete(p.run_id, total, total, f"{total} landmarks' observations")
+            return
         total = len({r.landmark_id for r in p.requests.env_requests})
         if await stage.gathered(done.run_id, done.correlation, total, f"rendered {done.correlation}"):
-            await complete(p, d.trace_id)
+            await looked(p, d.trace_id)
 
     svc.bus.handle(MISSIONS, mission_pb2.MissionsCompleted, on_missions, stage=STAGE)
     svc.bus.handle(

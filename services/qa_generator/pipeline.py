@@ -8,15 +8,14 @@ the release.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from google.protobuf import json_format
 from pydantic import ValidationError, model_validator
 from skyqa import keys, scan as scan_rules
 from skyqa.blob import BlobStore
-from skyqa.contracts import Contract, InstancesFile, ValidInstance, ValidInstancesFile, load_json
+from skyqa.contracts import Contract, InstancesFile, ValidInstancesFile, load_json
 from skyqa.contracts.base import first_error
 from skyqa.contracts.missions import MissionIndex
 from skyqa.contracts.qa import (
@@ -29,10 +28,12 @@ from skyqa.contracts.qa import (
 )
 from skyqa.errors import InvalidInput
 from skyqa.families import RELEASED, PlanInputs, ReleaseFamily
+from skyqa.families.held import held_landmarks
 from skyqa.protojson import pose_message, to_dict
 from skyqa.v1 import mission_pb2, render_pb2, scan_pb2
 
 REQUESTER = "qa"
+SHIPPED_JOB = "shipped-"  # the prefix of a job rendering observations again at the shipped size
 
 
 class QAPlan(Contract):
@@ -97,13 +98,7 @@ def plan(
     valid = load_json(ValidInstancesFile, store.get(event.valid_instances.key), "valid instances")
     collected = load_json(InstancesFile, store.get(keys.stored(run_id, valid.source_instances_json)))
     landmarks = sorted(valid.valid_instances, key=lambda v: v.instance_id)
-    shared = Counter(_description(vi) for vi in landmarks)
-    # a description that fits two landmarks does not say which one a question is about
-    skipped = {
-        vi.instance_id: f"description shared with {shared[d] - 1} other landmark(s): '{d}'"
-        for vi in landmarks
-        if shared[d := _description(vi)] > 1
-    }
+    skipped = held_landmarks(landmarks, families)
     inputs = PlanInputs(
         run_id=run_id,
         scene_id=scene_id,
@@ -134,6 +129,12 @@ def plan(
         for unit, why in planned.skipped.items():
             skipped.setdefault(unit, why)
         missions.update(planned.missions)
+    size = scan_rules.stills(scan)
+    if size.reshot:
+        # a first look at the working size: only the observations of landmarks whose rows pass
+        # their checks there are rendered again at the size they ship (``promote``)
+        working = {"width": size.working_width, "height": size.working_height}
+        env_requests = [r.model_copy(update=working) for r in env_requests]
     return QAPlan(
         run_id=run_id,
         scene_id=scene_id,
@@ -159,20 +160,21 @@ def plan(
     )
 
 
-def _description(vi: ValidInstance) -> str:
-    return " ".join((vi.landmark_description or vi.class_name).lower().split())
-
-
-def render_jobs(p: QAPlan) -> list[render_pb2.RenderJob]:
-    """One still-view job per landmark, for its environment observations."""
+def render_jobs(p: QAPlan, landmarks: Collection[str] | None = None) -> list[render_pb2.RenderJob]:
+    """One still-view job per landmark (of ``landmarks``, or all) for its environment
+    observations, at the size each request records; the jobs of the observations rendered
+    again at the shipped size are named ``shipped-env-<landmark>``."""
     root = keys.run_prefix(p.run_id)
+    shipped = promoted(p)
     jobs: dict[str, render_pb2.RenderJob] = {}
     for req in p.requests.env_requests:
+        if landmarks is not None and req.landmark_id not in landmarks:
+            continue
         job = jobs.get(req.landmark_id)
         if job is None:
             job = render_pb2.RenderJob(
                 run_id=p.run_id,
-                job_id=f"env-{req.landmark_id}",
+                job_id=f"{SHIPPED_JOB if req.landmark_id in shipped else ''}env-{req.landmark_id}",
                 scene_id=p.scene_id,
                 backend=p.engine,
                 width=req.width,
@@ -191,3 +193,24 @@ def render_jobs(p: QAPlan) -> list[render_pb2.RenderJob]:
 
 def scan_of(p: QAPlan) -> scan_pb2.ScanRequest:
     return json_format.ParseDict(p.scan, scan_pb2.ScanRequest())
+
+
+def promoted(p: QAPlan) -> set[str]:
+    """The landmarks whose environment observations a scan checked at a working size were
+    rendered again (or are being rendered) at the shipped size."""
+    size = scan_rules.stills(scan_of(p))
+    if not size.reshot:
+        return set()
+    return {
+        r.landmark_id for r in p.requests.env_requests if (r.width, r.height) == (size.width, size.height)
+    }
+
+
+def promote(p: QAPlan, landmarks: Collection[str]) -> QAPlan:
+    """The plan with the environment observations of ``landmarks`` at the shipped size."""
+    size = scan_rules.stills(scan_of(p))
+    shipped = {"width": size.width, "height": size.height}
+    requests = [
+        r.model_copy(update=shipped) if r.landmark_id in landmarks else r for r in p.requests.env_requests
+    ]
+    return p.model_copy(update={"requests": p.requests.model_copy(update={"env_requests": requests})})

@@ -1,8 +1,9 @@
 """The shipped size of the landmark views: when a scan checks candidates' views at a working size
 (``stills.working_*``), the QA stage renders the reviewed landmarks' valid views again at the
 size the release ships, from the camera poses the landmark stage recorded, into the same files,
-and measures each view's box there. Only landmarks that passed review pay for full-size views;
-the candidates that never ship keep their working-size ones.
+and measures each view's box there. Only reviewed landmarks a release can include pay for
+full-size views; the candidates the review left out and the landmarks no release can include
+(:mod:`skyqa.families.held`) keep their working-size ones.
 
 The re-render is a pure function of the recorded poses (``render_requests`` lists it, so
 ``skyqa refresh`` renders it again), and the measurements replace the working-size ones in
@@ -12,7 +13,7 @@ images it ships.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from google.protobuf import json_format
@@ -22,6 +23,8 @@ from skyqa.contracts import Contract, InstancesFile, RgbView, ValidInstancesFile
 from skyqa.contracts.base import dump_json
 from skyqa.contracts.qa import ViewRequest
 from skyqa.errors import InvalidInput
+from skyqa.families import RELEASED, ReleaseFamily
+from skyqa.families.held import held_landmarks
 from skyqa.protojson import pose_message, to_dict
 from skyqa.scan import Stills
 from skyqa.v1 import mission_pb2, render_pb2
@@ -54,7 +57,11 @@ def reshoot_key(run_id: str) -> str:
     return f"{keys.image_tasks(run_id)}/shipped_views.json"
 
 
-def prepare(event: mission_pb2.MissionsCompleted, store: BlobStore) -> Reshoot | None:
+def prepare(
+    event: mission_pb2.MissionsCompleted,
+    store: BlobStore,
+    families: Sequence[ReleaseFamily[Any]] = RELEASED,
+) -> Reshoot | None:
     """The views to render again, stored; None when the scan checked views where they ship."""
     request = scan.stored(store, event.run_id)
     size = scan.stills(request)
@@ -73,7 +80,7 @@ def prepare(event: mission_pb2.MissionsCompleted, store: BlobStore) -> Reshoot |
         backend=request.backend or "builtin",
         valid_instances=event.valid_instances.key,
         missions_completed=to_dict(event),
-        requests=view_requests(valid, size, float(fov)),
+        requests=view_requests(valid, size, float(fov), held_landmarks(valid.valid_instances, families)),
     )
     store.put(reshoot_key(event.run_id), dump_json(run), "application/json")
     return run
@@ -83,10 +90,14 @@ def load(store: BlobStore, run_id: str) -> Reshoot:
     return load_json(Reshoot, store.get(reshoot_key(run_id)), "shipped views")
 
 
-def view_requests(valid: ValidInstancesFile, size: Stills, fov_deg: float) -> list[ViewRequest]:
-    """Every valid view of every reviewed landmark, at the shipped size."""
+def view_requests(
+    valid: ValidInstancesFile, size: Stills, fov_deg: float, held: Mapping[str, str]
+) -> list[ViewRequest]:
+    """Every valid view of every reviewed landmark not ``held``, at the shipped size."""
     out = []
     for vi in sorted(valid.valid_instances, key=lambda v: v.instance_id):
+        if vi.instance_id in held:
+            continue
         for v in vi.rgb_views:
             if not v.is_valid:
                 continue

@@ -37,8 +37,10 @@ from skyqa.contracts.qa import QCRow
 from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.families import FAMILIES, RELEASED, release_files
+from skyqa.families.held import held_landmarks
 from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
+from skyqa.settings import QASettings
 from skyqa.sim import BuiltinSimulator, CameraSpec, Intrinsics, Pose, load_scene, project
 from skyqa.v1 import common_pb2, mission_pb2, render_pb2
 from skyqa.video import probe
@@ -53,8 +55,9 @@ from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.mission_planner import app as mission_app
 from services.qa_generator import app as qa_app
-from services.qa_generator.pipeline import QAPlan, plan
-from services.qa_generator.release import ReleaseLeaks, completion, finish
+from services.qa_generator.assets import render_env
+from services.qa_generator.pipeline import QAPlan, plan, promote, promoted
+from services.qa_generator.release import ReleaseLeaks, completion, finish, observed_units
 from services.renderer import app as renderer_app
 from services.renderer.jobs import completion_marker, renderer_for
 
@@ -108,8 +111,13 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
     for row in every:
         kind = "atomic" if "_atomic_" in row.traj_id else "composite"
         per_landmark.setdefault(row.instance_id, set()).add(kind)
-    assert per_landmark == {v.instance_id: {"atomic", "composite"} for v in valid.valid_instances}
-    assert len(index.missions) >= len(valid.valid_instances)
+    # landmarks no release can include (a shared description, too few usable views) fly nothing
+    held = held_landmarks(valid.valid_instances, RELEASED)
+    flown = [v for v in valid.valid_instances if v.instance_id not in held]
+    assert per_landmark == {v.instance_id: {"atomic", "composite"} for v in flown}
+    assert len(index.missions) >= len(flown)
+    plan_file = json.loads(s3_store.get(keys.mission_plan(run["run_id"])))
+    assert plan_file["held"] == held and plan_file["landmarks"] == len(valid.valid_instances)
     cloud = np.load(io.BytesIO(s3_store.get(keys.fused_cloud_npy(run["run_id"], index.scene_id))))
     xyz = np.column_stack([cloud["x"], cloud["y"], cloud["z"]]).astype(np.float64)
     sightings_seen = 0
@@ -448,16 +456,20 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     sums = s3_store.get(f"{root}/SHA256SUMS").decode()
     assert f"  {run['image_dualcog_latest'].removeprefix(root + '/')}\n" in sums
 
-    # views were checked at 320x240 and ship at 640x480: every view of every reviewed landmark is
-    # the direct render of its recorded pose at the shipped size, measured there; the views of
-    # candidates the review left out stay at the working size
+    # views were checked at 320x240 and ship at 640x480: every view of every reviewed landmark a
+    # release can include is the direct render of its recorded pose at the shipped size, measured
+    # there; the views of candidates the review left out, or no release can include, stay at the
+    # working size
     shipped = json.loads(s3_store.get(run["render_requests"]))["views"]
     reviewed = load_json(ValidInstancesFile, s3_store.get(run["valid_instances"]))
-    assert {v["landmark_id"] for v in shipped} == {vi.instance_id for vi in reviewed.valid_instances}
+    held = held_landmarks(reviewed.valid_instances, RELEASED)
+    assert {v["landmark_id"] for v in shipped} == {vi.instance_id for vi in reviewed.valid_instances} - set(
+        held
+    )
     sim = BuiltinSimulator(load_scene("tiny_town"))
     for vi in reviewed.valid_instances:
         for v in vi.rgb_views:
-            if not v.is_valid:
+            if not v.is_valid or vi.instance_id in held:
                 continue
             c = v.camera
             frame = sim.render(
@@ -472,6 +484,18 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     for inst in left_out:
         assert all(v.bbox_2d_image_size == [320, 240] for v in inst.rgb_views)
         assert Image.open(io.BytesIO(s3_store.get(f"{root}/{inst.rgb_views[0].path}"))).size == (320, 240)
+    # environment observations get a first look at 320x240; those of the landmarks whose rows
+    # pass their checks there are rendered again at 640x480, and those are the only ones a
+    # released row shows: each the direct render of its recorded pose at its recorded size
+    released = {r["landmark_id"] for r in image}
+    for req in requests.values():
+        size = (req["width"], req["height"])
+        assert size == (640, 480) if req["landmark_id"] in released else size in ((640, 480), (320, 240))
+        frame = sim.render(Pose(*req["pose"]), CameraSpec(*size, req["fov_deg"]))
+        assert s3_store.get(f"{root}/{req['output_image']}") == media.encode_jpeg(frame.rgb, 80)
+        assert s3_store.get(f"{root}/{req['output_segmentation']}") == media.encode_segmentation(
+            frame.semantic, frame.instance
+        )
 
     # refresh: delete the rendered assets, re-render from the sidecar, nothing changes
     manifests = {k: s3_store.get(run[k]) for k in ("image_qa", "video_qa", "render_requests", "qc_report")}
@@ -486,6 +510,32 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
         assert s3_store.get(run[name]) == data, name
     for a, pixels in before.items():
         assert np.array_equal(decode(s3_store.get(a)), pixels), a
+
+    # a first-look render that lands after its landmark's observations were rendered again at
+    # the shipped size (a redelivered job) is never released: the landmark is dropped for it,
+    # and rendering the observation where it ships restores the release
+    stored = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
+    obs = next(e for e in stored.requests.env_requests if e.landmark_id in released)
+    render_env(s3_store, root, obs.model_copy(update={"width": 320, "height": 240}), sim)
+    report_now, _ = finish(stored, s3_store, QASettings().blind_gate)
+    why = f"environment observation {obs.request_id} is not at the shipped size"
+    assert report_now.dropped_landmarks[obs.landmark_id] == why
+    assert obs.landmark_id not in {r["landmark_id"] for r in rows_of(s3_store, run["image_qa"])}
+    # which landmarks' observations are rendered again: with every observation back at its first
+    # look and one of them missing, the landmarks whose rows pass their checks there, never the
+    # one missing an observation
+    looks = [e.model_copy(update={"width": 320, "height": 240}) for e in stored.requests.env_requests]
+    first = stored.model_copy(update={"requests": stored.requests.model_copy(update={"env_requests": looks})})
+    for e in looks:
+        render_env(s3_store, root, e, sim)
+    s3_store.delete(f"{root}/{obs.output_segmentation}")
+    units = observed_units(first, s3_store)
+    assert units == promoted(stored) - {obs.landmark_id} and obs.landmark_id in promoted(stored)
+    for e in stored.requests.env_requests:
+        render_env(s3_store, root, e, sim)
+    finish(stored, s3_store, QASettings().blind_gate)
+    for name, data in manifests.items():
+        assert s3_store.get(run[name]) == data, name
 
     # an enforced blind gate: a second landmark planted with the first one's description (a
     # copy of it under another id) fails the release, the report says why, and the manifests
@@ -537,7 +587,8 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
         index=common_pb2.BlobRef(key=keys.missions_index(run_id)),
         valid_instances=common_pb2.BlobRef(key=stored.valid_instances),
     )
-    p = plan(event, s3_store, families)
+    # the observations the stage rendered again at the shipped size are the ones this plan asks for
+    p = promote(plan(event, s3_store, families), promoted(stored))
     assert [r["sample_id"] for r in p.rows["dualcog_image"]] == [
         r["sample_id"] for r in stored.rows["dualcog_image"]
     ]

@@ -193,6 +193,12 @@ class ReleaseFamily(Protocol[R]):
     rows_field: str | None  # the QC funnel field counting its released rows; None: family_rows
     funnel: Mapping[str, str]  # row drop reason -> the QC funnel field that counts it
 
+    def hold(self, landmarks: Sequence[ValidInstance]) -> Mapping[str, str]:
+        """Reviewed landmarks this family can never plan its rows for, with the reason, decided
+        from what the review records alone (never the views' measured boxes); none for a family
+        whose units are not landmarks. The stages after the review skip them."""
+        ...
+
     def plan(self, inputs: PlanInputs) -> Planned[R]: ...
 
     def check(self, rows: list[R], rendered: Rendered) -> Checked[R]:

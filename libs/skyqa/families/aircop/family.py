@@ -23,7 +23,7 @@ from PIL import Image
 
 from skyqa import keys, media
 from skyqa.answers import Parsed
-from skyqa.contracts import load_json
+from skyqa.contracts import ValidInstance, load_json
 from skyqa.contracts.aircop import GroupTask
 from skyqa.contracts.collab import COLLAB_DISPLAY, COLLAB_GROUPS, COLLAB_TASKS, CollabRow, collab_group_of
 from skyqa.contracts.qa import DegradeRequest, Funnel, Option, ReasoningStep
@@ -69,6 +69,9 @@ class AirCop:
     funnel: Mapping[str, str] = MappingProxyType({})
     metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({t: mcq.METRICS for t in COLLAB_TASKS})
     groups: Mapping[str, tuple[str, ...]] = MappingProxyType(COLLAB_GROUPS)
+
+    def hold(self, landmarks: Sequence[ValidInstance]) -> Mapping[str, str]:
+        return {}  # its units are UAV groups, not landmarks
 
     def plan(self, inputs: PlanInputs) -> Planned[CollabRow]:
         out = Planned[CollabRow](rows=[])

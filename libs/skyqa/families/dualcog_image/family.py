@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from skyqa.answers import Parsed
+from skyqa.contracts import ValidInstance
 from skyqa.contracts.qa import IMAGE_TASKS, Funnel, ImageRow, OverlayRequest, ReasoningStep
 from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered, box4
 from skyqa.families.dualcog_image import evaluation
@@ -24,6 +25,7 @@ from skyqa.families.dualcog_image.tasks import (
     finish_env_row,
     option_count,
     plan_landmark,
+    unplannable,
     usable_views,
 )
 from skyqa.scan import stills
@@ -48,6 +50,9 @@ class DualCogImage:
     unit_rows: int | None = 8
     rows_field: str | None = "image_rows"
     funnel: Mapping[str, str] = MappingProxyType({})
+
+    def hold(self, landmarks: Sequence[ValidInstance]) -> Mapping[str, str]:
+        return {vi.instance_id: why for vi in landmarks if (why := unplannable(vi)) is not None}
 
     def plan(self, inputs: PlanInputs) -> Planned[ImageRow]:
         size = stills(inputs.scan)

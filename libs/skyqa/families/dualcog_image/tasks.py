@@ -68,6 +68,22 @@ def difficulty_plan(views: list[RgbView]) -> list[str]:
     return ["4way", "8way"] if any(v.view_direction in DIAGONALS for v in views) else ["4way", "4way"]
 
 
+def _eligible(views: list[RgbView], difficulty: str) -> list[RgbView]:
+    """The views a slot of ``difficulty`` may take its reference and target from."""
+    return [v for v in views if difficulty == "8way" or v.view_direction in L.CARDINAL]
+
+
+def unplannable(vi: ValidInstance) -> str | None:
+    """Why the landmark's 8 rows cannot be planned, from its reviewed views alone, or None."""
+    views = usable_views(vi)
+    if len(views) < 5:
+        return f"{len(views)} usable orbit views; self_what needs at least 5"
+    for difficulty in difficulty_plan(views):
+        if len(_eligible(views, difficulty)) < 2:
+            return f"no reference and target pair in the {difficulty} label space"
+    return None
+
+
 def option_count(task: str, difficulty: str) -> int:
     """Options per row: every label the row's evidence leaves possible, at most four.
 
@@ -142,9 +158,9 @@ def plan_landmark(
     ``placement`` says where each row's gold answer goes among its options; ``balance`` says
     which gold labels the run needs most, so that each task's answers cover its label space
     evenly (the target facade and the environment camera are chosen for it)."""
+    if (why := unplannable(vi)) is not None:
+        raise LandmarkSkipped(why)
     views = usable_views(vi)
-    if len(views) < 5:
-        raise LandmarkSkipped(f"{len(views)} usable orbit views; self_what needs at least 5")
     desc = vi.landmark_description or vi.class_name
     category = vi.landmark_category or vi.class_name
     rows: list[ImageRow] = []
@@ -164,9 +180,7 @@ def plan_landmark(
     for slot, difficulty in enumerate(difficulty_plan(views)):
         first = len(rows)
         rng = np.random.default_rng(seed + (index * 2 + slot) * SEED_STRIDE + 17)
-        eligible = [v for v in views if difficulty == "8way" or v.view_direction in L.CARDINAL]
-        if len(eligible) < 2:
-            raise LandmarkSkipped(f"no reference and target pair in the {difficulty} label space")
+        eligible = _eligible(views, difficulty)
         by_label = {L.object_label(v.view_direction): v for v in eligible}
         # the target facade is the label the run needs most (a slot does not repeat a target);
         # the reference is any other eligible view, so its facade says nothing about the answer

@@ -11,7 +11,7 @@ import numpy as np
 
 from skyqa import keys
 from skyqa.answers import Parsed
-from skyqa.contracts import load_json
+from skyqa.contracts import ValidInstance, load_json
 from skyqa.contracts.missions import ComposedSegments, ConstraintReport, TaskData
 from skyqa.contracts.qa import Funnel, ReasoningStep, VideoRow
 from skyqa.errors import BlobNotFound, InvalidInput
@@ -47,6 +47,9 @@ class DualCogVideo:
     funnel: Mapping[str, str] = MappingProxyType(
         {AMBIGUOUS: "count_margin_dropped", SURPLUS: "count_balance_dropped"}
     )
+
+    def hold(self, landmarks: Sequence[ValidInstance]) -> Mapping[str, str]:
+        return {}  # its rows need only the landmark's missions, which are planned after the review
 
     def plan(self, inputs: PlanInputs) -> Planned[VideoRow]:
         store, run_id = inputs.store, inputs.run_id

@@ -13,12 +13,12 @@ except that an equivalence pair releases both halves or neither.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from skyqa import keys
-from skyqa.contracts import load_json
+from skyqa.contracts import ValidInstance, load_json
 from skyqa.contracts.qa import Funnel
 from skyqa.contracts.rsv import RANDOM_WALK, SPLITS, Execution, TrajectoryPlan, TrajectoryRow
 from skyqa.errors import BlobNotFound, InvalidInput, InvalidKey
@@ -63,6 +63,9 @@ class ReasoningVideos:
     rows_field: str | None = None
     funnel: Mapping[str, str] = MappingProxyType({})
     metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({s: METRICS for s in (*SPLITS, RANDOM_WALK)})
+
+    def hold(self, landmarks: Sequence[ValidInstance]) -> Mapping[str, str]:
+        return {}  # its units are action trajectories, not landmarks
 
     def plan(self, inputs: PlanInputs) -> Planned[TrajectoryRow]:
         out = Planned[TrajectoryRow](rows=[])

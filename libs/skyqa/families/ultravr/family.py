@@ -25,7 +25,7 @@ import numpy as np
 
 from skyqa import keys
 from skyqa.answers import Parsed
-from skyqa.contracts import dump_json, load_json
+from skyqa.contracts import ValidInstance, dump_json, load_json
 from skyqa.contracts.qa import Funnel, Option, ReasoningStep
 from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.ultravr import CandidateFunnel, SurveyObjectRow, UltraRow, UltraStep
@@ -105,6 +105,9 @@ class UltraVR:
     groups: Mapping[str, tuple[str, ...]] = MappingProxyType(
         {c: tuple(t for t, cat in CATEGORY.items() if cat == c) for c in dict.fromkeys(CATEGORY.values())}
     )
+
+    def hold(self, landmarks: Sequence[ValidInstance]) -> Mapping[str, str]:
+        return {}  # its units are survey views, not landmarks
 
     def plan(self, inputs: PlanInputs) -> Planned[UltraRow]:
         out = Planned[UltraRow](rows=[])

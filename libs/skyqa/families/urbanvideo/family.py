@@ -20,7 +20,7 @@ import numpy as np
 
 from skyqa import keys
 from skyqa.answers import Parsed
-from skyqa.contracts import load_json
+from skyqa.contracts import ValidInstance, load_json
 from skyqa.contracts.navigation import NavigationTask
 from skyqa.contracts.qa import ClipRequest, Funnel, Option, ReasoningStep
 from skyqa.contracts.urbanvideo import DISPLAY, GROUPS, NAV_TASKS, NavRow, group_of
@@ -54,6 +54,9 @@ class UrbanVideo:
     funnel: Mapping[str, str] = MappingProxyType({})  # its drops are counted in drop_reasons
     metrics: Mapping[str, tuple[str, ...]] = MappingProxyType({t: evaluation.METRICS for t in NAV_TASKS})
     groups: Mapping[str, tuple[str, ...]] = MappingProxyType(GROUPS)  # UrbanVideo-Bench's four
+
+    def hold(self, landmarks: Sequence[ValidInstance]) -> Mapping[str, str]:
+        return {}  # its units are navigation missions, not landmarks
 
     def plan(self, inputs: PlanInputs) -> Planned[NavRow]:
         out = Planned[NavRow](rows=[])

@@ -1,0 +1,124 @@
+"""Render only what ships: tiny_town's whole release-profile scan (every candidate), one process
+per service, to the end of the QA stage, counting what the stages after the review render
+against what the code before working sizes and held landmarks rendered for the same run, and
+checking every still shipped at 4096x3072 against a direct render of its recorded pose.
+
+The previous code flew two missions for every reviewed landmark, rendered every valid view of
+every reviewed landmark at the shipped size and every planned environment observation at the
+shipped size; this run's own records (the review, the mission plan, the QA plan) say how many
+those were, so the ratios compare the two paths on exactly the same landmarks. Mission videos
+are 480x360 here, to keep the run short: their count, not their size, is what changed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from skyqa import keys, media, scan
+from skyqa.blob import LocalBlobStore
+from skyqa.contracts import ValidInstancesFile, load_json
+from skyqa.contracts.missions import MissionIndex
+from skyqa.sim import BuiltinSimulator, CameraSpec, Pose, load_scene
+
+from bench.release import release_request
+from bench.scaling import FleetRun, fleet_run
+
+ENV_JPEG_QUALITY = 80  # the QA stage's env observation jobs
+
+
+def identical_to_direct_renders(root: Path, requests: list[dict[str, Any]], scene_id: str) -> dict[str, int]:
+    """Each request's stored JPEG and segmentation against a direct render of its recorded pose
+    at its recorded size, byte for byte."""
+    sim = BuiltinSimulator(load_scene(scene_id))
+    same = 0
+    for r in requests:
+        frame = sim.render(Pose(*r["pose"]), CameraSpec(r["width"], r["height"], r["fov_deg"]))
+        jpeg = media.encode_jpeg(frame.rgb, int(r.get("jpeg_quality", ENV_JPEG_QUALITY)))
+        seg = media.encode_segmentation(frame.semantic, frame.instance)
+        stored = (root / r["output_image"]).read_bytes(), (root / r["output_segmentation"]).read_bytes()
+        same += stored == (jpeg, seg)
+    return {"checked": len(requests), "identical": same}
+
+
+def _inspect(run: FleetRun, run_id: str) -> dict[str, Any]:
+    store = LocalBlobStore(run.store)
+    full = scan.stored(store, run_id)
+    size = scan.stills(full)
+    root = run.store / keys.run_prefix(run_id)
+    sidecar = json.loads(next((root / "image_tasks" / "render_requests").glob("*.json")).read_text())
+    plan = json.loads((run.store / keys.mission_plan(run_id)).read_text())
+    index = load_json(MissionIndex, (run.store / keys.missions_index(run_id)).read_bytes())
+    reviewed = load_json(ValidInstancesFile, (run.store / plan["valid_instances"]).read_bytes())
+    landmarks = reviewed.valid_instances
+    shipped = (size.width, size.height)
+    env_shipped = [r for r in sidecar["env_requests"] if (r["width"], r["height"]) == shipped]
+    views_before = sum(1 for vi in landmarks for v in vi.rgb_views if v.is_valid)
+    released = int(run.qc()["funnel"]["released_landmarks"])
+    mean_mission_s = sum(m.duration_sec for m in index.missions) / max(1, len(index.missions))
+    now = len(sidecar["views"]) + len(env_shipped)
+    share = size.working_width * size.working_height / (size.width * size.height)
+    before = views_before + len(sidecar["env_requests"])
+    return {
+        "status": "failed" if run.state.status == "failed" else "QA stage completed",
+        "stage_wall_s": run.stage_wall_s(),
+        "reviewed_landmarks": len(landmarks),
+        "held_landmarks": plan["held"],
+        "released_landmarks": released,
+        "missions_planned": {
+            "now": len(plan["missions"]) + len(plan["rejected"]),
+            "before": 2 * len(landmarks),
+        },
+        # the held landmarks' missions, at this run's mean length, as release-profile video
+        "mission_video_s_avoided": round(2 * len(plan["held"]) * mean_mission_s, 1),
+        "shipped_views": {"now": len(sidecar["views"]), "before": views_before},
+        "env_observations_shipped": {"now": len(env_shipped), "before": len(sidecar["env_requests"])},
+        # first looks cost a working-size render each, counted here in shipped-size renders
+        "env_first_looks_in_shipped_renders": round(len(sidecar["env_requests"]) * share, 2),
+        "shipped_stills_per_released_landmark": {
+            "now": round(now / max(1, released), 2),
+            "before": round(before / max(1, released), 2),
+        },
+        "stills_ratio_before_vs_now": round(before / max(1, now), 2),
+        "identical_to_direct_render": identical_to_direct_renders(
+            root, sidecar["views"] + env_shipped, full.scene_id
+        ),
+    }
+
+
+def shipping_run() -> dict[str, Any]:
+    req = release_request(50, "ship")  # more than tiny_town's candidates: every one of them
+    req.video.width, req.video.height = 480, 360
+    return fleet_run(req, lambda run: _inspect(run, req.run_id), until="qa")
+
+
+def shipping_lines(r: dict[str, Any]) -> list[str]:
+    m, v, e, p = (
+        r["missions_planned"],
+        r["shipped_views"],
+        r["env_observations_shipped"],
+        r["shipped_stills_per_released_landmark"],
+    )
+    same = r["identical_to_direct_render"]
+    return [
+        f"render only what ships (tiny_town, every candidate, release profile, 480x360 missions; "
+        f"{r['status']}): {r['reviewed_landmarks']} reviewed landmarks, {len(r['held_landmarks'])} "
+        f"held, {r['released_landmarks']} released",
+        f"  missions planned: {m['now']} (previous code {m['before']}; "
+        f"{r['mission_video_s_avoided']} s of video not rendered)",
+        f"  landmark views at 4096x3072: {v['now']} (previous code {v['before']}); env observations "
+        f"at 4096x3072: {e['now']} (previous code {e['before']}), plus first looks worth "
+        f"{r['env_first_looks_in_shipped_renders']} of them",
+        f"  4096x3072 stills per released landmark: {p['now']} (previous code {p['before']}; "
+        f"{r['stills_ratio_before_vs_now']}x fewer)",
+        f"  shipped 4096x3072 stills byte-identical to a direct render of their recorded pose: "
+        f"{same['identical']} of {same['checked']}",
+        "  stage wall time (s): " + json.dumps(r["stage_wall_s"]),
+    ]
+
+
+if __name__ == "__main__":
+    result = shipping_run()
+    print("\n".join(shipping_lines(result)))
+    print(json.dumps(result, indent=1))
