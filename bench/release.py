@@ -75,10 +75,10 @@ def _measure(run: FleetRun, req: scan_pb2.ScanRequest, ceiling_rays_per_s: float
         "landmark_views": sum(len(c["views"]) for c in plan["candidates"]),
         "shipped_views": len(sidecar.get("views", [])),
         "released_landmarks": int(run.qc()["funnel"]["released_landmarks"]),
-        "env_observations": len(sidecar["env_requests"]),  # each first looked at at the working size
-        "env_observations_shipped": sum(
-            (r["width"], r["height"]) == (size.width, size.height) for r in sidecar["env_requests"]
-        ),
+        # every planned observation is first rendered at the working size; the sidecar lists
+        # under env_requests the ones rendered again at the shipped size
+        "env_observations": len(sidecar["first_looks"] or sidecar["env_requests"]),
+        "env_observations_shipped": len(sidecar["env_requests"]),
         "missions": len(index.missions),
         "mission_video_s": round(sum(m.duration_sec for m in index.missions), 1),
         "video_frames": sum(m.frame_count for m in index.missions),

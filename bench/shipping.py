@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
 from skyqa import keys, media, scan
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts import ValidInstancesFile, load_json
@@ -52,14 +53,14 @@ def _inspect(run: FleetRun, run_id: str) -> dict[str, Any]:
     index = load_json(MissionIndex, (run.store / keys.missions_index(run_id)).read_bytes())
     reviewed = load_json(ValidInstancesFile, (run.store / plan["valid_instances"]).read_bytes())
     landmarks = reviewed.valid_instances
-    shipped = (size.width, size.height)
-    env_shipped = [r for r in sidecar["env_requests"] if (r["width"], r["height"]) == shipped]
+    env_shipped = sidecar["env_requests"]  # the ones rendered at the shipped size
+    env_planned = len(sidecar["first_looks"] or env_shipped)
     views_before = sum(1 for vi in landmarks for v in vi.rgb_views if v.is_valid)
     released = int(run.qc()["funnel"]["released_landmarks"])
     mean_mission_s = sum(m.duration_sec for m in index.missions) / max(1, len(index.missions))
     now = len(sidecar["views"]) + len(env_shipped)
     share = size.working_width * size.working_height / (size.width * size.height)
-    before = views_before + len(sidecar["env_requests"])
+    before = views_before + env_planned
     return {
         "status": "failed" if run.state.status == "failed" else "QA stage completed",
         "stage_wall_s": run.stage_wall_s(),
@@ -73,9 +74,9 @@ def _inspect(run: FleetRun, run_id: str) -> dict[str, Any]:
         # the held landmarks' missions, at this run's mean length, as release-profile video
         "mission_video_s_avoided": round(2 * len(plan["held"]) * mean_mission_s, 1),
         "shipped_views": {"now": len(sidecar["views"]), "before": views_before},
-        "env_observations_shipped": {"now": len(env_shipped), "before": len(sidecar["env_requests"])},
+        "env_observations_shipped": {"now": len(env_shipped), "before": env_planned},
         # first looks cost a working-size render each, counted here in shipped-size renders
-        "env_first_looks_in_shipped_renders": round(len(sidecar["env_requests"]) * share, 2),
+        "env_first_looks_in_shipped_renders": round(len(sidecar["first_looks"]) * share, 2),
         "shipped_stills_per_released_landmark": {
             "now": round(now / max(1, released), 2),
             "before": round(before / max(1, released), 2),
@@ -84,6 +85,27 @@ def _inspect(run: FleetRun, run_id: str) -> dict[str, Any]:
         "identical_to_direct_render": identical_to_direct_renders(
             root, sidecar["views"] + env_shipped, full.scene_id
         ),
+        "released_image_rows": released_stills(root, full.scene_id, sidecar, size),
+    }
+
+
+def released_stills(root: Path, scene_id: str, sidecar: dict[str, Any], size: scan.Stills) -> dict[str, int]:
+    """The stills the released image rows show: each one checked above, or a reference overlay
+    drawn on one, and each at the shipped size (read from its header)."""
+    checked = {r["output_image"] for r in sidecar["views"] + sidecar["env_requests"]}
+    drawn = {o["output_image"]: o["source_image"] for o in sidecar["overlays"]}
+    rows = [json.loads(x) for x in (root / f"image_tasks/manifests/{scene_id}.image_qa.jsonl").open()]
+    shown = {p for r in rows for p in r["images"] + [r["reference_image"], r["target_image"]]}
+    covered = sum(p in checked or drawn.get(p) in checked for p in shown)
+    sized = 0
+    for p in shown:
+        with Image.open(root / p) as img:
+            sized += img.size == (size.width, size.height)
+    return {
+        "rows": len(rows),
+        "stills": len(shown),
+        "checked_or_drawn_on_checked": covered,
+        "at_shipped_size": sized,
     }
 
 
@@ -100,7 +122,7 @@ def shipping_lines(r: dict[str, Any]) -> list[str]:
         r["env_observations_shipped"],
         r["shipped_stills_per_released_landmark"],
     )
-    same = r["identical_to_direct_render"]
+    same, rows = r["identical_to_direct_render"], r["released_image_rows"]
     return [
         f"render only what ships (tiny_town, every candidate, release profile, 480x360 missions; "
         f"{r['status']}): {r['reviewed_landmarks']} reviewed landmarks, {len(r['held_landmarks'])} "
@@ -113,7 +135,9 @@ def shipping_lines(r: dict[str, Any]) -> list[str]:
         f"  4096x3072 stills per released landmark: {p['now']} (previous code {p['before']}; "
         f"{r['stills_ratio_before_vs_now']}x fewer)",
         f"  shipped 4096x3072 stills byte-identical to a direct render of their recorded pose: "
-        f"{same['identical']} of {same['checked']}",
+        f"{same['identical']} of {same['checked']}; the {rows['rows']} released image rows show "
+        f"{rows['stills']} stills, {rows['checked_or_drawn_on_checked']} of them checked (or an overlay "
+        f"drawn on one) and {rows['at_shipped_size']} at 4096x3072",
         "  stage wall time (s): " + json.dumps(r["stage_wall_s"]),
     ]
 

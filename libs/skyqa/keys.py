@@ -293,6 +293,16 @@ def env_observations(landmark_id: str) -> str:
     return f"image_tasks/assets/env_observations/{landmark_id}"
 
 
+def env_first_looks(landmark_id: str) -> str:
+    """Where a landmark's environment observations are first rendered at a working size: files
+    of their own, which a late first-look job can never write over a shipped one."""
+    return f"{env_observations(landmark_id)}/first_look"
+
+
+def shipped_observations(run_id: str) -> str:
+    return f"{image_tasks(run_id)}/shipped_observations.json"
+
+
 def release_common(run_id: str, scene_id: str) -> dict[str, str]:
     """The release files every run has whatever its task families (each family names its own
     manifests and exports: ``skyqa.families.release_files`` gives them all)."""

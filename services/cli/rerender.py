@@ -1,11 +1,11 @@
 """What ``skyqa refresh`` does: re-render a run's assets from their recorded camera poses.
 
-Image assets come from the ``render_requests`` sidecar (environment observations are rendered
-again by the simulator, reference overlays redrawn, video clips cut again); with ``videos``
-every mission video (action trajectory, survey) is rendered again from its recorded
-``render_request.json``. Manifests are
-then rebuilt from the stored plan, so no id, option or answer changes: a deterministic
-simulator gives byte-identical manifests and pixel-identical images.
+Image assets come from the stored plan's render requests: environment observations (their first
+looks at a working size too) are rendered again by the simulator at the size each was,
+reference overlays redrawn, video clips cut again; with ``videos`` every mission video (action
+trajectory, survey) is rendered again from its recorded ``render_request.json``. Manifests are
+then rebuilt from the stored plan, so no id, option or answer changes: a deterministic simulator
+gives byte-identical manifests and pixel-identical images.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from skyqa.v1 import render_pb2
 
 from services.mission_planner.missions import bundle_mission
 from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay, render_env, render_view
+from services.qa_generator.observations import chosen
 from services.qa_generator.pipeline import QAPlan, scan_of
 from services.qa_generator.release import finish
 from services.renderer.jobs import completion_marker, renderer_for
@@ -53,7 +54,12 @@ def rerender(
     sim = SimulatorCache(scenes_dir, airsim or AirSimSettings()).get(p.engine, p.scene_id)
     for view in p.requests.views:  # before the overlays drawn on them
         render_view(store, root, view, sim)
-    for req in p.requests.env_requests:
+    shipped = chosen(p, store)
+    observations = [
+        *p.requests.first_looks,
+        *(r for r in p.requests.env_requests if r.landmark_id in shipped),
+    ]
+    for req in observations:
         render_env(store, root, req, sim)
     for o in p.requests.overlays:
         draw_overlay(store, root, o)
@@ -71,6 +77,4 @@ def rerender(
     for g in p.requests.degraded:  # after the videos too: degraded from their frames
         degrade_view(store, root, g)
     _, out = finish(p, store, gate_mode or QASettings().blind_gate)
-    return Refreshed(
-        len(p.requests.env_requests), len(p.requests.overlays), len(p.requests.clips), done_videos, out
-    )
+    return Refreshed(len(observations), len(p.requests.overlays), len(p.requests.clips), done_videos, out)

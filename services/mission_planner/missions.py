@@ -3,7 +3,7 @@ release can include (:mod:`skyqa.families.held`) and the run's navigation missio
 (:mod:`services.mission_planner.nav_missions`), bundle each rendered video into its final task,
 and index them all.
 
-The i-th of those landmarks (sorted by id) takes the i-th atomic set and the i-th composite set,
+The i-th reviewed landmark (sorted by id) takes the i-th atomic set and the i-th composite set,
 cycling, so every class is used once there are at least 10 landmarks. Planning state lives in
 the store (``video_tasks/mission_plan.json``), so replicas and restarts are safe.
 """
@@ -32,8 +32,6 @@ from skyqa.contracts.missions import (
 from skyqa.contracts.navigation import RejectedNavigation
 from skyqa.contracts.rsv import RejectedTrajectory
 from skyqa.contracts.ultra import RejectedSurvey
-from skyqa.families import RELEASED
-from skyqa.families.held import held_landmarks
 from skyqa.geometry.pcd import decode_cloud
 from skyqa.protojson import to_dict, to_json
 from skyqa.sim import Intrinsics
@@ -109,6 +107,10 @@ def plan_run(
     cloud = decode_cloud(store.get(keys.fused_cloud_npy(run_id, scene_id)))
     landmarks = sorted(valid.valid_instances, key=lambda v: v.instance_id)
     # no release can include these: flying their missions would render videos nobody asks about
+    # (the families load here, on the first run planned, not when the service starts)
+    from skyqa.families import RELEASED
+    from skyqa.families.held import held_landmarks
+
     held = held_landmarks(landmarks, RELEASED)
     safety = lib.safety_distance_m
     keepouts = [
@@ -121,7 +123,9 @@ def plan_run(
     missions, rejected = [], []
     counts = CountBalance()
     lens = Intrinsics.from_fov(cfg.video_width, cfg.video_height, cfg.video_fov_deg)
-    for i, vi in enumerate(vi for vi in landmarks if vi.instance_id not in held):
+    for i, vi in enumerate(landmarks):
+        if vi.instance_id in held:
+            continue  # the others keep the sets and mission ids they would have without the rule
         t = target_of(vi, safety)
         for kind, sets in (("atomic", atomic), ("composite", composite)):
             traj_id = mission_id(scene_id, vi.instance_id, kind, i)

@@ -8,7 +8,7 @@ the release.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from google.protobuf import json_format
@@ -130,11 +130,9 @@ def plan(
             skipped.setdefault(unit, why)
         missions.update(planned.missions)
     size = scan_rules.stills(scan)
-    if size.reshot:
-        # a first look at the working size: only the observations of landmarks whose rows pass
-        # their checks there are rendered again at the size they ship (``promote``)
-        working = {"width": size.working_width, "height": size.working_height}
-        env_requests = [r.model_copy(update=working) for r in env_requests]
+    # a first look at the working size: only the observations of landmarks whose rows pass their
+    # checks there are rendered again at the size they ship (``release.shipping``)
+    first_looks = [first_look(r, size) for r in env_requests] if size.reshot else []
     return QAPlan(
         run_id=run_id,
         scene_id=scene_id,
@@ -147,6 +145,7 @@ def plan(
             run_id=run_id,
             backend=inputs.engine,
             env_requests=env_requests,
+            first_looks=first_looks,
             overlays=sorted(overlays.values(), key=lambda o: o.output_image),
             clips=sorted(clips.values(), key=lambda c: c.output_video),
             degraded=sorted(degraded.values(), key=lambda g: g.output_image),
@@ -160,21 +159,30 @@ def plan(
     )
 
 
-def render_jobs(p: QAPlan, landmarks: Collection[str] | None = None) -> list[render_pb2.RenderJob]:
-    """One still-view job per landmark (of ``landmarks``, or all) for its environment
-    observations, at the size each request records; the jobs of the observations rendered
-    again at the shipped size are named ``shipped-env-<landmark>``."""
+def first_look(r: EnvRequest, size: scan_rules.Stills) -> EnvRequest:
+    """The observation at the working size, in the landmark's first-look folder."""
+    folder = keys.env_first_looks(r.landmark_id)
+    return r.model_copy(
+        update={
+            "width": size.working_width,
+            "height": size.working_height,
+            "output_image": keys.still_view(folder, r.request_id, "rgb"),
+            "output_segmentation": keys.still_view(folder, r.request_id, "segmentation"),
+        }
+    )
+
+
+def render_jobs(p: QAPlan, requests: Sequence[EnvRequest], tag: str = "") -> list[render_pb2.RenderJob]:
+    """One still-view job per landmark for its environment observations among ``requests``, each
+    at its request's size into its request's folder; ``tag`` prefixes the job ids of a round."""
     root = keys.run_prefix(p.run_id)
-    shipped = promoted(p)
     jobs: dict[str, render_pb2.RenderJob] = {}
-    for req in p.requests.env_requests:
-        if landmarks is not None and req.landmark_id not in landmarks:
-            continue
+    for req in requests:
         job = jobs.get(req.landmark_id)
         if job is None:
             job = render_pb2.RenderJob(
                 run_id=p.run_id,
-                job_id=f"{SHIPPED_JOB if req.landmark_id in shipped else ''}env-{req.landmark_id}",
+                job_id=f"{tag}env-{req.landmark_id}",
                 scene_id=p.scene_id,
                 backend=p.engine,
                 width=req.width,
@@ -182,7 +190,7 @@ def render_jobs(p: QAPlan, landmarks: Collection[str] | None = None) -> list[ren
                 fov_deg=req.fov_deg,
                 jpeg_quality=80,
                 modalities=["rgb", "segmentation"],
-                output_prefix=f"{root}/{keys.env_observations(req.landmark_id)}",
+                output_prefix=f"{root}/{req.output_image.rpartition('/')[0]}",
                 requester=REQUESTER,
                 correlation=req.landmark_id,
             )
@@ -193,24 +201,3 @@ def render_jobs(p: QAPlan, landmarks: Collection[str] | None = None) -> list[ren
 
 def scan_of(p: QAPlan) -> scan_pb2.ScanRequest:
     return json_format.ParseDict(p.scan, scan_pb2.ScanRequest())
-
-
-def promoted(p: QAPlan) -> set[str]:
-    """The landmarks whose environment observations a scan checked at a working size were
-    rendered again (or are being rendered) at the shipped size."""
-    size = scan_rules.stills(scan_of(p))
-    if not size.reshot:
-        return set()
-    return {
-        r.landmark_id for r in p.requests.env_requests if (r.width, r.height) == (size.width, size.height)
-    }
-
-
-def promote(p: QAPlan, landmarks: Collection[str]) -> QAPlan:
-    """The plan with the environment observations of ``landmarks`` at the shipped size."""
-    size = scan_rules.stills(scan_of(p))
-    shipped = {"width": size.width, "height": size.height}
-    requests = [
-        r.model_copy(update=shipped) if r.landmark_id in landmarks else r for r in p.requests.env_requests
-    ]
-    return p.model_copy(update={"requests": p.requests.model_copy(update={"env_requests": requests})})

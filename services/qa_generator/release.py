@@ -1,30 +1,28 @@
-"""The release of a QA plan: ``finish`` reads the rendered env observations, lets every task
-family check its rows, releases a unit (a landmark) only when every family of its unit kind has
-its whole share of clean rows for it (UAV-DualCog: 8 image and 2 missions x 2 video rows), runs
-the blind gate over all of them and writes each family's manifest and exports, the
-render_requests sidecar, the QC report and the dataset card. It is a pure function of the plan
-and the stored assets, which is what makes ``skyqa refresh`` safe.
+"""The release of a QA plan: ``finish`` reads the env observations as rendered (at the shipped
+size, or only their first looks for landmarks whose rows failed on them: see
+:mod:`services.qa_generator.observations`), lets every task family check its rows, releases a
+unit (a landmark) only when every family of its unit kind has its whole share of clean rows for
+it (UAV-DualCog: 8 image and 2 missions x 2 video rows), runs the blind gate over all of them
+and writes each family's manifest and exports, the render_requests sidecar, the QC report and
+the dataset card. It is a pure function of the plan and the stored assets, which is what makes
+``skyqa refresh`` safe.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import mimetypes
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import numpy as np
 from google.protobuf import json_format
-from PIL import Image
 from pydantic import BaseModel
-from skyqa import __version__, integrity, keys, media
+from skyqa import __version__, integrity, keys
 from skyqa.blob import BlobStore
-from skyqa.contracts import ValidInstancesFile, load_json
 from skyqa.contracts.base import dump_json
 from skyqa.contracts.qa import BlindGate, Funnel, QCReport, QCRow
-from skyqa.errors import BlobNotFound, InvalidInput
+from skyqa.errors import InvalidInput
 from skyqa.families import (
     FAMILIES,
     RELEASED,
@@ -32,7 +30,6 @@ from skyqa.families import (
     Export,
     Item,
     ReleaseFamily,
-    Rendered,
     Stored,
     metadata_file,
     release_files,
@@ -41,10 +38,10 @@ from skyqa.families.structure import max_similarity
 from skyqa.scan import stills
 from skyqa.v1 import eval_pb2, qa_pb2
 
-from services.qa_generator import export, gate, qc
+from services.qa_generator import export, gate, observations, qc, verdicts
 from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay
 from services.qa_generator.croissant import croissant
-from services.qa_generator.pipeline import QAPlan, promote, promoted, scan_of
+from services.qa_generator.pipeline import QAPlan, scan_of
 
 mimetypes.add_type("application/x-ndjson", ".jsonl")
 BLIND_DROP = "every blind solver answers it"
@@ -79,13 +76,14 @@ def finish(
     for g in p.requests.degraded:
         if not store.exists(f"{root}/{g.output_image}"):
             degrade_view(store, root, g)
-    rendered = _rendered(p, store)
+    full_size = observations.chosen(p, store)  # landmarks whose observations are at the shipped size
+    seen = verdicts.rendered(p, store, observations.as_rendered(p, full_size))
     families = p.families(families)
-    checked, items, failed = _checked(p, rendered, families)
-    overwritten, small = _unshipped(p, store, rendered)
-    incomplete = _incomplete(families, checked, items, failed, dict(p.skipped) | overwritten)
-    for unit in small:  # failed their checks at the working size, as they do here
-        incomplete.setdefault(unit, "environment observations not rendered at the shipped size")
+    checked, items, failed = verdicts.checked(p, seen, families)
+    incomplete = verdicts.incomplete(families, checked, items, failed, dict(p.skipped))
+    for r in p.requests.env_requests:
+        if r.landmark_id not in full_size:  # its rows failed on the first looks, as they do here
+            incomplete.setdefault(r.landmark_id, observations.NOT_SHIPPED)
     final: dict[str, list[Any]] = {}
     alone: dict[str, str] = {}  # rows of released units dropped on their own, with the reason
     counts: dict[str, Any] = {field: 0 for f in families for field in f.funnel.values()}
@@ -172,7 +170,10 @@ def finish(
         croissant(p.scene_id, p.run_id, families, manifests, globs),
         "application/ld+json",
     )
-    store.put(out["render_requests"], dump_json(p.requests), "application/json")
+    # what was rendered: the observations at the shipped size only where they were
+    rendered = [r for r in p.requests.env_requests if r.landmark_id in full_size]
+    sidecar = p.requests.model_copy(update={"env_requests": rendered})
+    store.put(out["render_requests"], dump_json(sidecar), "application/json")
     store.put(out["qc_report"], dump_json(report), "application/json")
     store.put(
         out["dataset_card"],
@@ -192,103 +193,6 @@ def finish(
     paths = {name: rel for name, (rel, _) in manifests.items()}
     integrity.seal(store, p.run_id, release_info(p, report, rows, paths, gate_mode))
     return report, out
-
-
-def _rendered(p: QAPlan, store: BlobStore) -> Rendered:
-    """What the checks read besides the rows: the env observations' instance masks as stored."""
-    root = keys.run_prefix(p.run_id)
-    masks: dict[str, np.ndarray] = {}
-    for r in p.requests.env_requests:
-        key = f"{root}/{r.output_segmentation}"
-        if store.exists(key):
-            masks[r.request_id] = media.decode_segmentation(store.get(key))[1]
-    valid = load_json(ValidInstancesFile, store.get(p.valid_instances), "valid instances")
-    return Rendered(
-        store=store,
-        run_id=p.run_id,
-        requests={r.request_id: r for r in p.requests.env_requests},
-        masks=masks,
-        landmarks={v.instance_id: v for v in valid.valid_instances},
-        degraded={g.output_image: g for g in p.requests.degraded},
-    )
-
-
-def _checked(
-    p: QAPlan, rendered: Rendered, families: Sequence[ReleaseFamily[Any]]
-) -> tuple[dict[str, Checked[Any]], dict[str, Item], dict[str, str]]:
-    """Every family's rows checked against what was rendered, as the release sees them, and the
-    rows that failed (a failure costs the row's unit)."""
-    checked = {f.name: f.check(p.rows_of(f), rendered) for f in families}
-    items = _items(families, checked)
-    failed = {s: why for c in checked.values() for s, why in c.failed.items()}
-    for s, it in items.items():
-        if (problem := it.problem()) is not None:
-            failed.setdefault(s, problem)
-    return checked, items, failed
-
-
-def observed_units(
-    p: QAPlan, store: BlobStore, families: Sequence[ReleaseFamily[Any]] = RELEASED
-) -> set[str]:
-    """The units whose environment observations can ship: those whose rows pass every check of
-    the families that show the observations, on the observations as rendered so far (at the
-    working size, when the scan checks there). The families that do not show them are checked
-    once, by :func:`finish`: a unit they drop has its observations rendered at the shipped size
-    for nothing, which is cheaper than checking every family twice."""
-    shown = {r.output_image for r in p.requests.env_requests}
-    showing = [
-        f for f in p.families(families) if any(m.path in shown for r in p.rows_of(f) for m in f.media(r))
-    ]
-    rendered = _rendered(p, store)
-    checked, items, failed = _checked(p, rendered, showing)
-    incomplete = _incomplete(showing, checked, items, failed, dict(p.skipped))
-    return {r.landmark_id for r in p.requests.env_requests} - set(incomplete)
-
-
-def shipping(p: QAPlan, store: BlobStore) -> tuple[QAPlan, set[str]]:
-    """The landmarks whose environment observations are rendered again at the shipped size, and
-    the plan recording them at that size (stored). Decided once: a plan that already promoted
-    some keeps them, so a redelivered first look only publishes their jobs again, which the
-    bus's deduplication drops. None where observations are first rendered where they ship."""
-    units = promoted(p)
-    if units or not stills(scan_of(p)).reshot:
-        return p, units
-    units = observed_units(p, store)
-    if units:
-        p = promote(p, units)
-        store.put(keys.qa_plan(p.run_id), dump_json(p), "application/json")
-    return p, units
-
-
-def _unshipped(p: QAPlan, store: BlobStore, rendered: Rendered) -> tuple[dict[str, str], set[str]]:
-    """Units that must not ship for the size of their environment observations: those with one
-    rendered again at the shipped size but stored at another (a first-look render redelivered
-    after the shipped one overwrote it: the unit is dropped for that, whatever its checks say,
-    rather than released with a small image), and those whose observations stayed at the
-    working size (the QA stage renders again every unit that passes its checks there)."""
-    shipped = stills(scan_of(p))
-    size = (shipped.width, shipped.height)
-    root = keys.run_prefix(p.run_id)
-    overwritten: dict[str, str] = {}
-    small: set[str] = set()
-    for r in p.requests.env_requests:
-        mask = rendered.masks.get(r.request_id)  # a missing one fails its rows
-        if (r.width, r.height) != size:
-            small.add(r.landmark_id)
-        elif mask is None or r.landmark_id in overwritten:
-            continue
-        elif {(mask.shape[1], mask.shape[0]), _image_size(store, f"{root}/{r.output_image}")} != {size}:
-            overwritten[r.landmark_id] = f"environment observation {r.request_id} is not at the shipped size"
-    return overwritten, small
-
-
-def _image_size(store: BlobStore, key: str) -> tuple[int, int]:
-    """The stored image's size from its header; (0, 0) when it is missing or unreadable."""
-    try:
-        with Image.open(io.BytesIO(store.get(key))) as img:
-            return img.size
-    except (BlobNotFound, OSError):
-        return 0, 0
 
 
 def qc_rows(
@@ -408,55 +312,6 @@ def completion(
     )
     counts = ", ".join(f"{rows[fam.name]} {fam.noun}" for fam in planned)
     return event, f"{counts} rows, {f.released_landmarks} landmarks released"
-
-
-def _items(families: Sequence[ReleaseFamily[Any]], checked: dict[str, Checked[Any]]) -> dict[str, Item]:
-    """Every checked row as the release sees it, by sample id; ids are unique in a release and
-    a unit id names one unit kind."""
-    items: dict[str, Item] = {}
-    kinds: dict[str, str] = {}
-    for f in families:
-        for r in checked[f.name].rows:
-            it = f.item(r)
-            if it.sample_id in items:
-                raise InvalidInput(
-                    f"sample id {it.sample_id!r} is planned by {items[it.sample_id].family} and {f.name}"
-                )
-            if kinds.setdefault(it.unit, f.unit_kind) != f.unit_kind:
-                raise InvalidInput(f"unit id {it.unit!r} names a {kinds[it.unit]} and a {f.unit_kind}")
-            items[it.sample_id] = it
-    return items
-
-
-def _incomplete(
-    families: Sequence[ReleaseFamily[Any]],
-    checked: dict[str, Checked[Any]],
-    items: dict[str, Item],
-    failed: dict[str, str],
-    skipped: dict[str, str],
-) -> dict[str, str]:
-    """Units no family releases, with the reason: skipped while planning, a failed row, or not
-    the whole share of rows from every family of the unit's kind."""
-    out = dict(skipped)
-    for kind in sorted({f.unit_kind for f in families if f.unit_rows is not None}):
-        of_kind = [f for f in families if f.unit_kind == kind and f.unit_rows is not None]
-        by_unit: dict[str, dict[str, list[str]]] = {}
-        for f in of_kind:
-            for r in checked[f.name].rows:
-                by_unit.setdefault(items[r.sample_id].unit, {}).setdefault(f.name, []).append(r.sample_id)
-        for unit, rows in by_unit.items():
-            if unit in out:
-                continue
-            bad = [failed[s] for f in of_kind for s in rows.get(f.name, []) if s in failed]
-            have = [len(rows.get(f.name, [])) for f in of_kind]
-            if bad:
-                out[unit] = bad[0]
-            elif have != [f.unit_rows for f in of_kind]:
-                out[unit] = (
-                    " and ".join(f"{n} {f.noun} rows" for n, f in zip(have, of_kind, strict=True))
-                    + f" (needs {' and '.join(str(f.unit_rows) for f in of_kind)})"
-                )
-    return out
 
 
 def media_of(p: QAPlan) -> export.Media:

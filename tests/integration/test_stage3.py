@@ -33,7 +33,7 @@ from skyqa.contracts.missions import (
     TaskData,
 )
 from skyqa.contracts.navigation import NavigationTask
-from skyqa.contracts.qa import QCRow
+from skyqa.contracts.qa import QCRow, ShippedObservations
 from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.families import FAMILIES, RELEASED, release_files
@@ -42,7 +42,7 @@ from skyqa.geometry import visibility as vis
 from skyqa.runtime import Service, Settings
 from skyqa.settings import QASettings
 from skyqa.sim import BuiltinSimulator, CameraSpec, Intrinsics, Pose, load_scene, project
-from skyqa.v1 import common_pb2, mission_pb2, render_pb2
+from skyqa.v1 import common_pb2, landmark_pb2, mission_pb2, render_pb2
 from skyqa.video import probe
 from stage_helpers import Probe, small_scan
 
@@ -54,10 +54,12 @@ from services.fusion import app as fusion_app
 from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.mission_planner import app as mission_app
-from services.qa_generator import app as qa_app
+from services.mission_planner.missions import plan_run
+from services.qa_generator import app as qa_app, views
 from services.qa_generator.assets import render_env
-from services.qa_generator.pipeline import QAPlan, plan, promote, promoted
-from services.qa_generator.release import ReleaseLeaks, completion, finish, observed_units
+from services.qa_generator.observations import chosen, observed_units
+from services.qa_generator.pipeline import QAPlan, plan
+from services.qa_generator.release import ReleaseLeaks, completion, finish
 from services.renderer import app as renderer_app
 from services.renderer.jobs import completion_marker, renderer_for
 
@@ -211,6 +213,34 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
     await bus.publish(topology.VIDEO_JOB, job, msg_id=f"again-{first.traj_id}", run_id=run["run_id"])
     done = await Probe.first(dones, lambda d: d.job_id == first.traj_id)
     assert done.reused
+
+    # a landmark planted as the twin of another (its description under another id) holds both:
+    # no missions for either, while the others keep theirs, no views at the shipped size, no rows
+    twin = valid.valid_instances[0].model_copy(update={"instance_id": "twin"})
+    planted = valid.model_copy(update={"valid_instances": [*valid.valid_instances, twin]})
+    key = f"{keys.run_prefix(run['run_id'])}/planted_valid_instances.json"
+    s3_store.put(key, planted.model_dump_json().encode(), "application/json")
+    lm = valid.valid_instances[0].instance_id
+    reviewed = landmark_pb2.LandmarksReviewed(
+        run_id=run["run_id"], scene_id=index.scene_id, valid_instances=common_pb2.BlobRef(key=key)
+    )
+    flights, _ = plan_run(reviewed, s3_store, False)
+    assert set(flights.held) == {lm, "twin"} | set(held)
+    assert "description shared with 1 other landmark(s)" in flights.held["twin"]
+    before = {m.traj_id for m in every if m.instance_id != lm}
+    assert {*flights.missions, *(r.traj_id for r in flights.rejected)} == before
+    missions = mission_pb2.MissionsCompleted(
+        run_id=run["run_id"],
+        scene_id=index.scene_id,
+        index=common_pb2.BlobRef(key=keys.missions_index(run["run_id"])),
+        valid_instances=common_pb2.BlobRef(key=key),
+    )
+    reshoot = views.prepare(missions, s3_store)
+    assert reshoot is not None and {lm, "twin"}.isdisjoint(reshoot.landmarks)
+    assert set(reshoot.landmarks) == {v.instance_id for v in flown} - {lm}
+    rows = plan(missions, s3_store)
+    assert rows.skipped["twin"] == flights.held["twin"] and rows.skipped[lm] == flights.held[lm]
+    assert not any(r["landmark_id"] in (lm, "twin") for r in rows.rows["dualcog_image"])
 
 
 def check_navigation(
@@ -484,13 +514,22 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     for inst in left_out:
         assert all(v.bbox_2d_image_size == [320, 240] for v in inst.rgb_views)
         assert Image.open(io.BytesIO(s3_store.get(f"{root}/{inst.rgb_views[0].path}"))).size == (320, 240)
-    # environment observations get a first look at 320x240; those of the landmarks whose rows
-    # pass their checks there are rendered again at 640x480, and those are the only ones a
-    # released row shows: each the direct render of its recorded pose at its recorded size
+    # environment observations get a first look at 320x240, in files of their own; those of the
+    # landmarks whose rows pass their checks there are rendered again at 640x480 into the files
+    # the rows name, and only those are listed as rendered at that size: each the direct render
+    # of its recorded pose at its recorded size
+    sidecar = json.loads(s3_store.get(run["render_requests"]))
+    stored = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
+    shipped_lms = chosen(stored, s3_store)
     released = {r["landmark_id"] for r in image}
-    for req in requests.values():
+    assert released <= shipped_lms == {r["landmark_id"] for r in requests.values()}
+    assert len(sidecar["first_looks"]) == len(stored.requests.env_requests)
+    assert {r["request_id"] for r in sidecar["first_looks"]} >= set(requests)
+    for req in [*requests.values(), *sidecar["first_looks"]]:
         size = (req["width"], req["height"])
-        assert size == (640, 480) if req["landmark_id"] in released else size in ((640, 480), (320, 240))
+        first = req in sidecar["first_looks"]
+        assert size == ((320, 240) if first else (640, 480))
+        assert ("/first_look/" in req["output_image"]) == first
         frame = sim.render(Pose(*req["pose"]), CameraSpec(*size, req["fov_deg"]))
         assert s3_store.get(f"{root}/{req['output_image']}") == media.encode_jpeg(frame.rgb, 80)
         assert s3_store.get(f"{root}/{req['output_segmentation']}") == media.encode_segmentation(
@@ -511,28 +550,29 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     for a, pixels in before.items():
         assert np.array_equal(decode(s3_store.get(a)), pixels), a
 
-    # a first-look render that lands after its landmark's observations were rendered again at
-    # the shipped size (a redelivered job) is never released: the landmark is dropped for it,
-    # and rendering the observation where it ships restores the release
-    stored = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
-    obs = next(e for e in stored.requests.env_requests if e.landmark_id in released)
-    render_env(s3_store, root, obs.model_copy(update={"width": 320, "height": 240}), sim)
+    # which landmarks' observations are rendered again: with one landmark's first look missing,
+    # the others that were, never that one
+    lm = sorted(released)[0]
+    look = next(r for r in stored.requests.first_looks if r.landmark_id == lm)
+    s3_store.delete(f"{root}/{look.output_segmentation}")
+    assert observed_units(stored, s3_store) == shipped_lms - {lm}
+    render_env(s3_store, root, look, sim)
+    assert observed_units(stored, s3_store) == shipped_lms
+    # a landmark whose observations were never rendered where they ship is never released, even
+    # when its rows pass on their first looks; its rows then show the first looks they were
+    # checked on, and the sidecar lists only what was rendered at the shipped size
+    doc = s3_store.get(keys.shipped_observations(run_id))
+    fewer = ShippedObservations(run_id=run_id, landmarks=sorted(shipped_lms - {lm}))
+    s3_store.put(keys.shipped_observations(run_id), fewer.model_dump_json().encode())
     report_now, _ = finish(stored, s3_store, QASettings().blind_gate)
-    why = f"environment observation {obs.request_id} is not at the shipped size"
-    assert report_now.dropped_landmarks[obs.landmark_id] == why
-    assert obs.landmark_id not in {r["landmark_id"] for r in rows_of(s3_store, run["image_qa"])}
-    # which landmarks' observations are rendered again: with every observation back at its first
-    # look and one of them missing, the landmarks whose rows pass their checks there, never the
-    # one missing an observation
-    looks = [e.model_copy(update={"width": 320, "height": 240}) for e in stored.requests.env_requests]
-    first = stored.model_copy(update={"requests": stored.requests.model_copy(update={"env_requests": looks})})
-    for e in looks:
-        render_env(s3_store, root, e, sim)
-    s3_store.delete(f"{root}/{obs.output_segmentation}")
-    units = observed_units(first, s3_store)
-    assert units == promoted(stored) - {obs.landmark_id} and obs.landmark_id in promoted(stored)
-    for e in stored.requests.env_requests:
-        render_env(s3_store, root, e, sim)
+    assert report_now.dropped_landmarks[lm] == "environment observations not rendered at the shipped size"
+    assert lm not in {r["landmark_id"] for r in rows_of(s3_store, run["image_qa"])}
+    ledger = [QCRow.model_validate_json(x) for x in s3_store.get(f"{root}/qc_rows.jsonl").splitlines()]
+    env_media = [m for r in ledger if r.unit == lm and r.task.startswith("env") for m in r.media]
+    assert env_media and all("/first_look/" in m for m in env_media if "env_observations" in m)
+    listed = json.loads(s3_store.get(run["render_requests"]))["env_requests"]
+    assert {r["landmark_id"] for r in listed} == shipped_lms - {lm}
+    s3_store.put(keys.shipped_observations(run_id), doc)
     finish(stored, s3_store, QASettings().blind_gate)
     for name, data in manifests.items():
         assert s3_store.get(run[name]) == data, name
@@ -587,8 +627,7 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
         index=common_pb2.BlobRef(key=keys.missions_index(run_id)),
         valid_instances=common_pb2.BlobRef(key=stored.valid_instances),
     )
-    # the observations the stage rendered again at the shipped size are the ones this plan asks for
-    p = promote(plan(event, s3_store, families), promoted(stored))
+    p = plan(event, s3_store, families)
     assert [r["sample_id"] for r in p.rows["dualcog_image"]] == [
         r["sample_id"] for r in stored.rows["dualcog_image"]
     ]

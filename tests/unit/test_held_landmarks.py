@@ -8,6 +8,9 @@ from partial_models import partial_model
 from skyqa.contracts import RgbView, ValidInstance
 from skyqa.families import RELEASED
 from skyqa.families.held import held_landmarks
+from skyqa.v1 import render_pb2
+
+from services.qa_generator.views import measured
 
 pytestmark = pytest.mark.unit
 
@@ -25,6 +28,7 @@ def view(direction: str, valid: bool = True, box: list[int] | None = None) -> Rg
         bbox_2d_xyxy=box or [10, 10, 50, 50],
         bbox_2d_image_size=[320, 240],
         visible_pixels=1600,
+        rendered_instance_id=7,
     )
 
 
@@ -66,8 +70,8 @@ def test_the_image_family_holds_landmarks_it_can_never_plan() -> None:
 
 
 def test_measuring_the_views_at_the_shipped_size_changes_nothing() -> None:
-    """The mission planner decides before the views are rendered at the shipped size and the QA
-    stage after: both must hold the same landmarks."""
+    """The mission planner decides before the QA stage's views step measures the views again at
+    the shipped size, the QA stage after it: both must hold the same landmarks."""
     lms = [
         landmark("3_1", "a", ["front", "right", "back", "left"]),
         landmark("3_2", "b", RING),
@@ -76,8 +80,11 @@ def test_measuring_the_views_at_the_shipped_size_changes_nothing() -> None:
     ]
     before = held_landmarks(lms, RELEASED)
     for lm in lms:
-        lm.rgb_views = [
-            v.model_copy(update={"bbox_2d_xyxy": [40, 40, 200, 200], "bbox_2d_image_size": [640, 480]})
-            for v in lm.rgb_views
-        ]
+        shipped = []
+        for v in lm.rgb_views:
+            result = render_pb2.ViewResult(view_id=v.view_id)
+            result.instances.add(instance_id=v.rendered_instance_id, pixels=1, x0=0, y0=0, x1=1, y1=1)
+            shipped.append(measured(v, result, 640, 480))
+        lm.rgb_views = shipped
+    assert [v.bbox_2d_image_size for v in lms[0].rgb_views] == [[640, 480]] * 4
     assert held_landmarks(lms, RELEASED) == before and set(before) == {"3_1", "3_2", "3_3"}

@@ -200,6 +200,18 @@ class RenderRequests(Contract):
     degraded: list[DegradeRequest] = Field(default_factory=list)
     # landmark views rendered again at the shipped size (none when views are checked there)
     views: list[ViewRequest] = Field(default_factory=list)
+    # when a scan checks stills at a working size, every environment observation is first
+    # rendered there, into files of its own; the release's sidecar then lists under
+    # ``env_requests`` only the observations rendered again at the shipped size
+    first_looks: list[EnvRequest] = Field(default_factory=list)
+
+
+class ShippedObservations(Contract):
+    """The landmarks whose environment observations were rendered again at the shipped size,
+    chosen once, from their first looks, by the checks of the families that show them."""
+
+    run_id: str
+    landmarks: list[str]
 
 
 class Funnel(Contract):

@@ -377,7 +377,9 @@ def _row(
 
 
 def finish_env_row(row: ImageRow, request: EnvRequest, instance: np.ndarray) -> ImageRow:
-    """Fill an environment row's box from the rendered instance mask of its observation."""
+    """Fill an environment row's box from the rendered instance mask of its observation, and
+    show the observation as it was rendered (``request``: the planned one, or the first look at
+    a working size of a landmark whose observations were not rendered again where they ship)."""
     mask = instance == request.rendered_instance_id
     if not mask.any():
         raise LandmarkSkipped(
@@ -386,6 +388,8 @@ def finish_env_row(row: ImageRow, request: EnvRequest, instance: np.ndarray) -> 
     ys, xs = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
     h, w = mask.shape
     out = row.model_copy(deep=True)
+    out.images = [request.output_image if i == row.target_image else i for i in row.images]
+    out.target_image = request.output_image
     out.answer_bbox_xyxy_norm = [
         round(xs[0] / w, 4),
         round(ys[0] / h, 4),
