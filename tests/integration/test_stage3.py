@@ -334,9 +334,17 @@ def rows_of(store: S3BlobStore, key: str) -> list[dict[str, Any]]:
 
 
 async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
-    run: dict[str, str], s3_store: S3BlobStore
+    run: dict[str, str], s3_store: S3BlobStore, bus: Bus
 ) -> None:
     run_id = run["run_id"]
+    # a shipped-size render nobody asked for (a forged or stray done event) is refused, not counted
+    errors = await Probe(bus).collect(topology.error_subject("qa"), common_pb2.ErrorEvent)
+    stray = render_pb2.RenderDone(
+        run_id=run_id, job_id="shipped-env-nope", requester="qa", correlation="nope"
+    )
+    await bus.publish(topology.render_done_subject("qa"), stray, msg_id=f"stray-{run_id}", run_id=run_id)
+    refused = await Probe.first(errors, lambda e: e.run_id == run_id)
+    assert "observations of 'nope' at the shipped size were not asked for" in refused.message
     root = keys.run_prefix(run_id)
     image = rows_of(s3_store, run["image_qa"])
     video = rows_of(s3_store, run["video_qa"])
