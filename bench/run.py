@@ -33,7 +33,7 @@ from bench.labeller import labeller_accuracy
 from bench.lean import service_start_rss, table as lean_table
 from bench.release import landmark_stage, release_lines, release_run
 from bench.scaling import renderer_scaling, service_processes
-from bench.shipping import shipping_lines, shipping_run
+from bench.shipping import shipping_lines, shipping_problems, shipping_run
 from bench.surveys import survey_views
 from bench.trajectories import trajectory_video
 from services.capture.planner import plan_jobs
@@ -485,10 +485,13 @@ def main() -> None:
     print("  stage wall time (s, stages overlap):", json.dumps(sp["stage_wall_s"]))
     print("  peak RSS per service (MB):", json.dumps(sp["peak_rss_mb"]))
     print("\n".join(release_lines(results["release_profile"])))
-    print("\n".join(shipping_lines(results["render_only_what_ships"])))
+    ships = results["render_only_what_ships"]
+    print("\n".join(shipping_lines(ships)))
     print(archive_line(results))
     print("\n".join(lean_table(results["lean_processes"])))
     print(f"wrote {args.out}")
+    if problems := shipping_problems(ships):
+        raise SystemExit("render only what ships: " + "; ".join(problems))
 
 
 if __name__ == "__main__":

@@ -115,6 +115,19 @@ def shipping_run() -> dict[str, Any]:
     return fleet_run(req, lambda run: _inspect(run, req.run_id), until="qa")
 
 
+def shipping_problems(r: dict[str, Any]) -> list[str]:
+    """What makes the run's shipped stills wrong (the bench exits non-zero on any)."""
+    same, rows = r["identical_to_direct_render"], r["released_image_rows"]
+    out = []
+    if same["identical"] != same["checked"]:
+        out.append(f"{same['checked'] - same['identical']} shipped stills differ from a direct render")
+    if rows["checked_or_drawn_on_checked"] != rows["stills"]:
+        out.append("released image rows show stills that were not checked")
+    if rows["at_shipped_size"] != rows["stills"]:
+        out.append("released image rows show stills below the shipped size")
+    return out
+
+
 def shipping_lines(r: dict[str, Any]) -> list[str]:
     m, v, e, p = (
         r["missions_planned"],
@@ -146,3 +159,5 @@ if __name__ == "__main__":
     result = shipping_run()
     print("\n".join(shipping_lines(result)))
     print(json.dumps(result, indent=1))
+    if problems := shipping_problems(result):
+        raise SystemExit("; ".join(problems))

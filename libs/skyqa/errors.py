@@ -5,6 +5,7 @@ SkyqaError
  │    ├── InvalidKey
  │    ├── UnknownScene
  │    ├── SimulatorUnavailable
+ │    ├── StrayResult
  │    └── InvalidScanRequest
  ├── BlobNotFound
  └── TransientError      worth retrying (store or bus hiccup)
@@ -36,6 +37,14 @@ class SimulatorUnavailable(InvalidInput):
     """The requested backend cannot run in this deployment (client missing)."""
 
     reason = "simulator_unavailable"
+
+
+class StrayResult(InvalidInput):
+    """A result (a render-done event) that answers no job its run asked for: dead-lettered, but
+    the run it names goes on, since a stray or forged message has no say over it."""
+
+    reason = "stray_result"
+    fails_run = False
 
 
 class InvalidScanRequest(InvalidInput):

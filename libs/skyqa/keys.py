@@ -295,8 +295,9 @@ def env_observations(landmark_id: str) -> str:
 
 def env_first_looks(landmark_id: str) -> str:
     """Where a landmark's environment observations are first rendered at a working size: files
-    of their own, which a late first-look job can never write over a shipped one."""
-    return f"{env_observations(landmark_id)}/first_look"
+    of their own, which a late first-look job can never write over a shipped one, outside the
+    folder the released image rows' files are in."""
+    return f"image_tasks/first_looks/{landmark_id}"
 
 
 def shipped_observations(run_id: str) -> str:

@@ -24,7 +24,7 @@ from skyqa.v1 import render_pb2
 
 from services.mission_planner.missions import bundle_mission
 from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay, render_env, render_view
-from services.qa_generator.observations import chosen
+from services.qa_generator.observations import at_shipped_size, first_round, shipping
 from services.qa_generator.pipeline import QAPlan, scan_of
 from services.qa_generator.release import finish
 from services.renderer.jobs import completion_marker, renderer_for
@@ -54,13 +54,16 @@ def rerender(
     sim = SimulatorCache(scenes_dir, airsim or AirSimSettings()).get(p.engine, p.scene_id)
     for view in p.requests.views:  # before the overlays drawn on them
         render_view(store, root, view, sim)
-    shipped = chosen(p, store)
-    observations = [
-        *p.requests.first_looks,
-        *(r for r in p.requests.env_requests if r.landmark_id in shipped),
-    ]
+    # the first round, then (where there were first looks) what the stage rendered where it
+    # ships: its stored choice, or the choice it would make, made now
+    observations = first_round(p)
     for req in observations:
         render_env(store, root, req, sim)
+    if p.requests.first_looks:
+        again = at_shipped_size(p, shipping(p, store))
+        for req in again:
+            render_env(store, root, req, sim)
+        observations = [*observations, *again]
     for o in p.requests.overlays:
         draw_overlay(store, root, o)
     done_videos = 0

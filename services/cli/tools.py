@@ -46,7 +46,8 @@ def refresh(
 
         done = rerender(store, run_id, videos, settings.scenes_dir, settings.airsim, settings.qa.blind_gate)
     out.print(
-        f"re-rendered {done.env_observations} environment observations, {done.overlays} overlays, "
+        f"re-rendered {done.env_observations} environment observations (first looks included), "
+        f"{done.overlays} overlays, "
         f"{done.clips} video clips and {done.videos} videos; manifests rebuilt"
     )
     for name, key in sorted(done.manifests.items()):

@@ -11,14 +11,13 @@ from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.contracts import dump_json, load_json
 from skyqa.contracts.qa import ViewRequest
-from skyqa.errors import InvalidInput
 from skyqa.families import RELEASED
 from skyqa.runtime import Service, Settings
 from skyqa.runtime.stage import Completion, Stage
 from skyqa.v1 import mission_pb2, render_pb2
 
 from services.qa_generator import views
-from services.qa_generator.observations import chosen, shipping
+from services.qa_generator.observations import at_shipped_size, first_round, round_of, shipping
 from services.qa_generator.pipeline import REQUESTER, SHIPPED_JOB, QAPlan, plan, render_jobs
 from services.qa_generator.release import completion, finish
 
@@ -53,7 +52,7 @@ async def setup(svc: Service) -> None:
         """Every observation is in as first rendered: render the ones that can ship again at the
         shipped size, or release."""
         shipped = await asyncio.to_thread(shipping, p, svc.store)
-        again = [r for r in p.requests.env_requests if r.landmark_id in shipped]
+        again = at_shipped_size(p, shipped)
         jobs = [(f"{REQUESTER}:{job.job_id}", job) for job in render_jobs(p, again, SHIPPED_JOB)]
         message = f"rendering the env observations of {len(jobs)} landmarks at the shipped size"
         if not jobs or not await observations.scatter(p.run_id, topology.RENDER_JOB, jobs, trace_id, message):
@@ -64,8 +63,7 @@ async def setup(svc: Service) -> None:
     ) -> None:
         p = await asyncio.to_thread(plan, event, svc.store, RELEASED, shipped)
         await asyncio.to_thread(svc.store.put, keys.qa_plan(event.run_id), dump_json(p), "application/json")
-        first = p.requests.first_looks or p.requests.env_requests
-        jobs = [(f"{REQUESTER}:{job.job_id}", job) for job in render_jobs(p, first)]
+        jobs = [(f"{REQUESTER}:{job.job_id}", job) for job in render_jobs(p, first_round(p))]
         message = f"rendering {len(jobs)} env observation sets"
         if not await stage.scatter(event.run_id, topology.RENDER_JOB, jobs, trace_id, message):
             await looked(p, trace_id)
@@ -98,24 +96,16 @@ async def setup(svc: Service) -> None:
 
     async def on_rendered(done: render_pb2.RenderDone, d: Delivery) -> None:
         p = load_json(QAPlan, await asyncio.to_thread(svc.store.get, keys.qa_plan(done.run_id)), "qa plan")
-        if done.job_id.startswith(SHIPPED_JOB):
-            shipped = await asyncio.to_thread(chosen, p, svc.store)
-            if done.correlation not in shipped:
-                raise InvalidInput(
-                    f"observations of {done.correlation!r} at the shipped size were not asked for"
-                )
-            what = f"env observations of {done.correlation} at the shipped size"
-            if await observations.gathered(done.run_id, done.correlation, len(shipped), what):
-                # released before the step is marked done, as with the views
-                await complete(p, d.trace_id)
-                n = len(shipped)
-                await observations.complete(
-                    p.run_id, n, n, f"{n} landmarks' observations at the shipped size"
-                )
+        shipped, total = await asyncio.to_thread(round_of, p, svc.store, done)
+        if not shipped:
+            if await stage.gathered(done.run_id, done.correlation, total, f"rendered {done.correlation}"):
+                await looked(p, d.trace_id)
             return
-        total = len({r.landmark_id for r in p.requests.env_requests})
-        if await stage.gathered(done.run_id, done.correlation, total, f"rendered {done.correlation}"):
-            await looked(p, d.trace_id)
+        what = f"env observations of {done.correlation} at the shipped size"
+        if await observations.gathered(done.run_id, done.correlation, total, what):
+            # released before the step is marked done, as with the views
+            await complete(p, d.trace_id)
+            await observations.complete(p.run_id, total, total, f"observations of {total} landmarks")
 
     svc.bus.handle(MISSIONS, mission_pb2.MissionsCompleted, on_missions, stage=STAGE)
     svc.bus.handle(

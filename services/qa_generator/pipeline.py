@@ -63,6 +63,24 @@ class QAPlan(Contract):
             data.pop("mission_instance_ids", None)
         return data
 
+    @model_validator(mode="after")
+    def _first_looks_match(self) -> QAPlan:
+        """Each planned observation has one first look or none has, in its landmark's first-look
+        folder: a first look written where a row's file is would be released at its size."""
+        looks, planned = self.requests.first_looks, self.requests.env_requests
+        if not looks:
+            return self
+        by_id = {r.request_id: r for r in planned}
+        if len(looks) != len(planned) or {r.request_id for r in looks} != set(by_id):
+            raise ValueError("the plan's first looks are not one for each planned environment observation")
+        for r in looks:
+            folder = keys.env_first_looks(by_id[r.request_id].landmark_id) + "/"
+            if r.landmark_id != by_id[r.request_id].landmark_id or not (
+                r.output_image.startswith(folder) and r.output_segmentation.startswith(folder)
+            ):
+                raise ValueError(f"first look {r.request_id!r} is not in its landmark's first-look folder")
+        return self
+
     def rows_of(self, family: ReleaseFamily[Any]) -> list[Any]:
         out = []
         for i, r in enumerate(self.rows.get(family.name, [])):
@@ -131,7 +149,7 @@ def plan(
         missions.update(planned.missions)
     size = scan_rules.stills(scan)
     # a first look at the working size: only the observations of landmarks whose rows pass their
-    # checks there are rendered again at the size they ship (``release.shipping``)
+    # checks there are rendered at the size they ship (``observations.shipping``)
     first_looks = [first_look(r, size) for r in env_requests] if size.reshot else []
     return QAPlan(
         run_id=run_id,

@@ -171,8 +171,7 @@ def finish(
         "application/ld+json",
     )
     # what was rendered: the observations at the shipped size only where they were
-    rendered = [r for r in p.requests.env_requests if r.landmark_id in full_size]
-    sidecar = p.requests.model_copy(update={"env_requests": rendered})
+    sidecar = p.requests.model_copy(update={"env_requests": observations.at_shipped_size(p, full_size)})
     store.put(out["render_requests"], dump_json(sidecar), "application/json")
     store.put(out["qc_report"], dump_json(report), "application/json")
     store.put(

@@ -36,6 +36,7 @@ from skyqa.contracts.navigation import NavigationTask
 from skyqa.contracts.qa import QCRow, ShippedObservations
 from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.urbanvideo import NavRow
+from skyqa.errors import InvalidInput
 from skyqa.families import FAMILIES, RELEASED, release_files
 from skyqa.families.held import held_landmarks
 from skyqa.geometry import visibility as vis
@@ -216,11 +217,16 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
 
     # a landmark planted as the twin of another (its description under another id) holds both:
     # no missions for either, while the others keep theirs, no views at the shipped size, no rows
-    twin = valid.valid_instances[0].model_copy(update={"instance_id": "twin"})
+    lm = min(v.instance_id for v in flown)  # the planner takes landmarks in id order
+    twin = next(v for v in valid.valid_instances if v.instance_id == lm).model_copy(
+        update={"instance_id": "twin"}
+    )
     planted = valid.model_copy(update={"valid_instances": [*valid.valid_instances, twin]})
     key = f"{keys.run_prefix(run['run_id'])}/planted_valid_instances.json"
     s3_store.put(key, planted.model_dump_json().encode(), "application/json")
-    lm = valid.valid_instances[0].instance_id
+    # lm flew in the run, and a landmark flown after it would change mission ids if held ones
+    # shifted the others' set indices
+    assert lm not in held and any(v.instance_id > lm for v in flown)
     reviewed = landmark_pb2.LandmarksReviewed(
         run_id=run["run_id"], scene_id=index.scene_id, valid_instances=common_pb2.BlobRef(key=key)
     )
@@ -240,7 +246,8 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
     assert set(reshoot.landmarks) == {v.instance_id for v in flown} - {lm}
     rows = plan(missions, s3_store)
     assert rows.skipped["twin"] == flights.held["twin"] and rows.skipped[lm] == flights.held[lm]
-    assert not any(r["landmark_id"] in (lm, "twin") for r in rows.rows["dualcog_image"])
+    for family in ("dualcog_image", "dualcog_video"):  # lm's missions flew before it was planted
+        assert not any(r["landmark_id"] in (lm, "twin") for r in rows.rows[family])
 
 
 def check_navigation(
@@ -334,17 +341,33 @@ def rows_of(store: S3BlobStore, key: str) -> list[dict[str, Any]]:
 
 
 async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
-    run: dict[str, str], s3_store: S3BlobStore, bus: Bus
+    run: dict[str, str], s3_store: S3BlobStore, bus: Bus, settings: Settings
 ) -> None:
     run_id = run["run_id"]
-    # a shipped-size render nobody asked for (a forged or stray done event) is refused, not counted
+    # render results that answer no job of the run (forged or stray done events: a landmark the
+    # plan has none of, a first look at the wrong size) are refused, and the open run goes on
     errors = await Probe(bus).collect(topology.error_subject("qa"), common_pb2.ErrorEvent)
-    stray = render_pb2.RenderDone(
-        run_id=run_id, job_id="shipped-env-nope", requester="qa", correlation="nope"
-    )
-    await bus.publish(topology.render_done_subject("qa"), stray, msg_id=f"stray-{run_id}", run_id=run_id)
-    refused = await Probe.first(errors, lambda e: e.run_id == run_id)
-    assert "observations of 'nope' at the shipped size were not asked for" in refused.message
+    looked_at = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id))).requests.first_looks[0].landmark_id
+    stray = [
+        render_pb2.RenderDone(job_id="shipped-env-nope", correlation="nope", width=640, height=480),
+        render_pb2.RenderDone(job_id=f"env-{looked_at}", correlation=looked_at, width=640, height=480),
+    ]
+    for i, stray_done in enumerate(stray):
+        stray_done.run_id, stray_done.requester = run_id, "qa"
+        await bus.publish(
+            topology.render_done_subject("qa"), stray_done, msg_id=f"stray{i}-{run_id}", run_id=run_id
+        )
+
+        def names(e: common_pb2.ErrorEvent, job: str = stray_done.job_id) -> bool:
+            return e.run_id == run_id and job in e.message
+
+        refused = await Probe.first(errors, names)
+        assert (
+            refused.reason == "stray_result" and "answers no environment observation job" in refused.message
+        )
+    await asyncio.sleep(1.0)  # the failure hook would have run by now
+    state = await wait_for_run(settings.bus.nats_url, run_id, "qa", 10)
+    assert state.status != "failed" and state.stages["qa"].status == "completed"
     root = keys.run_prefix(run_id)
     image = rows_of(s3_store, run["image_qa"])
     video = rows_of(s3_store, run["video_qa"])
@@ -530,14 +553,16 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     stored = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
     shipped_lms = chosen(stored, s3_store)
     released = {r["landmark_id"] for r in image}
-    assert released <= shipped_lms == {r["landmark_id"] for r in requests.values()}
+    # the choice stored is the one the first looks give (made again here), and it is what ships
+    assert released <= shipped_lms == observed_units(stored, s3_store)
+    assert {r["landmark_id"] for r in requests.values()} == shipped_lms
     assert len(sidecar["first_looks"]) == len(stored.requests.env_requests)
     assert {r["request_id"] for r in sidecar["first_looks"]} >= set(requests)
     for req in [*requests.values(), *sidecar["first_looks"]]:
         size = (req["width"], req["height"])
         first = req in sidecar["first_looks"]
         assert size == ((320, 240) if first else (640, 480))
-        assert ("/first_look/" in req["output_image"]) == first
+        assert req["output_image"].startswith("image_tasks/first_looks/" if first else "image_tasks/assets/")
         frame = sim.render(Pose(*req["pose"]), CameraSpec(*size, req["fov_deg"]))
         assert s3_store.get(f"{root}/{req['output_image']}") == media.encode_jpeg(frame.rgb, 80)
         assert s3_store.get(f"{root}/{req['output_segmentation']}") == media.encode_segmentation(
@@ -546,7 +571,7 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
 
     # refresh: delete the rendered assets, re-render from the sidecar, nothing changes
     manifests = {k: s3_store.get(run[k]) for k in ("image_qa", "video_qa", "render_requests", "qc_report")}
-    assets = [f"{root}/{r['output_image']}" for r in requests.values()]
+    assets = [f"{root}/{r['output_image']}" for r in [*requests.values(), *sidecar["first_looks"]]]
     assets += [f"{root}/{v['output_image']}" for v in shipped]
     assets += [f"{root}/{o['output_image']}" for o in json.loads(manifests["render_requests"])["overlays"]]
     before = {a: decode(s3_store.get(a)) for a in assets}
@@ -577,11 +602,17 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     assert lm not in {r["landmark_id"] for r in rows_of(s3_store, run["image_qa"])}
     ledger = [QCRow.model_validate_json(x) for x in s3_store.get(f"{root}/qc_rows.jsonl").splitlines()]
     env_media = [m for r in ledger if r.unit == lm and r.task.startswith("env") for m in r.media]
-    assert env_media and all("/first_look/" in m for m in env_media if "env_observations" in m)
+    assert any(m.startswith("image_tasks/first_looks/") for m in env_media)
+    assert not any(m.startswith("image_tasks/assets/env_observations/") for m in env_media)
     listed = json.loads(s3_store.get(run["render_requests"]))["env_requests"]
     assert {r["landmark_id"] for r in listed} == shipped_lms - {lm}
-    s3_store.put(keys.shipped_observations(run_id), doc)
-    finish(stored, s3_store, QASettings().blind_gate)
+    # without a stored choice there is nothing to release from, and refresh makes the choice
+    # the stage made, from the first looks, before it renders and releases
+    s3_store.delete(keys.shipped_observations(run_id))
+    with pytest.raises(InvalidInput, match="no choice of the ones to render at the shipped size"):
+        finish(stored, s3_store, QASettings().blind_gate)
+    refresh(s3_store, run_id)
+    assert s3_store.get(keys.shipped_observations(run_id)) == doc
     for name, data in manifests.items():
         assert s3_store.get(run[name]) == data, name
 

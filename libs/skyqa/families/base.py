@@ -149,7 +149,9 @@ class Planned(Generic[R]):
 @dataclass(frozen=True)
 class Rendered:
     """What a family's check reads besides its rows: the environment observations as rendered
-    (instance masks by request id) and the reviewed landmarks."""
+    (instance masks by request id) and the reviewed landmarks. ``requests`` are the observations
+    as they were rendered, which may be first looks at a working size, in files of their own,
+    rather than the planned requests a row was built from: take sizes and paths from them."""
 
     store: BlobStore
     run_id: str

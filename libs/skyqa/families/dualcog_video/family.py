@@ -70,7 +70,7 @@ class DualCogVideo:
         )
         out = Planned[VideoRow](rows=[])
         for n, m in enumerate(inputs.missions.missions):
-            if m.instance_id not in by_id:
+            if m.instance_id not in by_id or m.instance_id in inputs.excluded:
                 continue
             vi = by_id[m.instance_id]
             composed = composed_all[m.traj_id]
