@@ -28,11 +28,9 @@ def rendered(p: QAPlan, store: BlobStore, observations: Sequence[EnvRequest]) ->
     for r in observations:
         key = f"{root}/{r.output_segmentation}"
         if store.exists(key):
-            mask = media.decode_segmentation(store.get(key))[1]
-            # one stored at another size than its request's is not that render: its rows are
-            # checked as missing an observation, never on it
-            if mask.shape == (r.height, r.width):
-                masks[r.request_id] = mask
+            # at whatever size it was rendered: an AirSim camera renders at the size its
+            # settings give it, and the checks take the size from the mask
+            masks[r.request_id] = media.decode_segmentation(store.get(key))[1]
     valid = load_json(ValidInstancesFile, store.get(p.valid_instances), "valid instances")
     return Rendered(
         store=store,
