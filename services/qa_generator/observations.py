@@ -66,7 +66,8 @@ def round_of(p: QAPlan, store: BlobStore, done: render_pb2.RenderDone) -> tuple[
     landmarks' results that round gathers. A result answering no job of the plan at its size is
     refused (:class:`StrayResult`), so it can neither count nor fail the run."""
     lm = done.correlation
-    shipped = done.job_id == f"{SHIPPED_JOB}env-{lm}"
+    # a plan without first looks renders its observations once, where they ship: no shipped round
+    shipped = bool(p.requests.first_looks) and done.job_id == f"{SHIPPED_JOB}env-{lm}"
     asked = at_shipped_size(p, chosen(p, store)) if shipped else first_round(p)
     if shipped or done.job_id == f"env-{lm}":
         mine = [r for r in asked if r.landmark_id == lm]
