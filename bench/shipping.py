@@ -13,34 +13,43 @@ are 480x360 here, to keep the run short: their count, not their size, is what ch
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
-from skyqa import keys, media, scan
+from skyqa import keys, scan
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts import ValidInstancesFile, load_json
 from skyqa.contracts.missions import MissionIndex
-from skyqa.sim import BuiltinSimulator, CameraSpec, Pose, load_scene
+from skyqa.contracts.qa import EnvRequest, ViewRequest
+from skyqa.sim import BuiltinSimulator, load_scene
 
 from bench.release import release_request
 from bench.scaling import FleetRun, fleet_run
+from services.qa_generator.assets import render_env, render_view
 
-ENV_JPEG_QUALITY = 80  # the QA stage's env observation jobs
 
-
-def identical_to_direct_renders(root: Path, requests: list[dict[str, Any]], scene_id: str) -> dict[str, int]:
+def identical_to_direct_renders(
+    root: Path, views: list[dict[str, Any]], observations: list[dict[str, Any]], scene_id: str
+) -> dict[str, int]:
     """Each request's stored JPEG and segmentation against a direct render of its recorded pose
-    at its recorded size, byte for byte."""
+    at its recorded size (the refresh path's, into a scratch store), byte for byte."""
     sim = BuiltinSimulator(load_scene(scene_id))
     same = 0
-    for r in requests:
-        frame = sim.render(Pose(*r["pose"]), CameraSpec(r["width"], r["height"], r["fov_deg"]))
-        jpeg = media.encode_jpeg(frame.rgb, int(r.get("jpeg_quality", ENV_JPEG_QUALITY)))
-        seg = media.encode_segmentation(frame.semantic, frame.instance)
-        stored = (root / r["output_image"]).read_bytes(), (root / r["output_segmentation"]).read_bytes()
-        same += stored == (jpeg, seg)
-    return {"checked": len(requests), "identical": same}
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = LocalBlobStore(tmp)
+        rendered: list[ViewRequest | EnvRequest] = []
+        for v in views:
+            rendered.append(view := ViewRequest.model_validate(v))
+            render_view(scratch, "direct", view, sim)
+        for o in observations:
+            rendered.append(env := EnvRequest.model_validate(o))
+            render_env(scratch, "direct", env, sim)
+        for r in rendered:
+            paths = r.output_image, r.output_segmentation
+            same += all((root / f).read_bytes() == scratch.get(f"direct/{f}") for f in paths)
+    return {"checked": len(rendered), "identical": same}
 
 
 def _inspect(run: FleetRun, run_id: str) -> dict[str, Any]:
@@ -83,7 +92,7 @@ def _inspect(run: FleetRun, run_id: str) -> dict[str, Any]:
         },
         "stills_ratio_before_vs_now": round(before / max(1, now), 2),
         "identical_to_direct_render": identical_to_direct_renders(
-            root, sidecar["views"] + env_shipped, full.scene_id
+            root, sidecar["views"], env_shipped, full.scene_id
         ),
         "released_image_rows": released_stills(root, full.scene_id, sidecar, size),
     }
