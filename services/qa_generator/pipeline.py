@@ -32,6 +32,8 @@ from skyqa.families.held import held_landmarks
 from skyqa.protojson import pose_message, to_dict
 from skyqa.v1 import mission_pb2, render_pb2, scan_pb2
 
+from services.qa_generator.assets import JPEG_QUALITY
+
 REQUESTER = "qa"
 SHIPPED_JOB = "shipped-"  # the prefix of a job rendering observations again at the shipped size
 
@@ -206,7 +208,7 @@ def render_jobs(p: QAPlan, requests: Sequence[EnvRequest], tag: str = "") -> lis
                 width=req.width,
                 height=req.height,
                 fov_deg=req.fov_deg,
-                jpeg_quality=80,
+                jpeg_quality=JPEG_QUALITY,  # as the refresh path encodes them
                 modalities=["rgb", "segmentation"],
                 output_prefix=f"{root}/{req.output_image.rpartition('/')[0]}",
                 requester=REQUESTER,
