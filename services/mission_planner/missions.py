@@ -5,8 +5,8 @@ and index them all.
 
 The i-th reviewed landmark (sorted by id) takes the i-th atomic set and the i-th composite set,
 cycling, so every class is used once there are at least 10 landmarks (a held one's sets are not
-flown: the others keep the sets and mission ids they would have had without the rule). Planning state lives in
-the store (``video_tasks/mission_plan.json``), so replicas and restarts are safe.
+flown: the others keep the sets and mission ids they would have had without the rule). Planning
+state lives in the store (``video_tasks/mission_plan.json``), so replicas and restarts are safe.
 """
 
 from __future__ import annotations
