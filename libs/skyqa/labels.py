@@ -1,4 +1,5 @@
-"""Model output -> label, with named lenient stages and small recorded repairs.
+"""Model output -> label, with named lenient stages and small recorded repairs; and the
+plain-text rule for label and reviewer prose.
 
 UAV-DualCog's parser ends in a salvage stage that fills defaults (category "other",
 confidence 0.6) for unparseable text; that silently labels landmarks, so it is not done here:
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +21,39 @@ FENCED_JSON = re.compile(r"```json\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 FENCED_ANY = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
 GREEDY = re.compile(r"\{.*\}", re.DOTALL)
 MAX_WORDS = 20
+
+# Prose that reaches released files and prompts (a label's subcategory and description) or
+# sits beside them (reviewer notes) is plain text: letters, marks and digits of any script,
+# spaces and ordinary punctuation. Markup characters (< > &), backticks, control and format
+# characters (line breaks, bidi overrides, zero-width marks) are refused at the review API and
+# removed from model output, so no reader of a release has to escape it.
+PROSE_PUNCTUATION = frozenset(" ,.;:'\"-()/!?%\u2018\u2019\u201c\u201d\u2013\u2014")
+PROSE_RULE = "letters, digits, spaces and , . ; : ' \" - ( ) / ! ? %"
+MAX_SUBCATEGORY_CHARS = 64
+MAX_DESCRIPTION_CHARS = 300
+MAX_NOTE_CHARS = 500
+TAG = re.compile(r"<[^<>]*>?")
+
+
+def _prose_char(c: str) -> bool:
+    return c in PROSE_PUNCTUATION or unicodedata.category(c)[0] in "LMN"
+
+
+def prose_problem(text: str, what: str, limit: int) -> str:
+    """Why ``text`` is not plain prose of at most ``limit`` characters ("" when it is)."""
+    if len(text) > limit:
+        return f"{what} must be at most {limit} characters, got {len(text)}"
+    bad = sorted({c for c in text if not _prose_char(c)})
+    if bad:
+        return f"{what} may hold only {PROSE_RULE}, not {''.join(bad)!r}"
+    return ""
+
+
+def plain_prose(text: str) -> str:
+    """``text`` with tags, then every other character outside the prose rule, removed and
+    whitespace collapsed: a tag's attributes are not prose and would read as garbage."""
+    text = TAG.sub(" ", text)
+    return " ".join("".join(c if _prose_char(c) else " " for c in text).split())
 
 
 def extract_json(text: str) -> tuple[dict[str, Any] | None, str]:
@@ -49,20 +84,30 @@ class Label:
 
 
 def validate(payload: dict[str, Any]) -> tuple[Label | None, str]:
+    """A label from a model's (untrusted) JSON: text outside the prose rule is removed and
+    recorded as a repair; a field left empty, or too long to be prose, refuses the label."""
     repairs: list[str] = []
     lowered = {str(k).strip().lower(): v for k, v in payload.items()}
     category = str(lowered.get("category", "")).strip().lower().replace(" ", "_").replace("-", "_")
     if category not in CATEGORIES:
         return None, f"category {category!r} is not one of the 8 categories"
-    subcategory = " ".join(str(lowered.get("subcategory", "")).split())
-    if not subcategory:
-        return None, "subcategory is empty"
-    words = str(lowered.get("description", "")).split()
-    if not words:
-        return None, "description is empty"
+    texts = {}
+    for name in ("subcategory", "description"):
+        raw = " ".join(str(lowered.get(name, "")).split())
+        texts[name] = plain_prose(raw)
+        if texts[name] != raw:
+            repairs.append(f"{name}_markup_removed")
+        if not texts[name]:
+            return None, f"{name} is empty" + (" once markup is removed" if raw else "")
+    subcategory = texts["subcategory"]
+    if len(subcategory) > MAX_SUBCATEGORY_CHARS:
+        return None, f"subcategory is longer than {MAX_SUBCATEGORY_CHARS} characters"
+    words = texts["description"].split()
     if len(words) > MAX_WORDS:
         words = words[:MAX_WORDS]
         repairs.append("description_truncated")
+    if len(" ".join(words)) > MAX_DESCRIPTION_CHARS:
+        return None, f"description is longer than {MAX_DESCRIPTION_CHARS} characters"
     try:
         confidence = float(lowered.get("confidence"))  # type: ignore[arg-type]
     except (TypeError, ValueError):

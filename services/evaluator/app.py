@@ -53,14 +53,21 @@ async def setup(svc: Service) -> None:
         world = await run_world(svc.store, run_id, scene_id, worlds, svc.settings.scenes_dir)
         outputs = dict(result.outputs) | (world.outputs if world else {})
         top = result.leaderboard["models"][0]
+        best = top["image"].get("joint_correct")
+        not_run = sum(s.not_run for s in result.stats.values())
         await progress.report(
             run_id,
             stage,
             1,
             1,
             common_pb2.RUN_STATUS_COMPLETED,
-            f"{len(result.leaderboard['models'])} models scored; best image joint accuracy "
-            f"{top['image'].get('joint_correct', 0.0):.2f} ({top['model']})"
+            f"{len(result.leaderboard['models'])} models scored; "
+            + (
+                f"best image joint accuracy {best:.2f} ({top['model']})"
+                if isinstance(best, float)
+                else "no image row scored"
+            )
+            + (f"; {not_run} rows not run (budget {req.budget})" if not_run else "")
             + (f"; best world model {world.leaderboard['models'][0]['model']}" if world else ""),
             outputs=outputs,
         )
@@ -69,13 +76,20 @@ async def setup(svc: Service) -> None:
         await run(event.run_id, event.scene_id, event.evaluation)
 
     async def on_request(event: eval_pb2.EvaluationRequest, d: Delivery) -> None:
-        asked = event.request_id
-        await run(
-            event.run_id, event.scene_id, event.spec, f"{STAGE}-{asked}" if keys.is_valid_id(asked) else STAGE
-        )
+        await run(event.run_id, event.scene_id, event.spec, request_stage(event))
 
     svc.bus.handle(QA_DONE, qa_pb2.QACompleted, on_qa, stage=STAGE)
-    svc.bus.handle(REQUESTED, eval_pb2.EvaluationRequest, on_request, stage=STAGE)
+    # the gateway tells the client to watch ``eval-<request>``: a dead letter must end that
+    # stage, also when the request fails before its first progress report
+    svc.bus.handle(
+        REQUESTED, eval_pb2.EvaluationRequest, on_request, stage=STAGE, progress_stage=request_stage
+    )
+
+
+def request_stage(event: eval_pb2.EvaluationRequest) -> str:
+    """The run stage an evaluation request reports on (the gateway names it to the client)."""
+    asked = event.request_id
+    return f"{STAGE}-{asked}" if keys.is_valid_id(asked) else STAGE
 
 
 def create(settings: Settings, store: BlobStore | None = None) -> Service:

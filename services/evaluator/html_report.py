@@ -29,9 +29,17 @@ def _bars_svg(board: dict[str, Any]) -> str:
         parts.append(f"<text x={x0} y={height + 30}>{html.escape(task)}</text>")
         for m, e in enumerate(board["models"]):
             st = e["per_task"].get(task, {})
-            acc = float(st.get("option_correct", 0.0))
-            lo, hi = st.get("option_correct_ci95", [acc, acc])
             x = x0 + m * bw
+            if "option_correct" not in st:
+                # nothing scored (not asked, or cut by the budget): a zero bar would read as
+                # every answer wrong
+                parts.append(
+                    f"<text x={x} y={height + 8}>–<title>{html.escape(e['model'])} {task}: "
+                    "not scored</title></text>"
+                )
+                continue
+            acc = float(st["option_correct"])
+            lo, hi = st.get("option_correct_ci95", [acc, acc])
             parts.append(
                 f"<rect x={x} y={10 + height * (1 - acc):.1f} width={bw - 2} height={height * acc:.1f} "
                 f"fill={colours[m % len(colours)]}><title>{html.escape(e['model'])} {task}: {acc:.3f} "
@@ -106,7 +114,9 @@ def _group_tables(models: list[dict[str, Any]]) -> str:
             cells = []
             for g in groups:
                 s = e.get("per_group", {}).get(fam, {}).get(g, {})
-                metric = next((k for k in s if k != "count" and not k.endswith("_ci95")), None)
+                metric = next(
+                    (k for k in s if k not in ("count", "not_run") and not k.endswith("_ci95")), None
+                )
                 cells.append(f"{s[metric]} {s[metric + '_ci95']} (n={s['count']})" if metric else "–")
             rows.append([e["model"], *cells])
         out.append(f"<h3>{html.escape(fam)}</h3>" + _table(["model", *groups], rows))
@@ -145,7 +155,16 @@ def html_page(board: dict[str, Any], title: str) -> bytes:
         ],
     )
     circular = _table(
-        ["model", "vanilla", "circular", "circular 95% CI", "consistency", "letter share"],
+        [
+            "model",
+            "vanilla",
+            "circular",
+            "circular 95% CI",
+            "consistency",
+            "letter share",
+            "groups",
+            "incomplete groups (left out)",
+        ],
         [
             [
                 e["model"],
@@ -154,6 +173,8 @@ def html_page(board: dict[str, Any], title: str) -> bytes:
                 e["circular"].get("circular_ci95"),
                 e["circular"].get("consistent"),
                 e["circular"]["letter_share"],
+                e["circular"]["groups"],
+                e["circular"].get("incomplete_groups", 0),
             ]
             for e in models
             if "circular" in e
@@ -243,7 +264,8 @@ def html_page(board: dict[str, Any], title: str) -> bytes:
 <h2>Visual-evidence access</h2><p>Image option accuracy per condition; gaps: visual = full − text_only,
 resolution = full − thumbnail, access = crop − full, augmentation = full_crop − full.</p>{access}
 <h2>CircularEval</h2><p>Each MCQ asked once per rotation of its options; circular counts a group only if
-every rotation is right; consistency: the same answer content in every rotation.</p>{circular}
+every rotation is right; consistency: the same answer content in every rotation. A group with a rotation
+that was not run (budget) is left out and counted as incomplete.</p>{circular}
 <h2>Process level (GT reasoning steps, schema_cot)</h2>{process}
 <h2>Reasoning formats (UltraVR S0-S5)</h2><p>Option accuracy, every family's rows, when asked
 directly (full), with a generic step-by-step instruction (generic_cot), with the ground-truth

@@ -83,7 +83,21 @@ def _entry(model: str, mine: list[dict[str, Any]], families: Sequence[TaskFamily
     }
     if len(access) > 1:
         entry["evidence_access"] = access
-        entry["access_gaps"] = access_gaps(access)
+        # a gap is a difference on the same questions: with a budget each condition is cut at
+        # a different row, so the gaps are taken over the rows every condition scored
+        image_rows = [i for i in mine if i["condition"] in access and i["task"] in IMAGE_TASKS]
+        scored = [{i["sample_id"] for i in image_rows if i["condition"] == c and _scored(i)} for c in access]
+        common = set.intersection(*scored)
+        entry["access_gaps"] = access_gaps(
+            {
+                c: summarize(
+                    [i for i in image_rows if i["condition"] == c and i["sample_id"] in common],
+                    ("option_correct",),
+                )
+                for c in access
+            }
+        )
+        entry["access_gap_rows"] = len(common)
     circ = [i for i in mine if i["condition"] == "circular"]
     if circ:
         entry["circular"] = circular_summary(circ)
@@ -126,10 +140,21 @@ def access_gaps(access: dict[str, dict[str, Any]]) -> dict[str, float]:
 
 def circular_summary(items: list[dict[str, Any]]) -> dict[str, Any]:
     """Vanilla (rotation 0) and circular accuracy (every rotation right), consistency (the
-    same answer *content* in every rotation) and the chosen-letter histogram (position bias)."""
+    same answer *content* in every rotation) and the chosen-letter histogram (position bias).
+
+    Only complete groups count: a group with a rotation that was never scored (cut by the
+    budget, or absent) has no circular verdict, and leaving it in would make vanilla and
+    circular accuracy describe different questions. Such groups are reported as
+    ``incomplete_groups``; a failed request is scored (wrong), so it does not make a group
+    incomplete."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for i in items:
         groups.setdefault(i["base_sample_id"], []).append(i)
+    complete = [
+        g
+        for g in groups.values()
+        if all(_scored(i) for i in g) and sorted(int(i["rotation"]) for i in g) == list(range(len(g)))
+    ]
     per_group = [
         {
             "landmark_id": g[0]["landmark_id"],
@@ -139,15 +164,28 @@ def circular_summary(items: list[dict[str, Any]]) -> dict[str, Any]:
                 len({i.get("pred_label", "") for i in g}) == 1 and bool(g[0].get("pred_label"))
             ),
         }
-        for g in groups.values()
+        for g in complete
     ]
-    letters = Counter(i["pred_option"] for i in items if i["parse_kind"] == "choice")
+    # over complete groups only: there every label sits under every letter once, so a skewed
+    # share is the model's bias and not the order the budget happened to stop in
+    letters = Counter(i["pred_option"] for g in complete for i in g if i["parse_kind"] == "choice")
     total = sum(letters.values())
-    return {
+    out = {
         **summarize(per_group, ("vanilla", "circular", "consistent")),
         "groups": len(per_group),
+        "incomplete_groups": len(groups) - len(per_group),
         "letter_share": {k: round(v / total, 4) for k, v in sorted(letters.items())} if total else {},
     }
+    if len(per_group) < len(groups):
+        out["note"] = (
+            f"{len(groups) - len(per_group)} of {len(groups)} groups left out: not every "
+            "rotation was run (budget)"
+        )
+    return out
+
+
+def _scored(item: dict[str, Any]) -> bool:
+    return isinstance(item.get("option_correct"), int | float)
 
 
 def task_correlation(
@@ -212,10 +250,12 @@ def leaderboard(
     board = [_entry(m, [i for i in items if i["model"] == m], families) for m in models]
     board.sort(key=lambda e: -float(e["image"].get("joint_correct", 0.0)))
     prior = next((e for e in board if e["model"] == "text_prior"), None)
-    if prior is not None:
-        base = float(prior["image"].get("option_correct", 0.0))
+    # a side with no scored image row (cut by the budget) has no accuracy, not an accuracy of 0
+    if prior is not None and "option_correct" in prior["image"]:
+        base = float(prior["image"]["option_correct"])
         for e in board:
-            e["visual_gap_over_text_prior"] = round(float(e["image"].get("option_correct", 0.0)) - base, 4)
+            if "option_correct" in e["image"]:
+                e["visual_gap_over_text_prior"] = round(float(e["image"]["option_correct"]) - base, 4)
     return {
         "ranked_by": "image joint accuracy (option and box), full condition",
         "models": board,

@@ -38,8 +38,14 @@ def bootstrap_ci(
 def summarize(
     rows: list[dict[str, float | str]], metrics: Sequence[str], cluster: str = "landmark_id"
 ) -> dict[str, object]:
-    """Mean and cluster-bootstrap CI of each metric over rows that have it."""
+    """Mean and cluster-bootstrap CI of each metric over rows that have it.
+
+    A row the budget cut (``not_run``) has no scores: it is not a wrong answer, so it is left
+    out of the means, but counted in ``count`` and, when there are any, in ``not_run``, so a
+    truncated summary says what it does not cover."""
     out: dict[str, object] = {"count": len(rows)}
+    if skipped := sum(1 for r in rows if r.get("parse_kind") == "not_run"):
+        out["not_run"] = skipped
     for m in metrics:
         have = [r for r in rows if isinstance(r.get(m), int | float)]
         if not have:

@@ -19,7 +19,7 @@ from skyqa.contracts import (
 from skyqa.contracts.landmarks import CARDINALS, RING
 from skyqa.contracts.review import ValidSummary
 from skyqa.errors import InvalidInput
-from skyqa.labels import validate
+from skyqa.labels import MAX_DESCRIPTION_CHARS, MAX_NOTE_CHARS, MAX_SUBCATEGORY_CHARS, prose_problem, validate
 from skyqa.v1 import labeller_pb2
 
 MIN_VALID_VIEWS = 4
@@ -74,10 +74,20 @@ def find(doc: InstancesFile, instance_id: str) -> LandmarkInstance:
     raise ReviewError(f"no landmark {instance_id!r} in this run")
 
 
+def _plain(text: str, what: str, limit: int) -> str:
+    """``text`` stripped, or ReviewError: reviewer prose is released or shown beside what is,
+    so it is held to the plain-text rule (``skyqa.labels``) instead of escaped by every reader."""
+    text = text.strip()
+    if problem := prose_problem(text, what, limit):
+        raise ReviewError(problem)
+    return text
+
+
 def decide(state: ReviewState, doc: InstancesFile, instance_id: str, action: str, note: str = "") -> None:
     review = state.instances[find(doc, instance_id).instance_id]
     if action not in ("keep", "drop"):
         raise ReviewError(f"action must be keep or drop, got {action!r}")
+    note = _plain(note, "note", MAX_NOTE_CHARS)
     if action == "keep":
         inst = find(doc, instance_id)
         if not review.main_view or review.main_view in review.invalid_views:
@@ -158,6 +168,10 @@ def update_labels(
     description: str,
     note: str = "",
 ) -> None:
+    # refused, not cleaned as a model's label is: the reviewer is there to fix the text
+    subcategory = _plain(subcategory, "subcategory", MAX_SUBCATEGORY_CHARS)
+    description = _plain(description, "description", MAX_DESCRIPTION_CHARS)
+    note = _plain(note, "note", MAX_NOTE_CHARS)
     label, problem = validate(
         {"category": category, "subcategory": subcategory, "description": description, "confidence": 1.0}
     )
@@ -175,6 +189,20 @@ def update_labels(
 
 def apply_label(state: ReviewState, result: labeller_pb2.LabelResult) -> InstanceReview:
     review = state.instances[result.landmark_id]
+    refused = result.ok and (
+        prose_problem(result.subcategory, "subcategory", MAX_SUBCATEGORY_CHARS)
+        or prose_problem(result.description, "description", MAX_DESCRIPTION_CHARS)
+    )
+    if refused:
+        # the labeller removes markup from a model's text; a result that still has some comes
+        # from an older or broken labeller and is a failed label, never released text
+        result = labeller_pb2.LabelResult(
+            landmark_id=result.landmark_id,
+            ok=False,
+            model=result.model,
+            reason=f"label refused: {refused}",
+            views_used=result.views_used,
+        )
     review.auto_label = AutoLabel(
         ok=result.ok,
         category=result.category,

@@ -15,7 +15,7 @@ import time
 from google.protobuf.message import Message
 from skyqa import keys, scan
 from skyqa.bus import Delivery, topology
-from skyqa.contracts import InstancesFile, ReviewState, load_json
+from skyqa.contracts import AutoLabel, InstancesFile, ReviewState, load_json
 from skyqa.contracts.base import dump_json
 from skyqa.runtime import Service
 from skyqa.runtime.stage import Completion, Stage
@@ -92,13 +92,15 @@ class Reviewer:
             if result.landmark_id not in state.instances or state.finalized:
                 return []
             r = review.apply_label(state, result)
-            event = "web_auto_label_item_done" if result.ok else "web_auto_label_item_failed"
+            # what was applied, which a label refused for its text is not
+            applied = r.auto_label or AutoLabel(ok=False)
+            event = "web_auto_label_item_done" if applied.ok else "web_auto_label_item_failed"
             return [
                 {
                     "event": event,
                     "instance_id": result.landmark_id,
                     "status": r.annotation_status,
-                    "reason": result.reason,
+                    "reason": applied.reason,
                 }
             ]
 

@@ -1,8 +1,8 @@
 """Markup in review data is shown as text, in a real Chromium, on a real run (issue 15 item 3).
 
-One human-review run serves the whole module: markup is refused as a class-name hint, stored
-through the labels API (which stays free text) and planted in the state as a class name written
-before the rule existed; the review page and the gateway dashboard must show it literally, run
+One human-review run serves the whole module: markup is refused as a class-name hint and as
+label text (issue 41 item 6), and planted in the state as a class name and labels written
+before the rules existed; the review page and the gateway dashboard must show it literally, run
 no script, load under their Content-Security-Policy, and keep the token out of storage.
 """
 
@@ -65,11 +65,14 @@ async def test_markup_in_review_data_is_text_under_a_strict_policy(tmp_path: Pat
             for payload in (BREAKOUT, PLAIN, "ok name; drop"):
                 r = await http.post(f"{runs}/instances/{first}/class_name", json={"class_name": payload})
                 assert r.status_code == 400, (payload, r.text)
-            r = await http.post(
-                f"{runs}/instances/{first}/labels",
-                json={"category": "building", "subcategory": BREAKOUT, "description": f"{PLAIN} {SCRIPT}"},
-            )
-            assert r.status_code == 200, r.text
+            for label in (
+                {"subcategory": BREAKOUT, "description": "x"},
+                {"subcategory": "x", "description": PLAIN},
+            ):
+                r = await http.post(
+                    f"{runs}/instances/{first}/labels", json={"category": "building", **label}
+                )
+                assert r.status_code == 400 and "may hold only" in r.json()["detail"], (label, r.text)
             # ids that are not ids would address other KV keys (or make JetStream fail with 500)
             for bad in ("a.%2A", "a%20b", "a.b"):
                 r = await http.get(f"/review/api/runs/{bad}")
@@ -84,6 +87,8 @@ async def test_markup_in_review_data_is_text_under_a_strict_policy(tmp_path: Pat
         def plant(state: ReviewState) -> list[dict[str, Any]]:
             state.instances[second].class_name = BREAKOUT
             state.instances[second].note = PLAIN
+            state.instances[first].landmark_subcategory = BREAKOUT
+            state.instances[first].landmark_description = f"{PLAIN} {SCRIPT}"
             return []
 
         await landmark.state["reviewer"].book.change(req.run_id, plant)

@@ -552,3 +552,152 @@ async def test_the_llm_judge_re_marks_only_free_form_steps(tmp_path: Path) -> No
         await judge_item(again, gold, Judge("judge", judge.model, Cache(tmp_path / "judge.jsonl")))
         # (an unreadable reply is kept too, like a model's: asking again at temperature 0 repeats it)
         assert len(prompts) == 2 and again["step_correct"] == [0, 0, 1, 0]
+
+
+class EvalOutage(LocalBlobStore):
+    """A store whose writes under ``eval/`` always fail: an evaluation that can never finish."""
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> Any:
+        if "/eval/" in key:
+            raise OSError(f"store unavailable writing {key}")
+        return super().put(key, data, content_type)
+
+
+async def _stage_settles(bus: Bus, run: str, stage: str, timeout_s: float = 60.0) -> dict[str, Any]:
+    """The run state once ``stage`` has completed or failed."""
+    runs = await bus.kv(topology.RUNS_BUCKET)
+    deadline = time.monotonic() + timeout_s
+    doc: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        doc, _ = await runs.get(run)
+        if doc and doc.get("stages", {}).get(stage, {}).get("status") in ("completed", "failed"):
+            return doc
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"stage {stage} of {run} never ended: {doc}")
+
+
+async def test_a_dead_lettered_evaluation_request_fails_its_own_stage_with_the_reason(
+    settings: Settings, bus: Bus, tmp_path: Path, unique: str
+) -> None:
+    """Issue 41.4b: the gateway tells the client to watch ``eval-<request>``; a request that is
+    dead-lettered, after its retries or at once, must end that stage failed with the reason."""
+    store = EvalOutage(tmp_path / "store")
+    run, empty = f"deadeval-{unique}", f"noqa-{unique}"
+    write_manifest(store, 2, run)
+    settings.evaluation.cache_dir = tmp_path / "cache"
+    svc = evaluator_app.create(settings, store)
+    await svc.start(http=False)
+    try:
+        progress, _ = svc.require()
+        # a released run whose evaluation completed: what an evaluation request is usually for
+        await progress.open(run, SCENE)
+        await progress.report(run, "eval", 1, 1, common_pb2.RUN_STATUS_COMPLETED, "evaluated")
+        await progress.open(empty, SCENE)
+        again = eval_pb2.EvaluationRequest(run_id=run, scene_id=SCENE, request_id="again")
+        again.spec.conditions.append("full")
+        await bus.publish(topology.EVAL_REQUESTED, again, msg_id=f"again-{unique}", run_id=run)
+        # no QA to evaluate: refused before the handler reports any progress
+        refused = eval_pb2.EvaluationRequest(run_id=empty, scene_id=SCENE, request_id="early")
+        await bus.publish(topology.EVAL_REQUESTED, refused, msg_id=f"early-{unique}", run_id=empty)
+
+        state = await _stage_settles(bus, run, "eval-again")
+        stage = state["stages"]["eval-again"]
+        assert stage["status"] == "failed"
+        assert stage["message"].startswith("max_deliver_exceeded: OSError: store unavailable")
+        # the release and its first evaluation stay valid
+        assert state["status"] == "completed" and state["stages"]["eval"]["status"] == "completed"
+        assert stage["message"] in state["errors"]
+
+        state = await _stage_settles(bus, empty, "eval-early")
+        assert state["stages"]["eval-early"]["status"] == "failed" and state["status"] == "failed"
+        assert "no QA manifests" in state["stages"]["eval-early"]["message"]
+        assert "eval" not in state["stages"]  # the run's own evaluation was not this request's
+    finally:
+        await svc.stop()
+
+
+async def test_a_budget_of_one_circular_request_completes_over_the_bus(
+    settings: Settings, bus: Bus, tmp_path: Path, unique: str
+) -> None:
+    """Issue 41.4a: budget 1 cut every group but one rotation short; it used to raise KeyError
+    in the circular summary on every delivery until the request was dead-lettered."""
+    store = LocalBlobStore(tmp_path / "store")
+    run = f"budget-{unique}"
+    write_manifest(store, 2, run)
+    settings.evaluation.cache_dir = tmp_path / "cache"
+    seen: list[str] = []
+    with ServedApp(recording_server(seen)) as served:
+        settings.evaluation.allowed_endpoints = [ModelEndpoint(kind="openai", url=f"{served.url}/v1")]
+        svc = evaluator_app.create(settings, store)
+        await svc.start(http=False)
+        try:
+            await svc.require()[0].open(run, SCENE)
+            asked = eval_pb2.EvaluationRequest(run_id=run, scene_id=SCENE, request_id="one")
+            asked.spec.models.add(kind="openai", url=f"{served.url}/v1", model="m")
+            asked.spec.conditions.append("circular")
+            asked.spec.budget = 1
+            await bus.publish(topology.EVAL_REQUESTED, asked, msg_id=f"one-{unique}", run_id=run)
+            state = await _stage_settles(bus, run, "eval-one")
+        finally:
+            await svc.stop()
+    assert state["stages"]["eval-one"]["status"] == "completed", state["errors"]
+    assert len(seen) == 1  # the budget held
+    board = json.loads(store.get(state["outputs"]["leaderboard"]))
+    m = next(e for e in board["models"] if e["model"] == "m")
+    # the one request answered a full-condition row; no rotation group is complete
+    assert m["circular"]["groups"] == 0 and m["circular"]["incomplete_groups"] == 2
+    assert "vanilla" not in m["circular"] and m["image"]["not_run"] == 1
+    assert "rows not run (budget 1)" in state["stages"]["eval-one"]["message"]
+
+
+@pytest.mark.parametrize("budget", [1, 5, 10, 16])
+async def test_a_budget_cut_evaluation_summarizes_only_what_ran_and_says_so(
+    tmp_path: Path, budget: int
+) -> None:
+    """Issue 41.4a: default conditions (full, text_only, circular, schema_cot) under a budget
+    that stops each responder part way (1: one full row; 5: five of six; 10: all six, then four
+    text-only rows; 16: all full and text-only rows, then one rotation group) write every
+    report, and no summary scores a row that was not run or compares different rows."""
+    store = LocalBlobStore(tmp_path / "store")
+    rows = write_manifest(store, 6)
+    server, port = await serve_grpc(Oracle(rows))
+    try:
+        ep = ModelEndpoint(kind="grpc", url=f"127.0.0.1:{port}", model="oracle")
+        result = await evaluate(
+            store,
+            RUN,
+            SCENE,
+            [ep],
+            tmp_path / "cache",
+            budget=budget,
+            conditions=Settings().evaluation.conditions,
+        )
+    finally:
+        await server.stop(None)
+    board = {e["model"]: e for e in result.leaderboard["models"]}
+    oracle = board["oracle"]
+    full_run = min(budget, 6)
+    assert oracle["parse"] == {"choice": full_run, **({"not_run": 6 - full_run} if full_run < 6 else {})}
+    # the oracle is right on every row it was asked: a cut row is not a wrong answer
+    assert oracle["image"]["option_correct"] == 1.0 and oracle["image"].get("not_run", 0) == 6 - full_run
+    for e in board.values():
+        c = e["circular"]
+        assert c["groups"] + c["incomplete_groups"] == 6
+        assert ("note" in c) == (c["incomplete_groups"] > 0)
+        assert ("vanilla" in c) == (c["groups"] > 0)
+        assert sum(c["letter_share"].values()) == pytest.approx(1.0, abs=1e-3) or not c["letter_share"]
+    assert oracle["circular"]["groups"] == (1 if budget == 16 else 0)
+    if budget == 16:
+        assert oracle["circular"]["circular"] == 1.0 and set(oracle["circular"]["letter_share"]) == set(
+            "ABCD"
+        )
+    # text_only got what full left over: the gap is over the rows both scored, or not at all
+    assert oracle["access_gap_rows"] == min(6, max(0, budget - 6))
+    assert oracle["access_gaps"] == ({"visual": 0.0} if budget > 6 else {})
+    prior = board["text_prior"]["image"]
+    assert ("visual_gap_over_text_prior" in oracle) == ("option_correct" in prior)
+    paired = {(p["a"], p["b"]): p for p in result.leaderboard["paired"]}
+    assert paired[("oracle", "random")]["rows"] == full_run
+    page = store.get(result.outputs["eval_report"]).decode()
+    assert "incomplete groups (left out)" in page
+    assert store.get(result.outputs["eval_image_metrics"]).startswith(b"model,")

@@ -106,3 +106,46 @@ async def test_a_bound_subject_refuses_another_message_type(replicas: list[Servi
 
 async def _never(msg: common_pb2.Progress, d: Delivery) -> None:
     raise AssertionError("never registered")
+
+
+async def test_a_dead_letter_fails_every_stage_its_delivery_reported_on(
+    settings: Settings, tmp_path: Path, unique: str
+) -> None:
+    """Issue 41.4b, in the runtime: a handler that opens a stage of its run other than its
+    registration's and then keeps failing leaves no stage running; one it completed stays so,
+    and another run's stage it reported on is not its to fail."""
+    run_id, other = f"run-{unique}", f"other-{unique}"
+    subject = f"skyqa.v1.eval.t{unique}"
+
+    async def setup(svc: Service) -> None:
+        progress, _ = svc.require()
+
+        async def on(msg: common_pb2.Progress, d: Delivery) -> None:
+            await progress.report(msg.run_id, "first", 1, 1, common_pb2.RUN_STATUS_COMPLETED, "done")
+            await progress.report(msg.run_id, "second", 0, 4, message="working")
+            await progress.report(other, "elsewhere", 0, 1, message="not mine")
+            raise RuntimeError("disk on fire")
+
+        spec = topology.ConsumerSpec(f"fails-{unique}", topology.EVENTS_STREAM, subject)
+        svc.bus.handle(spec, common_pb2.Progress, on, stage="t")
+
+    svc = Service("failing", settings, setup, store=LocalBlobStore(tmp_path))
+    await svc.start(http=False)
+    try:
+        progress, _ = svc.require()
+        await progress.open(run_id, "tiny_town")
+        await progress.open(other, "tiny_town")
+        await svc.bus.publish(subject, common_pb2.Progress(run_id=run_id), msg_id=f"m-{unique}")
+        for _ in range(200):
+            state = await _state(svc, run_id)
+            if state.stages.get("second") and state.stages["second"].status == "failed":
+                break
+            await asyncio.sleep(0.05)
+        assert state.stages["second"].status == "failed"
+        assert state.stages["second"].message == "max_deliver_exceeded: RuntimeError: disk on fire"
+        assert state.stages["t"].status == "failed" and state.status == "failed"
+        assert state.stages["first"].status == "completed"
+        elsewhere = await _state(svc, other)
+        assert elsewhere.stages["elsewhere"].status == "running" and elsewhere.status != "failed"
+    finally:
+        await svc.stop()

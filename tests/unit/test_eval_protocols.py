@@ -120,6 +120,68 @@ def test_circular_summary_on_a_known_fixture() -> None:
     assert s["letter_share"]["A"] == pytest.approx(6 / 12, abs=1e-4)
 
 
+def _not_run(base: str, rot: int) -> dict[str, Any]:
+    return {"base_sample_id": base, "landmark_id": base, "rotation": rot, "parse_kind": "not_run"}
+
+
+def test_circular_summary_leaves_out_groups_the_budget_cut() -> None:
+    """Issue 41.4a: a group whose rotation 0, or any other, was not run has no circular
+    verdict; it used to raise KeyError('option_correct')."""
+    items = [
+        *(_item("a", k, True, "Left", "ABCD"[k]) for k in range(4)),
+        # rotation 0 cut: its three answered rotations must not count as a vanilla or circular hit
+        _not_run("b", 0),
+        *(_item("b", k, True, "Right", "ABCD"[k]) for k in range(1, 4)),
+        # a wrong rotation 0 and a cut rotation 2: not a circular miss either, and all its "A"s
+        # would skew the letter shares
+        _item("c", 0, False, "Back", "A"),
+        _item("c", 1, True, "Right", "A"),
+        _not_run("c", 2),
+        _item("c", 3, True, "Right", "A"),
+    ]
+    s = circular_summary(items)
+    assert (s["groups"], s["incomplete_groups"], s["count"]) == (1, 2, 1)
+    assert s["vanilla"] == 1.0 and s["circular"] == 1.0 and s["consistent"] == 1.0
+    assert s["letter_share"] == {"A": 0.25, "B": 0.25, "C": 0.25, "D": 0.25}
+    assert s["note"].startswith("2 of 3 groups left out")
+    empty = circular_summary([_not_run("a", k) for k in range(4)])
+    assert empty == {
+        "count": 0,
+        "groups": 0,
+        "incomplete_groups": 1,
+        "letter_share": {},
+        "note": empty["note"],
+    }
+
+
+def test_budget_cut_rows_are_neither_scored_nor_compared() -> None:
+    """Issue 41.4a beyond CircularEval: rows the budget cut stay out of means (and are counted
+    as not run), and the access gap compares the rows both conditions scored."""
+
+    def row(condition: str, sid: str, right: bool | None) -> dict[str, Any]:
+        base = {"model": "m", "condition": condition, "sample_id": sid, "base_sample_id": sid,
+                "rotation": 0, "task": "env_where", "landmark_id": sid, "category": "c",
+                "difficulty": "4way", "parse_stage": ""}  # fmt: skip
+        if right is None:
+            return {**base, "parse_kind": "not_run"}
+        return {**base, "parse_kind": "choice", "option_correct": float(right)}
+
+    items = [row("full", f"s{i}", i < 2) for i in range(4)]
+    items += [row("text_only", "s0", True), row("text_only", "s1", True)]
+    items += [row("text_only", f"s{i}", None) for i in (2, 3)]
+    # text_prior: nothing scored, so nobody has a gap over it
+    items += [{**row("full", f"s{i}", None), "model": "text_prior"} for i in range(4)]
+    board = leaderboard(items)
+    m = next(e for e in board["models"] if e["model"] == "m")
+    assert m["evidence_access"]["text_only"]["option_correct"] == 1.0
+    assert m["evidence_access"]["text_only"]["not_run"] == 2
+    # over s0 and s1, the model is right with and without pixels: no visual gap, not -0.5
+    assert m["access_gaps"] == {"visual": 0.0} and m["access_gap_rows"] == 2
+    prior = next(e for e in board["models"] if e["model"] == "text_prior")
+    assert prior["image"] == {"count": 4, "not_run": 4} and "visual_gap_over_text_prior" not in m
+    assert board["paired"] == []  # text_prior has no scored row to pair with
+
+
 def test_access_gaps_follow_ultravr() -> None:
     acc = {
         c: {"option_correct": v}

@@ -155,6 +155,46 @@ def test_review_actions_validate_input() -> None:
         review.update_labels(state, d, "4_3", "castle", "keep", "old keep")
 
 
+def test_a_models_label_loses_markup_with_a_recorded_repair() -> None:
+    """Issue 41 item 6: a labeller model's text is untrusted; markup never reaches a label's
+    subcategory or description (which released prompts quote), and what was removed is said."""
+    label, problem = validate(
+        dict(
+            GOOD,
+            subcategory="<b>office</b> tower",
+            description="facade of a tall tower <img src=x onerror=alert(1)>",
+        )
+    )
+    assert label is not None and not problem
+    assert (label.subcategory, label.description) == ("office tower", "facade of a tall tower")
+    assert label.repairs == ["subcategory_markup_removed", "description_markup_removed"]
+    label, _ = validate(dict(GOOD, description="red `brick` & stone\u202e house <unclosed onload=x"))
+    assert label is not None and label.description == "red brick stone house"
+    # nothing left, or too long to be a description: a failed attempt with the reason, no crash
+    assert validate(dict(GOOD, subcategory="<script></script>")) == (
+        None,
+        "subcategory is empty once markup is removed",
+    )
+    assert validate(dict(GOOD, description="x" * 301))[1] == "description is longer than 300 characters"
+    assert validate(dict(GOOD, subcategory="y" * 65))[1] == "subcategory is longer than 64 characters"
+    plain, _ = validate(dict(GOOD, description='a "red" brick tower (old), 3 floors; isn\u2019t tall'))
+    assert plain is not None and plain.repairs == []
+
+
+def test_a_label_result_still_carrying_markup_is_a_failed_label() -> None:
+    d = doc()
+    state = review.initial_state("r", d, "k", "auto")
+    forged = labeller_pb2.LabelResult(
+        landmark_id="4_3", ok=True, category="building", subcategory="house", confidence=0.9,
+        description="tall tower <img src=x onerror=alert(1)>", model="old-labeller",
+    )  # fmt: skip
+    r = review.apply_label(state, forged)
+    assert r.auto_label is not None and not r.auto_label.ok
+    assert r.auto_label.reason.startswith("label refused: description may hold only")
+    assert r.auto_label.description == "" and r.landmark_description == ""
+    assert r.annotation_status == "failed"
+
+
 def test_valid_instances_are_kept_and_labelled_and_honour_invalid_views() -> None:
     d = doc()
     state = review.initial_state("r", d, "runs/r/scene_data/s/landmarks_raw/s.instances.json", "auto")

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -19,6 +20,7 @@ from pydantic import SecretStr
 from review_fixtures import VIEW_KEY, landmarks
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts import InstanceReview, InstancesFile, ReviewState
+from skyqa.servers import ServedApp
 from skyqa.settings import Settings
 
 from services.landmark import review
@@ -252,3 +254,50 @@ def test_static_files_are_installed_with_the_package() -> None:
                 assert any(fnmatch.fnmatch(f.name, p) for p in patterns), (
                     f"{folder}/{f.name} not in package-data"
                 )
+
+
+# -- reviewer prose over real HTTP (issue 41 item 6) ---------------------------------------
+
+ISSUE_PAYLOAD = "facade of a tall tower <img src=x onerror=alert(document.domain)>"
+NOT_PLAIN = [
+    ISSUE_PAYLOAD,
+    "</textarea><script>window.__xss=3</script>",
+    "fish & chips",
+    "run `rm -rf`",
+    "two\nlines",
+    "left\u202eright",
+    "zero\u200bwidth",
+    "nul\x00byte",
+]
+LABEL = {"category": "building", "subcategory": "office tower", "description": "a grey tower"}
+
+
+def test_reviewer_prose_is_held_to_the_plain_text_rule_over_http(tmp_path: Path) -> None:
+    """Description, subcategory and notes (labels and keep/drop) refuse markup, control and
+    format characters and overlong text with a 400 that says why, and change nothing; plain
+    prose in any script with ordinary punctuation is stored as given."""
+    client, reviewer = web(tmp_path)
+    base = "/review/api/runs/r1/instances/4_3"
+    before = reviewer.book.states["r1"].model_copy(deep=True)
+    attempts = [
+        *((f"{base}/labels", {**LABEL, field: bad}, field) for field in ("description", "subcategory", "note") for bad in NOT_PLAIN),
+        *((f"{base}/decide", {"action": "drop", "note": bad}, "note") for bad in NOT_PLAIN),
+        (f"{base}/labels", {**LABEL, "description": "tall " * 61}, "description"),
+        (f"{base}/labels", {**LABEL, "subcategory": "x" * 65}, "subcategory"),
+        (f"{base}/labels", {**LABEL, "note": "n" * 501}, "note"),
+        (f"{base}/decide", {"action": "drop", "note": "n" * 501}, "note"),
+    ]  # fmt: skip
+    with ServedApp(client.app) as served, httpx.Client(base_url=served.url, headers=AUTH) as http:
+        for path, body, field in attempts:
+            r = http.post(path, json=body)
+            assert r.status_code == 400, (body, r.text)
+            assert r.json()["detail"].startswith(field), (body, r.text)
+        assert reviewer.book.states["r1"] == before
+        prose = 'the "Old Mill" (1890), a brick tower: tall; red/brown - isn\u2019t it? 教堂 100%'
+        r = http.post(f"{base}/labels", json={**LABEL, "description": prose, "note": " checked twice. "})
+        assert r.status_code == 200, r.text
+        r = http.post(f"{base}/decide", json={"action": "drop", "note": "blurry, see view 3"})
+        assert r.status_code == 200, r.text
+    stored = reviewer.book.states["r1"].instances["4_3"]
+    assert stored.landmark_description == prose and stored.landmark_note == "checked twice."
+    assert stored.note == "blurry, see view 3"

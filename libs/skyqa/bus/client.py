@@ -7,11 +7,14 @@ Rules it enforces, each for a behaviour of nats-py or JetStream that bit a naive
 - retries are ``nak(delay)`` with the delay computed in code, because consumer back-off
   does not apply to explicit NAKs;
 - after ``max_deliver`` failed deliveries, or at once for input that can never succeed, the
-  payload goes to the dead-letter stream with its reason and the message is terminated;
+  payload goes to the dead-letter stream with its reason and the message is terminated, and
+  the run stages the message was working for are failed with that reason: the one its
+  registration names for the decoded payload (``progress_stage``) and every one the failing
+  delivery reported progress on (``note_progress``), so nobody waits on a stage for ever;
 - every publish carries ``Nats-Msg-Id`` so a retried publish is deduplicated;
 - shutdown unsubscribes pull subscriptions before draining, or drain hangs for its timeout.
 
-It is one class over one connection (about 400 lines): declaring the topology, publishing,
+It is one class over one connection (about 500 lines): declaring the topology, publishing,
 the consume loop and dead-lettering share the JetStream context and the registrations, and each
 rule above needs two of them.
 """
@@ -20,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -64,9 +69,17 @@ DLQ_DELIVERIES = "Skyqa-Deliveries"
 DLQ_CLAIMED_RUN_ID = "Skyqa-Claimed-Run-Id"
 
 
+# a stage read from a payload: an id's characters, long enough for a prefix and a 96-character id
+_STAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+
+
 def _claimed(msg: Msg, run_id: str) -> str:
     claimed = (msg.headers or {}).get(RUN_ID, "")
     return claimed if claimed and claimed != run_id else ""
+
+
+def _reported(delivery: Delivery | None, known: list[str]) -> list[str]:
+    return sorted((delivery.reported if delivery else set()) - set(known))
 
 
 class ConsumerConfigMismatch(RuntimeError):
@@ -83,14 +96,35 @@ class Delivery:
     num_delivered: int
     headers: dict[str, str]
     _msg: Msg
+    # stages of ``run_id`` this delivery reported progress on (see ``note_progress``)
+    reported: set[str] = field(default_factory=set)
 
     async def in_progress(self) -> None:
         with contextlib.suppress(Exception):
             await self._msg.in_progress()
 
 
+# the delivery the current task is handling; tasks a handler starts inherit it
+_current: contextvars.ContextVar[Delivery | None] = contextvars.ContextVar("skyqa_delivery", default=None)
+
+
+def note_progress(run_id: str, stage: str) -> None:
+    """Record that the delivery being handled reported progress on ``stage`` of ``run_id``.
+
+    The progress reporter calls this, so a handler that opens a stage other than its
+    registration's (an evaluation request's own stage, a second step of a service) has that
+    stage failed too if the message is dead-lettered, without saying so anywhere. A report on
+    another run than the delivery's is not its to fail and is not recorded."""
+    delivery = _current.get()
+    if delivery is not None and delivery.run_id == run_id:
+        delivery.reported.add(stage)
+
+
 Handler = Callable[[M, Delivery], Awaitable[None]]
-# called after a dead letter whose error fails the run its payload names (InvalidInput.fails_run)
+# the run stage a message is handled as, read from its decoded payload
+ProgressStage = Callable[[M], str]
+# called after a dead letter whose error fails the run its payload names (InvalidInput.fails_run),
+# once per stage to fail, with ``stage`` set to it
 FailureHook = Callable[[common_pb2.ErrorEvent], Awaitable[None]]
 
 
@@ -101,7 +135,21 @@ class _Registration(Generic[M]):
     handler: Handler[M]
     stage: str
     concurrency: int
+    progress_stage: ProgressStage[M] | None = None
     subs: list[Any] = field(default_factory=list)
+
+    def stage_of(self, decoded: M) -> str:
+        """The run stage ``decoded`` is handled as: ``progress_stage``'s answer when it is a
+        well-formed stage name (it is read from a payload anyone allowed on the subject wrote),
+        else ``stage``."""
+        if self.progress_stage is None:
+            return self.stage
+        try:
+            named = self.progress_stage(decoded)
+        except Exception:
+            log.exception("progress_stage of %s raised", self.spec.durable)
+            return self.stage
+        return named if _STAGE_NAME.match(named) else self.stage
 
 
 class BusMetrics:
@@ -263,10 +311,16 @@ class Bus:
         *,
         stage: str,
         concurrency: int = 1,
+        progress_stage: ProgressStage[M] | None = None,
     ) -> None:
+        """``stage`` names the error subject; ``progress_stage``, when a message's work is
+        reported on a run stage its payload decides (e.g. ``eval-<request>``), names that stage,
+        which a dead letter of the message then fails."""
         topology.check_message_type(spec.filter_subject, message_type)
         spec = self._resolve(spec)
-        self._registrations.append(_Registration(spec, message_type, handler, stage, max(1, concurrency)))
+        self._registrations.append(
+            _Registration(spec, message_type, handler, stage, max(1, concurrency), progress_stage)
+        )
 
     async def start(self) -> None:
         for reg in self._registrations:
@@ -309,6 +363,11 @@ class Bus:
         # Headers are whatever the publisher wrote: the run a message belongs to is the run id
         # inside its decoded payload, so a poison message cannot name someone else's run.
         run_id = ""
+        # the run stages a dead letter of this message fails: the registration's until the
+        # payload decodes, then the payload's own, then those the handler reported on
+        stages = [reg.stage]
+        delivery: Delivery | None = None
+        token = None
         outcome = "ack"
         ticker = asyncio.create_task(self._keep_alive(msg, float(reg.spec.ack_wait_s or 30.0)))
         try:
@@ -319,18 +378,23 @@ class Bus:
                     f"payload is not a valid {reg.message_type.DESCRIPTOR.full_name}: {exc}"
                 ) from None
             run_id = str(getattr(decoded, "run_id", "") or "")
+            stages = [reg.stage_of(decoded)]
             delivery = Delivery(msg.subject, run_id, headers.get(TRACE_ID, ""), num_delivered, headers, msg)
+            token = _current.set(delivery)
             await reg.handler(decoded, delivery)
             await msg.ack()
         except InvalidInput as exc:
             outcome = "dlq"
-            await self._give_up(reg, msg, run_id, exc.reason, str(exc), num_delivered, exc.fails_run)
+            stages += _reported(delivery, stages)
+            await self._give_up(reg, msg, run_id, exc.reason, str(exc), num_delivered, stages, exc.fails_run)
         except Exception as exc:
             if num_delivered >= (reg.spec.max_deliver or 1):
                 outcome = "dlq"
                 log.exception("giving up on %s after %d deliveries", msg.subject, num_delivered)
                 reason = "max_deliver_exceeded"
-                await self._give_up(reg, msg, run_id, reason, f"{type(exc).__name__}: {exc}", num_delivered)
+                stages += _reported(delivery, stages)
+                error = f"{type(exc).__name__}: {exc}"
+                await self._give_up(reg, msg, run_id, reason, error, num_delivered, stages)
             else:
                 outcome = "nak"
                 delay = retry_delay(num_delivered, self.settings.retry_base_s, self.settings.retry_max_s)
@@ -345,6 +409,8 @@ class Bus:
                 with contextlib.suppress(Exception):
                     await msg.nak(delay=delay)
         finally:
+            if token is not None:
+                _current.reset(token)
             ticker.cancel()
             self.metrics.handled(reg.spec.filter_subject, outcome, time.perf_counter() - started)
             self.metrics.in_flight(-1)
@@ -367,12 +433,15 @@ class Bus:
         reason: str,
         message: str,
         deliveries: int,
+        stages: list[str],
         fails_run: bool = True,
     ) -> None:
+        """Dead-letter ``msg``, publish its error event (on the registration's error subject,
+        naming the first of ``stages``) and fail each of ``stages`` through the failure hook."""
         digest = sha256_hex(msg.data)
         event = common_pb2.ErrorEvent(
             run_id=run_id,
-            stage=reg.stage,
+            stage=stages[0],
             subject=msg.subject,
             reason=reason,
             message=message[:2000],
@@ -409,10 +478,14 @@ class Bus:
             log.exception("could not dead-letter %s; it will be redelivered", msg.subject)
             return
         if self.failure_hook is not None and fails_run:
-            try:
-                await self.failure_hook(event)
-            except Exception:
-                log.exception("failure hook for %s raised", msg.subject)
+            for stage in stages:
+                failed = common_pb2.ErrorEvent()
+                failed.CopyFrom(event)
+                failed.stage = stage
+                try:
+                    await self.failure_hook(failed)
+                except Exception:
+                    log.exception("failure hook for %s (stage %s) raised", msg.subject, stage)
 
     # -- shutdown -----------------------------------------------------------------------
 

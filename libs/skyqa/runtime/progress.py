@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from skyqa.bus import Bus, JsonKV, topology
+from skyqa.bus.client import note_progress
 from skyqa.contracts import RunState, StageState
 from skyqa.keys import is_valid_id, validate_id
 from skyqa.v1 import common_pb2
@@ -83,6 +84,7 @@ class ProgressReporter:
             service=self.service,
         )
         now = time.time()
+        note_progress(run_id, stage)
 
         def fold(doc: dict[str, object] | None) -> dict[str, object]:
             state = RunState.model_validate(doc) if doc else RunState(run_id=run_id, created_at=now)
@@ -119,7 +121,9 @@ class ProgressReporter:
         """Mark ``stage`` and its run failed, from a dead-lettered message of that run.
 
         Refused (False) for a run that was never created, so bad input cannot invent runs, and
-        for a stage or run that already completed: what it produced is stored and stays valid.
+        for a stage that already completed: what it produced is stored and stays valid. A run
+        that completed stays completed, but a stage of it that had not (an evaluation asked for
+        after the release) is marked failed, or whoever watches that stage waits for ever.
         """
         event = common_pb2.Progress(
             run_id=run_id,
@@ -135,9 +139,13 @@ class ProgressReporter:
                 raise _Refused
             state = RunState.model_validate(doc)
             done = state.stages.get(stage)
-            if state.status == "completed" or (done is not None and done.status == "completed"):
+            if done is not None and done.status == "completed":
                 raise _Refused
-            return apply_progress(state, event, now).model_dump(mode="json")
+            completed = state.status == "completed"
+            state = apply_progress(state, event, now)
+            if completed:
+                state.status = "completed"
+            return state.model_dump(mode="json")
 
         try:
             await self.runs.update(run_id, fold)
