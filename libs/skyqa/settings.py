@@ -56,6 +56,24 @@ class HttpSettings(BaseModel):
     port: int = Field(8080, ge=0, le=65535)
 
 
+class AirSimServerSettings(BaseModel):
+    """What one client of `skyqa sim serve` may make the server hold; past a bound the server
+    closes that connection and logs why (see skyqa.sim.rpc_server.Limits)."""
+
+    # one request (an image request is a few hundred bytes), buffered until it is whole
+    max_message_bytes: int = Field(64 * 1024, ge=1024, le=64 * 1024 * 1024)
+    # unfinished requests of every connection together
+    max_buffered_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    # connections past it are closed as they come; each open one may have a call running
+    max_connections: int = Field(64, ge=1, le=1024)
+    # lengths of one array, map, string and bin inside a request
+    max_array_len: int = Field(1024, ge=16, le=1 << 24)
+    max_map_len: int = Field(256, ge=16, le=1 << 24)
+    max_str_len: int = Field(16 * 1024, ge=256, le=64 * 1024 * 1024)
+    max_bin_len: int = Field(16 * 1024, ge=0, le=64 * 1024 * 1024)
+    message_timeout_s: float = Field(10.0, gt=0, le=3600)  # from a request's first byte to its last
+
+
 class AirSimSettings(BaseModel):
     """Where the AirSim-family simulator runs and how its object names map to skyqa classes."""
 
@@ -63,6 +81,7 @@ class AirSimSettings(BaseModel):
     port: int = Field(41451, ge=1, le=65535)
     vehicle: str = ""
     camera: str = "0"
+    # those the simulator lacks are left out at connect (logged); none of them there is an error
     lidar_names: list[str] = ["LidarSensor1", "LidarSensor2"]
     bgr: bool = False  # Microsoft AirSim and `skyqa sim serve` send BGR, Cosys-AirSim RGB
     # how Segmentation colours name objects: Cosys-AirSim's colormap at the object's
@@ -78,6 +97,7 @@ class AirSimSettings(BaseModel):
         *((rf"(?i){c.name}(_\d+)?", c.name) for c in CLASSES),
     ]
     extent: tuple[float, float, float, float] = (-500.0, 500.0, -500.0, 500.0)
+    server: AirSimServerSettings = AirSimServerSettings()  # `skyqa sim serve`'s limits
 
 
 class ModelEndpoint(BaseModel):

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
+from skyqa.contracts.base import first_error
 from skyqa.errors import InvalidInput
 
 from services.cli._app import SceneOpt, app, out, settings_or_exit, user_errors
@@ -34,25 +36,55 @@ def sim_serve(
             "a palette file (AirSim's seg_rgbs.txt, or an (N, 3) .npy)"
         ),
     ] = "ids",
+    max_connections: Annotated[
+        int | None,
+        typer.Option(
+            help="connections past it are closed as they come [SKYQA_AIRSIM__SERVER__MAX_CONNECTIONS: 64]"
+        ),
+    ] = None,
+    max_message_bytes: Annotated[
+        int | None,
+        typer.Option(help="largest request, in bytes [SKYQA_AIRSIM__SERVER__MAX_MESSAGE_BYTES: 65536]"),
+    ] = None,
+    max_buffered_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="bytes all unfinished requests may hold together "
+            "[SKYQA_AIRSIM__SERVER__MAX_BUFFERED_BYTES: 8 MiB]"
+        ),
+    ] = None,
 ) -> None:
     """Serve a scene over AirSim's msgpack-rpc API until Ctrl-C."""
+    from skyqa.settings import AirSimServerSettings
     from skyqa.sim.airsim_api import AirSimApi, ApiError, WireError
     from skyqa.sim.airsim_palette import load_palette
     from skyqa.sim.airsim_settings import load_settings
     from skyqa.sim.registry import open_simulator
-    from skyqa.sim.rpc_server import RpcServer
+    from skyqa.sim.rpc_server import Limits, RpcServer
 
     settings = settings_or_exit()
     with user_errors():
         if not 0 <= port <= 65535:
             raise InvalidInput(f"--port must be 0..65535, got {port}")
+        given = {
+            "max_connections": max_connections,
+            "max_message_bytes": max_message_bytes,
+            "max_buffered_bytes": max_buffered_bytes,
+        }
+        # the options go through the settings' own bounds, so --max-connections 0 is refused too
+        merged = settings.airsim.server.model_dump() | {k: v for k, v in given.items() if v is not None}
+        try:
+            limits = Limits(**AirSimServerSettings.model_validate(merged).model_dump())
+        except ValidationError as exc:
+            where, msg = first_error(exc)
+            raise InvalidInput(f"--{where.replace('_', '-')}: {msg}") from None
         config = load_settings(settings_json)
         colours = load_palette(palette)
         sim = open_simulator("builtin", scene, settings.scenes_dir)
         api = AirSimApi(sim, sim.scene, config, colours)  # type: ignore[attr-defined]
 
     async def main() -> None:
-        server = RpcServer(api.methods(), (ApiError, WireError, InvalidInput))
+        server = RpcServer(api.methods(), (ApiError, WireError, InvalidInput), limits)
         bound = await server.start(host, port)
         out.print(f"serving {scene} over AirSim's RPC protocol on {host}:{bound}", highlight=False)
         await server.serve_forever()

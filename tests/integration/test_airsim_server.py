@@ -3,6 +3,7 @@ would drive Unreal, and what it gets equals the built-in renderer's own frames."
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import re
@@ -283,6 +284,56 @@ def test_skyqas_airsim_backend_against_the_server_sees_what_the_builtin_one_sees
     assert np.array_equal(scan.semantic, truth.semantic)
 
 
+def test_skyqas_airsim_backend_scans_with_the_lidars_the_server_has(server: int) -> None:
+    from skyqa.errors import InvalidInput
+    from skyqa.sim import LidarSpec, Pose, open_simulator
+
+    # SETTINGS names one LiDAR; the backend's defaults name LidarSensor1 and LidarSensor2
+    remote = open_simulator(
+        "airsim", "tiny_town", airsim=AirSimSettings(port=server, vehicle="drone_1", bgr=True)
+    )
+    local = BuiltinSimulator(load_scene("tiny_town"))
+    try:
+        level = Pose(-40.0, -10.0, 25.0, yaw_deg=17.0)
+        spec = LidarSpec(
+            channels=32, vfov_upper_deg=10, vfov_lower_deg=-60, horizontal_samples=200, range_m=80
+        )
+        scan, truth = remote.lidar(level, spec), local.lidar(level, spec)
+        assert len(scan.points) == len(truth.points) > 100
+        assert np.allclose(scan.points, truth.points, atol=1e-3)
+    finally:
+        remote.close()
+    # none of the names there: a one-line error at connect, naming the setting
+    with pytest.raises(
+        InvalidInput, match=r"none of the LiDARs SKYQA_AIRSIM__LIDAR_NAMES names .*LidarSensor9"
+    ):
+        open_simulator(
+            "airsim",
+            "tiny_town",
+            airsim=AirSimSettings(port=server, vehicle="drone_1", lidar_names=["LidarSensor9"]),
+        )
+
+
+def test_skyqas_airsim_backend_renders_at_the_asked_fov_and_refuses_another_size(server: int) -> None:
+    from skyqa.errors import InvalidInput
+    from skyqa.sim import Pose, open_simulator
+
+    # SETTINGS' camera: 160x120 at 72 degrees
+    cfg = AirSimSettings(port=server, vehicle="drone_1", lidar_names=["LidarSensor1"], bgr=True)
+    remote = open_simulator("airsim", "tiny_town", airsim=cfg)
+    local = BuiltinSimulator(load_scene("tiny_town"))
+    pose = Pose(-40.0, -10.0, 25.0, yaw_deg=17.0, pitch_deg=-26.0)
+    try:
+        # a FOV is one API call away, so the job's is set
+        cam = CameraSpec(160, 120, 60.0)
+        assert np.array_equal(remote.render(pose, cam).rgb, local.render(pose, cam).rgb)
+        # a size is settings.json's alone: refused, naming what to change, never resampled
+        with pytest.raises(InvalidInput, match=r"captures 160x120, this job asks for 320x240: set Width 320"):
+            remote.render(pose, CameraSpec(320, 240, 72.0))
+    finally:
+        remote.close()
+
+
 # the LiDARs of small_scan (48 channels, +-45 degrees, 1024 samples, 60 m, mounts at 0 and 90
 # degrees pitch) and its 160x120 camera, as an AirSim settings.json describes them
 SCAN_SETTINGS = {
@@ -370,9 +421,24 @@ scene, depth, seg = c.simGetImages([airsim.ImageRequest("0", airsim.ImageType.Sc
     airsim.ImageRequest("0", airsim.ImageType.Segmentation, False, False)], "drone_1")
 d = airsim.list_to_2d_float_array(depth.image_data_float, depth.width, depth.height)
 lidar = c.getLidarData("LidarSensor1", "drone_1")
-print(json.dumps({"z": c.simGetVehiclePose("drone_1").position.z_val, "size": [scene.width, scene.height],
-    "bgr": scene.image_data_uint8.hex(), "depth": d.ravel().tolist(), "lidar": len(lidar.point_cloud) // 3,
-    "lidar_ids": len(lidar.segmentation), "png": c.simGetImage("0", airsim.ImageType.Scene, "drone_1")[:4].hex()}))
+png = c.simGetImage("0", airsim.ImageType.Scene, "drone_1")
+z = c.simGetVehiclePose("drone_1").position.z_val
+# the camera calls 1.7 sends with its trailing `external` flag
+c.simSetCameraFov("0", 60.0, "drone_1")
+c.simSetCameraPose("0", airsim.Pose(airsim.Vector3r(0, 0, 0), airsim.to_quaternion(-0.2, 0, 0)), "drone_1")
+info = c.simGetCameraInfo("0", "drone_1")
+(turned,) = c.simGetImages([airsim.ImageRequest("0", airsim.ImageType.Scene, False, False)], "drone_1")
+try:
+    c.simSetCameraFov("0", 60.0, "drone_1", external=True)
+    external = "accepted"
+except Exception as exc:
+    external = str(exc)
+c.reset()  # the cameras of settings.json again, for the next client
+o = info.pose.orientation
+print(json.dumps({"z": z, "size": [scene.width, scene.height], "bgr": scene.image_data_uint8.hex(), "depth": d.ravel().tolist(), "lidar": len(lidar.point_cloud) // 3,
+    "lidar_ids": len(lidar.segmentation), "png": png[:4].hex(), "fov": info.fov,
+    "camera_q": [o.w_val, o.x_val, o.y_val, o.z_val], "turned": turned.image_data_uint8.hex(),
+    "external": external}))
 """
 
 
@@ -417,3 +483,53 @@ def test_the_airsim_1_7_client_captures_from_the_server(server: int, tmp_path: P
     hit = np.isfinite(frame.depth)
     assert np.allclose(np.asarray(got["depth"]).reshape(120, 160)[hit], frame.depth[hit], rtol=1e-6)
     assert got["lidar"] == got["lidar_ids"] > 100
+    # simSetCameraFov, simSetCameraPose and simGetCameraInfo with 1.7's `external` argument: the
+    # camera pitched 0.2 rad down on the vehicle, at 60 degrees, is what the next image shows
+    camera = quat_matrix(quaternion_from_euler(-0.2, 0.0, 0.0))
+    assert got["fov"] == pytest.approx(60.0)
+    assert np.allclose(quat_matrix(tuple(got["camera_q"])), quat_matrix(q) @ camera, atol=1e-6)
+    turned = BuiltinSimulator(load_scene("tiny_town")).render(
+        enu_pose(np.array([-40.0, 10.0, -25.0]), quat_matrix(q) @ camera), CameraSpec(160, 120, 60.0)
+    )
+    assert bytes.fromhex(got["turned"]) == turned.rgb[:, :, ::-1].tobytes()
+    assert "external cameras are not served" in got["external"]
+
+
+def _client_calls(source: Path) -> set[tuple[str, int]]:
+    """(method, argument count) of every RPC call an AirSim client's source makes."""
+    calls = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "call"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            calls.add((node.args[0].value, len(node.args) - 1 + len(node.keywords)))
+    return calls
+
+
+@pytest.mark.parametrize("client_name", ["cosysairsim 3.5.0", "airsim 1.7.0"])
+def test_every_arity_the_pinned_clients_send_is_taken_by_every_method_served(client_name: str) -> None:
+    from skyqa.sim.airsim_api import AirSimApi
+    from skyqa.sim.airsim_settings import AirSimConfig
+    from skyqa.sim.rpc_server import _fits
+
+    if client_name.startswith("cosys"):
+        source = Path(airsim.__file__).with_name("client.py")
+    else:
+        python = _airsim17_python()
+        where = subprocess.run(
+            [str(python), "-c", "import airsim.client as c; print(c.__file__)"],
+            capture_output=True, text=True, check=True, timeout=60,
+        )  # fmt: skip
+        source = Path(where.stdout.strip())
+    methods = AirSimApi(None, load_scene("tiny_town"), AirSimConfig()).methods()
+    calls = {(name, n) for name, n in _client_calls(source) if name in methods}
+    assert {"simSetCameraFov", "simSetCameraPose", "simGetCameraInfo", "simGetImages"} <= {
+        c for c, _ in calls
+    }
+    refused = sorted((name, n) for name, n in calls if not _fits(methods[name], n))
+    assert not refused, f"{client_name} sends these argument counts, which the server refuses: {refused}"

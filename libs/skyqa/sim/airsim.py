@@ -11,6 +11,7 @@ mapping used by UAV-DualCog: ``(x, y, z)_ned = (x, -y, -z)_enu``, yaw negated.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -20,12 +21,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from skyqa.errors import InvalidInput
 from skyqa.sim.airsim_wire import quat_matrix
 from skyqa.sim.camera import Intrinsics, Pose
 from skyqa.sim.classes import BY_NAME, SemanticClass
 from skyqa.sim.protocol import CameraSpec, Frame, LidarScan, LidarSpec
 
 SCENE, DEPTH_PLANAR, SEGMENTATION = 0, 1, 5
+
+log = logging.getLogger("skyqa.sim.airsim")
 
 
 def enu_to_ned(x: float, y: float, z: float) -> tuple[float, float, float]:
@@ -168,11 +172,13 @@ class AirSimSimulator:
     ) -> None:
         try:
             import cosysairsim as airsim
+            from msgpackrpc.error import RPCError
         except ImportError as exc:
             raise RuntimeError(
                 "the airsim backend needs the cosysairsim package: pip install 'skyqa[airsim]'"
             ) from exc
         self._airsim = airsim
+        self._rpc_error: type[Exception] = RPCError
         # the client's msgpack-rpc session lives on the I/O loop of the thread that made it, and
         # services call the simulator from a pool of threads: every call goes through this one
         self._rpc = ThreadPoolExecutor(max_workers=1, thread_name_prefix="airsim-rpc")
@@ -182,7 +188,11 @@ class AirSimSimulator:
         self.labels = labels
         self.vehicle = vehicle
         self.camera = camera
-        self.lidar_names = lidar_names
+        try:
+            self.lidar_names = self._lidars_present(lidar_names, host, port)
+        except InvalidInput:
+            self.close()
+            raise
         self.bgr = bgr
         self._extent = extent
         self.lidar_frame = lidar_frame
@@ -194,6 +204,31 @@ class AirSimSimulator:
 
     def _on_rpc(self, fn: Any, *args: Any) -> Any:
         return self._rpc.submit(fn, *args).result()
+
+    def _lidars_present(self, names: tuple[str, ...], host: str, port: int) -> tuple[str, ...]:
+        """The configured LiDARs the simulator has: a settings.json naming fewer sensors than
+        SKYQA_AIRSIM__LIDAR_NAMES would otherwise fail every scan on the first one missing."""
+        present, why = [], {}
+        for name in names:
+            try:
+                self._on_rpc(self.client.getLidarData, name, self.vehicle)
+            except self._rpc_error as exc:  # AirSim: "No lidar with name ... exist on vehicle"
+                why[name] = " ".join(str(exc).split())
+            else:
+                present.append(name)
+        if not present:
+            detail = "; ".join(f"{n}: {w}" for n, w in why.items()) or "no names given"
+            raise InvalidInput(
+                f"the simulator at {host}:{port} has none of the LiDARs SKYQA_AIRSIM__LIDAR_NAMES names "
+                f"for vehicle {self.vehicle!r} ({detail}); set it to the LiDARs of its settings.json"
+            )
+        if why:
+            log.warning(
+                "the simulator has no LiDAR %s; scanning with %s only (SKYQA_AIRSIM__LIDAR_NAMES)",
+                ", ".join(why),
+                ", ".join(present),
+            )
+        return tuple(present)
 
     def classes(self) -> dict[int, SemanticClass]:
         return {c.id: c for c in BY_NAME.values()}
@@ -223,6 +258,9 @@ class AirSimSimulator:
     def render(self, pose: Pose, camera: CameraSpec) -> Frame:
         a = self._airsim
         self._set_pose(pose, with_pitch=True)
+        # the FOV is an API call away; without it the frame would keep settings.json's FOV while
+        # its intrinsics said the job's
+        self._on_rpc(self.client.simSetCameraFov, self.camera, camera.fov_deg, self.vehicle)
         responses = self._on_rpc(
             self.client.simGetImages,
             [
@@ -233,6 +271,15 @@ class AirSimSimulator:
             self.vehicle,
         )
         scene, seg, depth = responses
+        if (scene.width, scene.height) != (camera.width, camera.height):
+            # the capture size is settings.json's alone (no API call sets it), and a resampled
+            # frame would no longer be the simulator's pixels, depth or segmentation
+            raise InvalidInput(
+                f"the simulator's camera {self.camera!r} captures {scene.width}x{scene.height}, this "
+                f"job asks for {camera.width}x{camera.height}: set Width {camera.width} and Height "
+                f"{camera.height} in that camera's CaptureSettings (ImageType 0, or CameraDefaults) of "
+                f"the simulator's settings.json, or ask for {scene.width}x{scene.height}"
+            )
         rgb = decode_rgb(scene.image_data_uint8, scene.width, scene.height, self.bgr)
         seg_rgb = decode_rgb(seg.image_data_uint8, seg.width, seg.height, self.bgr)
         semantic, instance = decode_segmentation(seg_rgb, self.colour_to_name, self.labels)

@@ -13,12 +13,12 @@ and names (``groundtruth``, Cosys-AirSim's).
 from __future__ import annotations
 
 import io
-import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import re2
 from numpy.typing import NDArray
 from PIL import Image
 
@@ -35,6 +35,7 @@ from skyqa.sim.airsim_wire import (
     pose_map,
     quat_matrix as _quat_matrix,
     quaternion,
+    read_fov,
     read_pose,
     vector,
 )
@@ -50,6 +51,10 @@ NO_HIT_M = 65504.0  # what AirSim reports where a ray hits nothing
 SERVER_VERSION = 4  # Cosys-AirSim 3.x clients need 4; AirSim 1.x clients need 1 or more
 MIN_CLIENT_VERSION = 1
 MAX_IMAGE_PIXELS = 8192 * 8192
+MAX_PATTERN_CHARS = 256
+# RE2 matches in time linear in the name, whatever the pattern; its memory per pattern is
+# bounded by max_mem, and the module caches 128 compiled patterns
+RE2_MAX_MEM = 1 << 18
 
 
 class ApiError(Exception):
@@ -69,6 +74,33 @@ def _name(value: Any, what: str) -> str:
     if not isinstance(value, str | int) or isinstance(value, bool) or len(str(value)) > 256:
         raise ApiError(f"{what} must be a name (a string), got {value!r}")
     return str(value)
+
+
+def _regex(value: Any, what: str) -> Any:
+    """A client's name pattern compiled by RE2: Python's backtracking engine would let one
+    pattern (``((.*)*)*x``) hold a worker and the GIL for minutes."""
+    if not isinstance(value, str):
+        raise ApiError(f"{what} must be a string, got {value!r}")
+    if len(value) > MAX_PATTERN_CHARS:
+        raise ApiError(f"{what} is {len(value)} characters; at most {MAX_PATTERN_CHARS} are taken")
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = RE2_MAX_MEM
+    try:
+        return re2.compile(value, options)
+    except re2.error as exc:
+        detail = b" ".join(a for a in exc.args if isinstance(a, bytes)).decode("utf-8", "replace")
+        raise ApiError(
+            f"{what} {value!r} is not one this server runs (RE2 syntax: no backreferences or "
+            f"lookaround): {detail or exc}"
+        ) from None
+
+
+def _vehicle_camera(external: Any) -> None:
+    """AirSim 1.7 clients name an external camera (one of settings.json's ExternalCameras) by a
+    trailing ``external`` flag; this server has vehicle cameras only."""
+    if external not in (False, None, 0, ""):
+        raise ApiError("external cameras are not served: skyqa's simulator has vehicle cameras only")
 
 
 class AirSimApi:
@@ -155,23 +187,22 @@ class AirSimApi:
 
     def set_vehicle_pose(self, pose: Any, ignore_collision: Any = True, vehicle: Any = "") -> None:
         v = self._vehicle(vehicle)
-        position, q = read_pose(pose)
-        if not np.all(np.abs(position) < 1e6):
-            raise ApiError("a vehicle position must lie within 1e6 m of the origin")
+        position, q = read_pose(pose, "a vehicle pose")
         v.position, v.rotation = position, _quat_matrix(q)
 
     def get_vehicle_pose(self, vehicle: Any = "") -> dict[str, Any]:
         v = self._vehicle(vehicle)
         return pose_map(v.position, v.rotation)
 
-    def set_camera_fov(self, camera: Any, fov: Any, vehicle: Any = "") -> None:
-        if isinstance(fov, bool) or not isinstance(fov, int | float) or not 1.0 <= float(fov) <= 170.0:
-            raise ApiError(f"a camera FOV is 1..170 degrees, got {fov!r}")
-        self._camera(self._vehicle(vehicle), camera).fov_deg = float(fov)
+    def set_camera_fov(self, camera: Any, fov: Any, vehicle: Any = "", external: Any = False) -> None:
+        _vehicle_camera(external)
+        value = read_fov(fov)
+        self._camera(self._vehicle(vehicle), camera).fov_deg = value
 
-    def set_camera_pose(self, camera: Any, pose: Any, vehicle: Any = "") -> None:
+    def set_camera_pose(self, camera: Any, pose: Any, vehicle: Any = "", external: Any = False) -> None:
+        _vehicle_camera(external)
+        position, q = read_pose(pose, "a camera pose")
         cam = self._camera(self._vehicle(vehicle), camera)
-        position, q = read_pose(pose)
         cam.position, cam.rotation = position, _quat_matrix(q)
 
     def _camera_pose(
@@ -180,7 +211,8 @@ class AirSimApi:
         """The camera's NED position and body-to-world rotation."""
         return vehicle.position + vehicle.rotation @ cam.position, vehicle.rotation @ cam.rotation
 
-    def get_camera_info(self, camera: Any, vehicle: Any = "") -> dict[str, Any]:
+    def get_camera_info(self, camera: Any, vehicle: Any = "", external: Any = False) -> dict[str, Any]:
+        _vehicle_camera(external)
         v = self._vehicle(vehicle)
         cam = self._camera(v, camera)
         position, rotation = self._camera_pose(v, cam)
@@ -190,14 +222,19 @@ class AirSimApi:
 
     # -- images ------------------------------------------------------------------------------
 
-    def get_images(self, requests: Any, vehicle: Any = "", *_: Any) -> list[dict[str, Any]]:
+    def get_images(self, requests: Any, vehicle: Any = "", external: Any = False) -> list[dict[str, Any]]:
+        _vehicle_camera(external)
         if not isinstance(requests, list) or not 1 <= len(requests) <= 16:
             raise ApiError("simGetImages takes a list of 1..16 image requests")
         v = self._vehicle(vehicle)
         frames: dict[str, Any] = {}  # one render per camera serves all its image types
         return [self._image(v, r, frames) for r in requests]
 
-    def get_image(self, camera: Any, image_type: Any, vehicle: Any = "", *_: Any) -> bytes:
+    def get_image(self, camera: Any, image_type: Any, vehicle: Any = "", fourth: Any = False) -> bytes:
+        # AirSim 1.7 sends its external flag here, Cosys-AirSim an annotation layer's name
+        # (for image type Annotation, which this server does not serve)
+        if not isinstance(fourth, str):
+            _vehicle_camera(fourth)
         request = {
             "camera_name": camera,
             "image_type": image_type,
@@ -315,11 +352,7 @@ class AirSimApi:
     # -- scene objects ---------------------------------------------------------------------------
 
     def list_scene_objects(self, regex: Any = ".*") -> list[str]:
-        pattern = _name(regex, "name regex")
-        try:
-            rx = re.compile(pattern)
-        except re.error as exc:
-            raise ApiError(f"name regex {pattern!r} does not compile: {exc}") from None
+        rx = _regex(regex, "name regex")
         return sorted(n for n in self.objects if rx.fullmatch(n))
 
     def get_object_pose(self, name: Any, ned: Any = True) -> dict[str, Any]:
@@ -336,14 +369,11 @@ class AirSimApi:
             raise ApiError(
                 f"a segmentation id is 0..{top} (the {self.palette.name} palette), got {object_id!r}"
             )
-        pattern = _name(name, "mesh name")
         if is_regex:
-            try:
-                rx = re.compile(pattern)
-            except re.error as exc:
-                raise ApiError(f"mesh regex {pattern!r} does not compile: {exc}") from None
+            rx = _regex(name, "mesh regex")
             hits = [n for n in self.objects if rx.fullmatch(n)]
         else:
+            pattern = _name(name, "mesh name")
             hits = [n for n in self.objects if n == pattern]
         for n in hits:
             self.seg_ids[n] = object_id

@@ -33,6 +33,10 @@ def quaternion(w: float, x: float, y: float, z: float) -> dict[str, float]:
     return {"w_val": float(w), "x_val": float(x), "y_val": float(y), "z_val": float(z)}
 
 
+MAX_COORDINATE_M = 1e6  # beyond it float32 replies lose the metre and 1e300 overflows them
+FOV_RANGE_DEG = (1.0, 170.0)
+
+
 def _number(m: dict[str, Any], key: str, default: float) -> float:
     value = m.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -40,20 +44,33 @@ def _number(m: dict[str, Any], key: str, default: float) -> float:
     return float(value)
 
 
-def read_pose(m: Any) -> tuple[F64, tuple[float, float, float, float]]:
-    """A ``Pose`` map: NED position and (w, x, y, z) orientation, normalised."""
+def read_pose(m: Any, what: str = "a pose") -> tuple[F64, tuple[float, float, float, float]]:
+    """A ``Pose`` map: NED position and (w, x, y, z) orientation, normalised. Every pose a client
+    sends goes through here, so none can hold a value the server cannot send back."""
     if not isinstance(m, dict) or not isinstance(m.get("position"), dict):
-        raise WireError("a pose is a map with position and orientation")
+        raise WireError(f"{what} is a map with position and orientation")
     p, o = m["position"], m.get("orientation") or {}
     if not isinstance(o, dict):
-        raise WireError("a pose's orientation is a map with w_val, x_val, y_val, z_val")
+        raise WireError(f"{what}'s orientation is a map with w_val, x_val, y_val, z_val")
     pos = np.array([_number(p, k, 0.0) for k in ("x_val", "y_val", "z_val")])
+    if not np.all(np.abs(pos) < MAX_COORDINATE_M):
+        raise WireError(f"{what}'s position must lie within {MAX_COORDINATE_M:g} m of the origin")
     q = np.array([_number(o, "w_val", 1.0), *(_number(o, k, 0.0) for k in ("x_val", "y_val", "z_val"))])
+    # finite components of 1e300 square to an infinite norm, which would normalise to zero
+    q /= max(1.0, float(np.max(np.abs(q))))
     n = float(np.linalg.norm(q))
     if n < 1e-9:
-        raise WireError("a pose's orientation quaternion is zero")
+        raise WireError(f"{what}'s orientation quaternion is zero")
     w, x, y, z = (q / n).tolist()
     return pos, (w, x, y, z)
+
+
+def read_fov(value: Any) -> float:
+    """A field of view in degrees, as ``simSetCameraFov`` sends it."""
+    lo, hi = FOV_RANGE_DEG
+    if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= float(value) <= hi:
+        raise WireError(f"a camera FOV is {lo:g}..{hi:g} degrees, got {value!r}")
+    return float(value)
 
 
 def quat_matrix(q: tuple[float, float, float, float]) -> F64:
