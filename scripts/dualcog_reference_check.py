@@ -4,12 +4,14 @@ own metric code.
     python scripts/dualcog_reference_check.py --reference <UAV-DualCog checkout> --release runs/<run>
 
 The reference (public repository SmartDianLab/UAV-DualCog) resolves image paths against its
-repository root and video paths against the working directory, and finds a scene's files through
+checkout root and video paths against the working directory, and finds a scene's files through
 its config. So the check works in a scratch copy of the checkout (the checkout itself is not
-touched): the release's top folders are linked into it, its task-pipeline root points at the
-release, and it runs from there. Its Stage 4 and Stage 3 request functions are then fed replies
-that repeat each row's gold answer in the reply format its prompts ask for, through a stand-in for
-the OpenAI client (nothing leaves the machine), and its summaries must come out at 1.0.
+touched): ``skyqa export dualcog`` lays the release into it as a user's checkout gets it, and the
+check runs from there. The reference's Stage 4 runner (``run_experiment``: manifest, images
+opened from the checkout, requests, parsing, report) and its Stage 3 request function are then
+fed replies that repeat each row's gold answer in the reply format its prompts ask for, through a
+stand-in for the OpenAI client (nothing leaves the machine), and its summaries must come out at
+1.0.
 
 Needs what the reference imports (numpy, opencv, PyYAML, Pillow, Flask); ``openai`` is not
 needed. Exits 0 when every check holds, 1 naming each one that does not.
@@ -18,6 +20,7 @@ needed. Exits 0 when every check holds, 1 naming each one that does not.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import json
 import os
@@ -26,8 +29,10 @@ import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
+from skyqa.exports import dualcog
+from skyqa.exports.release import Release
 from skyqa.integrity import verify as integrity_check
 
 ENGINE_TASK = "skyqa"
@@ -35,15 +40,23 @@ VIS = "env_visibility_reasoning"
 
 
 class GoldClient:
-    """Stands in for ``openai.OpenAI``: answers every request with the reply set beforehand."""
+    """Stands in for ``openai.OpenAI``: answers a request with the reply set for its messages
+    (the runner sends requests from worker threads, so each reply is keyed by what it answers),
+    else with the last reply set."""
 
     reply = ""
+    replies: ClassVar[dict[str, str]] = {}
 
     def __init__(self, **_: Any) -> None:
         self.chat = SimpleNamespace(completions=SimpleNamespace(create=self._create))
 
-    def _create(self, **_: Any) -> Any:
-        message = SimpleNamespace(content=GoldClient.reply, reasoning_content=None)
+    @staticmethod
+    def key(messages: Any) -> str:
+        return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+
+    def _create(self, **kwargs: Any) -> Any:
+        text = GoldClient.replies.get(GoldClient.key(kwargs.get("messages")), GoldClient.reply)
+        message = SimpleNamespace(content=text, reasoning_content=None)
         return SimpleNamespace(choices=[SimpleNamespace(message=message)], usage=None)
 
 
@@ -63,25 +76,14 @@ def video_reply(s: dict[str, Any]) -> str:
     return json.dumps({"visible_count": s["visible_count"], "visible_intervals_sec": ivs})
 
 
-def _link_or_copy(src: str, dst: str) -> None:
-    # media are linked (a release can be large); text files are copied so nothing the reference
-    # writes can reach the release
-    if src.endswith((".json", ".jsonl", ".yaml", ".csv", ".txt", ".md")):
-        shutil.copy2(src, dst)
-    else:
-        os.symlink(src, dst)
-
-
-def workspace(reference: Path, release: Path, engine: str, scene: str) -> Path:
-    """A scratch copy of the reference with a copy of the release laid out where its config finds
-    it: the reference writes caches next to what it reads."""
+def workspace(reference: Path, release: Path) -> tuple[Path, dualcog.Layout]:
+    """A scratch copy of the reference with the release exported into it as ``skyqa export
+    dualcog`` does for a user: the reference writes caches and reports next to what it reads."""
     ws = Path(tempfile.mkdtemp(prefix="dualcog-check-"))
     shutil.copytree(reference, ws, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
-    art = ws / "task_pipeline_data" / ENGINE_TASK / f"{engine.lower()}_{scene}"
-    shutil.copytree(release, art, copy_function=_link_or_copy, ignore=shutil.ignore_patterns("eval", ".*"))
-    for name in ("image_tasks", "video_tasks", "scene_data"):
-        (ws / name).symlink_to(art / name, target_is_directory=True)
-    return ws
+    opened = Release.open(release)
+    dualcog.write(opened, ws)
+    return ws, dualcog.layout_of(opened)
 
 
 def main() -> int:
@@ -90,33 +92,22 @@ def main() -> int:
     ap.add_argument("--release", type=Path, required=True, help="a skyqa release folder (runs/<run>/)")
     args = ap.parse_args()
     release = args.release.resolve()
-    info = json.loads((release / "release.json").read_text())
-    scene = info["scene_id"]
-    engine = json.loads((release / "image_tasks/manifests" / f"{scene}.latest_manifest.json").read_text())[
-        "engine"
-    ]
-    ws = workspace(args.reference.resolve(), release, engine, scene)
+    ws, lay = workspace(args.reference.resolve(), release)
     try:
-        return check_release(ws, release, engine, scene)
+        return check_release(ws, release, lay)
     finally:
         shutil.rmtree(ws, ignore_errors=True)
 
 
-def check_release(ws: Path, release: Path, engine: str, scene: str) -> int:
-    os.chdir(ws)
+def check_release(ws: Path, release: Path, lay: dualcog.Layout) -> int:
+    os.chdir(ws)  # Stage 3 opens media by paths relative to the working directory
     sys.path[:0] = [str(ws), str(ws / "scripts" / "uav_dualcog")]
     s4 = importlib.import_module("stage4_qa_generate_and_eval")  # before stage3, which relies on it
     s3 = importlib.import_module("stage3_task_suite")
     s4.OpenAI = s3.OpenAI = GoldClient
-    config = {
-        "task": {
-            "scene_id": scene,
-            "engine": engine,
-            "base_dir": str(ws / "scene_data"),
-            "scene_dir_name": scene,
-        },
-        "task_pipeline": {"root_dir": str(ws / "task_pipeline_data"), "task_name": ENGINE_TASK},
-    }
+    scene, engine = lay.scene, lay.engine.lower()
+    config = s4._load_yaml(ws / lay.config)  # the config the export wrote, as the runners load it
+    overrides = {"api_key": "EMPTY", "api_base": "http://127.0.0.1:9/v1", "concurrency": 4}
     api = {
         "model": "gold",
         "request_model": "gold",
@@ -133,7 +124,7 @@ def check_release(ws: Path, release: Path, engine: str, scene: str) -> int:
         if not ok:
             failures.append(what)
 
-    scene_root = ws / "scene_data" / scene
+    scene_root = s4.resolve_scene_root(config, scene_id=scene, engine=engine, workspace_root=ws)
     stage4_root = s4._resolve_stage4_root(config, scene_root=scene_root)
     path, manifest = s4._load_latest_manifest(stage4_root, scene)
     check("stage 4: latest manifest found", manifest is not None, path)
@@ -157,6 +148,31 @@ def check_release(ws: Path, release: Path, engine: str, scene: str) -> int:
     for metric in ("option_accuracy", "bbox_acc@50iou", "bbox_mean_iou", "parse_success_rate"):
         check(
             f"stage 4: {metric} of gold answers",
+            abs(float(summary.get(metric) or 0) - 1) < 1e-6,
+            summary.get(metric),
+        )
+
+    # the runner a user runs (task_pipeline.py --stage stage4 --phase experiment calls it): it
+    # opens every image from the checkout, asks, parses and writes its report
+    samples = (manifest or {}).get("samples", [])
+    run_api = s4._resolve_api_settings(config, override_model="gold", overrides=overrides)
+    GoldClient.replies = {
+        GoldClient.key(s4._build_openai_messages(s, run_api)[0]): image_reply(s) for s in samples
+    }
+    GoldClient.reply = ""
+    result = s4.run_experiment(
+        config=config,
+        scene_id=scene,
+        engine=engine,
+        manifest_path=Path(str(path)),
+        override_model="gold",
+        api_overrides=overrides,
+    )
+    summary = result["report"]["summary"]
+    check("stage 4 runner: every request sent", summary.get("count") == len(samples), summary.get("count"))
+    for metric in ("option_accuracy", "bbox_acc@50iou", "parse_success_rate"):
+        check(
+            f"stage 4 runner: {metric} of gold answers",
             abs(float(summary.get(metric) or 0) - 1) < 1e-6,
             summary.get(metric),
         )

@@ -7,7 +7,9 @@ A release is the run folder ``runs/<run>/``. When the QA stage writes it, it als
 problem, never silently accepted.
 
 Evaluation results (``eval/``) are written into the run after the release and are not part of
-it; hidden files (the local store's metadata sidecars) are not objects.
+it: :func:`seal_eval` writes ``eval/SHA256SUMS`` over them after every evaluation, and
+:func:`verify_eval` checks them against it, so every file of the folder is covered by one of the
+two. Hidden files (the local store's metadata sidecars) are not objects.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,8 @@ from skyqa.errors import InvalidInput, InvalidKey
 
 RELEASE_INFO = "release.json"
 SUMS = "SHA256SUMS"
-NOT_RELEASED = ("eval/",)
+EVAL = "eval"
+NOT_RELEASED = (f"{EVAL}/",)
 MAX_SUMS_BYTES = 256 << 20  # about 2 million files
 _LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
 
@@ -74,6 +78,25 @@ def seal(store: BlobStore, run_id: str, info: ReleaseInfo) -> str:
     return sums
 
 
+def _is_eval_output(rel: str) -> bool:
+    """Whether a path inside ``eval/`` is an evaluation output (and so of ``eval/SHA256SUMS``)."""
+    return rel != SUMS and not any(part.startswith(".") for part in rel.split("/"))
+
+
+def seal_eval(store: BlobStore, run_id: str) -> str:
+    """Write ``eval/SHA256SUMS`` over every evaluation output of the run, paths relative to
+    ``eval/``; each writer of ``eval/`` calls it after writing. Returns its key."""
+    root = f"{keys.run_prefix(run_id)}/{EVAL}"
+    lines = []
+    for key in store.list(f"{root}/"):
+        rel = key[len(root) + 1 :]
+        if _is_eval_output(rel):
+            lines.append(f"{sha256_hex(store.get(key))}  {rel}\n")
+    sums = f"{root}/{SUMS}"
+    store.put(sums, "".join(lines).encode(), "text/plain")
+    return sums
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     path: str
@@ -92,9 +115,39 @@ def verify(folder: Path) -> tuple[int, list[Problem]]:
     folder, and any entry the checksum file does not list are problems, and nothing outside the
     folder is read. ``release.json`` must be listed. Raises ``FileNotFoundError`` when there is
     no ``SHA256SUMS`` and :class:`InvalidInput` when it is not a readable regular file.
+    ``eval/`` is not checked here: see :func:`verify_eval`.
     """
     folder = folder.resolve()
-    text = _read_sums(folder / SUMS)
+    checked, problems = _verify(folder, _read_sums(folder / SUMS), is_released)
+    if RELEASE_INFO not in checked:
+        problems.append(Problem(RELEASE_INFO, "not listed in SHA256SUMS"))
+    return len(checked), problems
+
+
+def verify_eval(folder: Path) -> tuple[int, list[Problem]] | None:
+    """Check a release folder's ``eval/`` against ``eval/SHA256SUMS`` as :func:`verify` checks
+    the release (paths in the problems start with ``eval/``). None when there is no ``eval/``;
+    an ``eval/`` without its checksum file is a problem, not a pass."""
+    folder = folder.resolve()
+    where = folder / EVAL
+    if not where.exists() and not where.is_symlink():
+        return None
+    if where.is_symlink() or not where.is_dir():
+        return 0, [Problem(EVAL, "not a folder inside the release")]
+    try:
+        text = _read_sums(where / SUMS)
+    except FileNotFoundError:
+        return 0, [Problem(f"{EVAL}/{SUMS}", "missing: the evaluation outputs have no checksums")]
+    except InvalidInput as exc:
+        return 0, [Problem(f"{EVAL}/{SUMS}", str(exc))]
+    checked, problems = _verify(where, text, _is_eval_output)
+    named = [Problem(f"{EVAL}/{p.path}", p.what.replace(SUMS, f"{EVAL}/{SUMS}")) for p in problems]
+    return len(checked), named
+
+
+def _verify(folder: Path, text: str, covered: Callable[[str], bool]) -> tuple[set[str], list[Problem]]:
+    """The files ``text`` (a checksum file) lists and checks, and every problem; entries of the
+    folder for which ``covered`` holds must be listed."""
     problems: list[Problem] = []
     listed: set[str] = set()
     for n, line in enumerate(text.splitlines(), 1):
@@ -115,8 +168,6 @@ def verify(folder: Path) -> tuple[int, list[Problem]]:
         problem = _check_file(folder, rel, digest)
         if problem:
             problems.append(Problem(rel, problem))
-    if RELEASE_INFO not in listed:
-        problems.append(Problem(RELEASE_INFO, "not listed in SHA256SUMS"))
 
     def unreadable(exc: OSError) -> None:
         problems.append(Problem(Path(str(exc.filename)).relative_to(folder).as_posix(), "unreadable folder"))
@@ -128,9 +179,9 @@ def verify(folder: Path) -> tuple[int, list[Problem]]:
         dirs[:] = sorted(d for d in dirs if not (where / d).is_symlink())
         for name in names:
             rel = (where / name).relative_to(folder).as_posix()
-            if is_released(rel) and rel not in listed:
+            if covered(rel) and rel not in listed:
                 problems.append(Problem(rel, "not listed in SHA256SUMS"))
-    return len(listed), problems
+    return listed, problems
 
 
 def _read_sums(path: Path) -> str:

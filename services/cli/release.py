@@ -23,7 +23,8 @@ ReleaseArg = Annotated[
 
 @app.command()
 def verify(release: ReleaseArg) -> None:
-    """Recheck every file of a release against its SHA256SUMS; exit 1 naming the first problem."""
+    """Recheck every file of a release against its SHA256SUMS, and its evaluation outputs against
+    eval/SHA256SUMS; exit 1 naming the first problem."""
     from skyqa import integrity
 
     if not release.is_dir():
@@ -34,12 +35,18 @@ def verify(release: ReleaseArg) -> None:
         raise fail(f"{release} has no {integrity.SUMS}; it is not a sealed skyqa release", 1) from None
     except InvalidInput as exc:
         raise fail(f"{release}: {exc}", 1) from None
+    # the evaluation outputs are written after the release, under their own checksum file
+    evaluated = integrity.verify_eval(release)
+    eval_problems = evaluated[1] if evaluated else []
+    problems = problems + eval_problems
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         for p in problems[1:20]:
             out.print(f"  {p}", highlight=False)
         raise fail(f"{problems[0]}{more}", 1)
     out.print(f"{checked} files match {integrity.SUMS}")
+    if evaluated:
+        out.print(f"{evaluated[0]} evaluation files match {integrity.EVAL}/{integrity.SUMS}")
 
 
 export_app = typer.Typer(no_args_is_help=True, help="Write a release in an evaluation framework's format.")
@@ -79,3 +86,32 @@ def export_lmms_eval(release: ReleaseArg, out_path: OutOpt) -> None:
     for task, n in counts.items():
         out.print(f"  {task:<24} {n} rows")
     out.print(f"lmms-eval tasks written to {out_path}")
+
+
+@export_app.command("dualcog")
+def export_dualcog(
+    release: ReleaseArg,
+    into: Annotated[
+        Path, typer.Option("--into", help="a checkout of SmartDianLab/UAV-DualCog", show_default=False)
+    ],
+    copy: Annotated[bool, typer.Option("--copy", help="copy the media instead of linking them")] = False,
+) -> None:
+    """Lay the release into a UAV-DualCog checkout where its Stage 3 and Stage 4 runners read:
+    config, manifests (paths relative to the checkout) and media under task_pipeline_data/skyqa/."""
+    from skyqa.exports import dualcog
+    from skyqa.exports.release import Release
+
+    with user_errors():
+        opened = Release.open(release)
+        counts = dualcog.write(opened, into, copy)
+        lay = dualcog.layout_of(opened)
+    out.print(
+        f"{counts['linked']} files linked, {counts['copied']} copied, {counts['written']} written "
+        f"under {into}/{lay.root} and {lay.config}",
+        highlight=False,
+    )
+    out.print(
+        f"run from {into}: python scripts/uav_dualcog/task_pipeline.py --config {lay.config} "
+        f"--task-name {dualcog.TASK} --stage stage4 --phase experiment --experiment-models <model>",
+        highlight=False,
+    )

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from skyqa import keys
+from skyqa import integrity, keys
 from skyqa.blob import BlobStore
 from skyqa.contracts.base import load_jsonl
 from skyqa.contracts.qa import ImageRow
@@ -134,4 +134,5 @@ async def blind_filter(
         keep = set(flagged)
         kept = [line + b"\n" for line, q in zip(raw, rows, strict=True) if q.sample_id not in keep]
         store.put(filtered_key, b"".join(kept), "application/x-ndjson")
+    integrity.seal_eval(store, run_id)
     return BlindResult(report_key, filtered_key, flagged, len(rows))

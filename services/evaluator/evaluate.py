@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skyqa import keys
+from skyqa import integrity, keys
 from skyqa.blob import BlobStore
 from skyqa.families import FAMILIES, TaskFamily
 from skyqa.models import open_model
@@ -109,4 +109,5 @@ async def evaluate(
         outputs["leaderboard"], json.dumps(board, indent=1, sort_keys=True).encode(), "application/json"
     )
     store.put(outputs["eval_report"], html_page(board, f"skyqa evaluation: {scene_id}"), "text/html")
+    integrity.seal_eval(store, run_id)
     return EvalResult(outputs, stats, board)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from skyqa import keys
+from skyqa import integrity, keys
 from skyqa.blob import BlobStore
 from skyqa.contracts.base import load_json, load_jsonl
 from skyqa.contracts.rsv import RANDOM_WALK, SPLITS, TrajectoryPlan, TrajectoryRow
@@ -211,6 +211,7 @@ async def evaluate_world(
     store.put(
         out["world_leaderboard"], json.dumps(board, indent=1, sort_keys=True).encode(), "application/json"
     )
+    integrity.seal_eval(store, run_id)
     return WorldResult(out, board)
 
 

@@ -5,17 +5,30 @@ their relative paths. For ``datasets.load_dataset(folder, "image_qa")`` to yield
 each family's rows are also written at the release root as ``<manifest>.metadata.jsonl`` with a
 ``media_file_names`` column (its images in prompt order): ``datasets``' image-folder builder
 resolves those paths against the metadata file's folder, which must hold every image, and loads
-them as a ``media`` list of ``Image`` features. Videos stay paths relative to the release.
+them as a ``media`` list of ``Image`` features. ``datasets`` builds a local folder with one
+builder for every config (the image folder here), which resolves and types only images, and a
+config's features cannot be declared in the card (the folder builder replaces them with the
+metadata file's), so videos stay paths relative to the release, typed as strings, and a family
+whose rows show only videos gets no config. Configs name their metadata file with
+``metadata_filenames``, which ``datasets`` 3.x ignores (it yields the bare image files), so the
+card states the supported version.
+
+A metadata column must have one type across the rows of a config (``datasets`` reads the file
+with pyarrow, which fails on a column that is a number in one row and a list in the next). The
+row models fix most types; where one does not (``dict[str, Any]`` evidence, a union of a number
+and a list), the field is written as a JSON string in every row, and the card names it.
 """
 
 from __future__ import annotations
 
 import json
 import posixpath
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Union, get_args, get_origin
 
+from pydantic import BaseModel
 from skyqa.contracts.qa import QCReport
 from skyqa.families import RELEASED, ReleaseFamily, metadata_file
 
@@ -35,14 +48,88 @@ class Media:
 
 
 HF_MEDIA = "media_file_names"
+DATASETS_RANGE = "5.x"  # tested with 5.2.0; 3.x ignores metadata_filenames
+_KINDS = {str: "string", int: "number", float: "number", bool: "bool"}
+
+
+def _shape(ann: Any) -> str | None:
+    """The one JSON shape every value of the annotation has once :func:`_cells` wrote it, or
+    None when values of it may differ in type from row to row."""
+    if ann in _KINDS:
+        return _KINDS[ann]
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return f"model:{ann.__qualname__}"
+    origin, args = get_origin(ann), get_args(ann)
+    if origin is Literal:
+        kinds = {_KINDS.get(type(a)) for a in args}
+        return kinds.pop() if len(kinds) == 1 else None
+    if origin in (Union, types.UnionType):
+        arms = {_shape(a) for a in args if a is not type(None)}
+        return arms.pop() if len(arms) == 1 else None
+    if origin is list or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
+        inner = _shape(args[0]) if args else None
+        return None if inner is None else f"list[{inner}]"
+    if origin is tuple:
+        inner_kinds = {_shape(a) for a in args}
+        one = inner_kinds.pop() if len(inner_kinds) == 1 else None
+        return None if one is None else f"list[{one}]"
+    if origin is dict and len(args) == 2:
+        inner = _shape(args[1])
+        return None if inner is None else f"dict[{inner}]"
+    return None  # Any, object, anything else: no one type
+
+
+def _cell(value: Any, ann: Any) -> Any:
+    """``value`` (JSON data of the annotation) with every part of no fixed type as a JSON string."""
+    if value is None:
+        return None
+    if _shape(ann) is None:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return _cells(value, ann)
+    origin, args = get_origin(ann), get_args(ann)
+    if origin in (Union, types.UnionType):
+        arm = next(a for a in args if a is not type(None))
+        return _cell(value, arm)
+    if origin is list or origin is tuple:
+        return [_cell(v, args[0]) for v in value]
+    if origin is dict:
+        return {k: _cell(v, args[1]) for k, v in value.items()}
+    return value
+
+
+def _cells(data: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    fields = model.model_fields
+    return {k: _cell(v, fields[k].annotation) if k in fields else v for k, v in data.items()}
+
+
+def json_columns(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """The fields a metadata file writes as JSON strings (nested ones dotted)."""
+    out: list[str] = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if _shape(ann) is None:
+            out.append(prefix + name)
+            continue
+        # look through lists and optionals for nested models
+        while get_origin(ann) in (list, tuple, Union, types.UnionType):
+            ann = next(a for a in get_args(ann) if a is not type(None))
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out += json_columns(ann, f"{prefix}{name}.")
+    return out
+
+
+def _stills(fam: ReleaseFamily[Any], row: Any) -> list[str]:
+    return [m.path for m in fam.media(row) if m.fps is None]
 
 
 def hf_metadata(fam: ReleaseFamily[Any], rows: Sequence[Any]) -> bytes:
-    """A family's rows as an image-folder metadata file: each row plus its still images."""
+    """A family's rows as an image-folder metadata file: each row (fields of no fixed type as JSON
+    strings) plus its still images."""
     lines = []
     for row in rows:
-        data = row.model_dump(mode="json")
-        data[HF_MEDIA] = [m.path for m in fam.media(row) if m.fps is None]
+        data = _cells(row.model_dump(mode="json"), type(row))
+        data[HF_MEDIA] = _stills(fam, row)
         lines.append(json.dumps(data, sort_keys=True, ensure_ascii=False) + "\n")
     return "".join(lines).encode()
 
@@ -50,7 +137,7 @@ def hf_metadata(fam: ReleaseFamily[Any], rows: Sequence[Any]) -> bytes:
 def hf_globs(fam: ReleaseFamily[Any], rows: Sequence[Any]) -> list[str]:
     """Globs over the folders the rows' images are in; ``datasets`` picks the image-folder builder
     because image files outnumber the one metadata file."""
-    paths = {m.path for row in rows for m in fam.media(row) if m.fps is None}
+    paths = {p for row in rows for p in _stills(fam, row)}
     return sorted(
         {f"{posixpath.dirname(posixpath.dirname(p)) or '.'}/**/*{posixpath.splitext(p)[1]}" for p in paths}
     )
@@ -78,6 +165,13 @@ def dataset_card(
         for fam, _ in parts
         if globs.get(fam.manifest)
     )
+    as_json = [
+        f"`{fam.manifest}`: " + ", ".join(f"`{c}`" for c in cols)
+        for fam, _ in parts
+        if (cols := json_columns(fam.row_model))
+    ]
+    without = ", ".join(f"`{fam.manifest}`" for fam, _ in parts if not globs.get(fam.manifest))
+    loading = _loading(without or "none", "; ".join(as_json) or "none")
     manifests = {fam.manifest for fam, _ in parts}
     listed = [text for _, part in parts for name, text in part.files if name in manifests]
     listed += [text for _, part in parts for name, text in part.files if name not in manifests]
@@ -146,6 +240,8 @@ multiple-answer rows (chance: same-size random picks), with 95 % intervals.
 |---|---|---|---|---|---|
 {gate_rows}
 
+{loading}
+
 ## Files
 
 {family_files}
@@ -153,6 +249,11 @@ multiple-answer rows (chance: same-size random picks), with 95 % intervals.
   re-renders them without changing any id, option or answer.
 - `{rel["qc_rows"]}`: every checked row, released or dropped with its reason, and the blind
   solvers that answered it without pixels (what the gateway's workbench browses).
+- `release.json` and `SHA256SUMS`: what made the release, and the sha256 of every file of it
+  (`sha256sum -c SHA256SUMS`, or `skyqa verify <this folder>`).
+- `eval/` (present once the release was evaluated): evaluation outputs, written after the
+  release and so not in `SHA256SUMS`; `eval/SHA256SUMS` covers them and is rewritten after each
+  evaluation (`cd eval && sha256sum -c SHA256SUMS`); `skyqa verify` checks both.
 
 ## Media contract
 
@@ -162,6 +263,26 @@ yuv420p, {media.fps} FPS, {media.video_bitrate / 1e6:g} Mb/s, MP4 with `+faststa
 release contract is 4096x3072 stills at JPEG 80 and 1440x1080 video at 10 Mb/s: the release
 profile.){notes}
 """.encode()
+
+
+def _loading(without: str, as_json: str) -> str:
+    return f"""## Loading with Hugging Face `datasets`
+
+`datasets.load_dataset("<this folder>", "<config>", split="test")` with `datasets` {DATASETS_RANGE}
+(tested with 5.2.0). `datasets` 3.x is not supported: it ignores the configs'
+`metadata_filenames` and yields a single column of bare image files, without the rows.
+
+- `media` is the row's images, decoded, in prompt order.
+- Videos are not typed `Video`: `datasets` reads a local folder with one builder for every
+  config (the image folder), which resolves and types only images, so a row's video is a path
+  string relative to this folder (`video_path`, `video`). To type it yourself, join it to this
+  folder and `ds.cast_column(column, datasets.Video(decode=False))`; decoding a `Video` needs
+  `torchcodec` (with PyTorch), which skyqa does not install.
+- Families whose rows show only videos have no config here ({without}); their manifests are
+  JSON Lines (`load_dataset("json", data_files=...)`) and the trajectories ship
+  `reasoning_videos/index.parquet`.
+- Fields whose type varies from row to row are JSON strings in every row (`json.loads` them):
+  {as_json}."""
 
 
 def _config(manifest: str, meta: str, globs: list[str]) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 from demo_runs import ARGS, DemoRun, outputs, skyqa
 from dualcog_fields import COMPOSITE_WORDS, IMAGE_READ, IMAGE_REQUIRED, VIDEO_READ, VIDEO_REQUIRED
 from google.protobuf.message import Message
@@ -25,7 +26,11 @@ from release_schemas import missing, proto_missing, schema_of
 from skyqa import integrity
 from skyqa.contracts.base import load_jsonl
 from skyqa.contracts.qa import ImageRow, VideoRow
-from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO
+from skyqa.exports.release import Release
+from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO, TaskFamily
+from skyqa.families.aircop import FAMILY as AIRCOP_COLLAB
+
+from services.qa_generator import export
 
 
 @pytest.fixture(scope="module")
@@ -306,6 +311,46 @@ def test_release_folder_loads_with_hugging_face_datasets(
     assert len(index[0]["actions"]) == 40 and (release / index[0]["video"]).is_file()
 
 
+def _reshaped(value: dict[str, Any]) -> dict[str, Any]:
+    # the same keys with values of another JSON type (a number where a row had a list, ...)
+    return {
+        k: ("x" if isinstance(v, (int, float)) else 1) if k != "vehicles" else [v] for k, v in value.items()
+    }
+
+
+def test_every_config_of_the_dataset_card_loads_with_hugging_face_datasets(
+    two_demo_runs: list[dict[str, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var, value in {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path)}.items():
+        monkeypatch.setenv(var, value)
+    datasets = pytest.importorskip("datasets")
+
+    release = tmp_path / "release"
+    shutil.copytree(two_demo_runs[0]["qc_report"].parent, release, ignore=shutil.ignore_patterns("eval"))
+    # a release whose rows mix shapes: what a larger scene ships (demo_city's collaboration rows
+    # count vehicles in one row and list them in the next), written by the release's own writer
+    mixed: dict[TaskFamily[Any], str] = {DUALCOG_IMAGE: "metadata", AIRCOP_COLLAB: "evidence"}
+    for fam, field in mixed.items():
+        rows = Release.open(release).rows(fam)
+        odd = rows[0].model_copy(
+            update={"sample_id": f"{rows[0].sample_id}_mixed", field: _reshaped(getattr(rows[0], field))}
+        )
+        (release / f"{fam.manifest}.metadata.jsonl").write_bytes(export.hf_metadata(fam, [*rows, odd]))
+    card = yaml.safe_load((release / "README.md").read_text().split("---")[1])
+    names = [c["config_name"] for c in card["configs"]]
+    assert {f.manifest for f in mixed} <= set(names)
+    for name in names:
+        rows = [json.loads(line) for line in (release / f"{name}.metadata.jsonl").read_text().splitlines()]
+        ds = datasets.load_dataset(str(release), name, split="test")
+        assert len(ds) == len(rows) > 0, name
+        assert ds.features["media"] == datasets.List(datasets.Image()), name
+        assert ds[len(ds) - 1]["media"][0].size, name
+    collab = datasets.load_dataset(str(release), "collab_qa", split="test")
+    manifest = [r.evidence for r in Release.open(release).rows(AIRCOP_COLLAB)]
+    assert [json.loads(e) for e in collab["evidence"]][:-1] == manifest
+    assert json.loads(collab["evidence"][-1]) == _reshaped(manifest[0])
+
+
 def test_verify_passes_on_a_fresh_release_and_names_a_flipped_byte(
     two_demo_runs: list[dict[str, Path]], tmp_path: Path
 ) -> None:
@@ -580,3 +625,124 @@ def test_the_dualcog_manifests_of_a_release_carry_every_field_the_reference_read
             composite = a["label"].startswith("a ") and "mission" in a["label"]
             assert labels[a["option_id"]] == a["label"]
             assert bool(COMPOSITE_WORDS.search(a["label"])) == composite, a["label"]
+
+
+def _fake_dualcog_checkout(path: Path) -> Path:
+    # what marks a reference checkout: its two runners (their content does not matter here)
+    for rel in (
+        "scripts/uav_dualcog/stage4_qa_generate_and_eval.py",
+        "scripts/uav_dualcog/stage3_task_suite.py",
+    ):
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text("# the reference's runner\n")
+    (path / "configs/uav_dualcog").mkdir(parents=True)
+    return path
+
+
+def test_export_dualcog_lays_the_release_where_the_reference_runners_read_it(
+    two_demo_runs: list[dict[str, Path]], tmp_path: Path
+) -> None:
+    release = two_demo_runs[0]["qc_report"].parent
+    info = json.loads((release / "release.json").read_text())
+    scene = info["scene_id"]
+    checkout = _fake_dualcog_checkout(tmp_path / "UAV-DualCog")
+    done = skyqa("export", "dualcog", str(release), "--into", str(checkout))
+    assert done.returncode == 0, done.stderr
+    image = json.loads((release / "image_tasks/manifests" / f"{scene}.latest_manifest.json").read_text())
+    engine = image["engine"]
+    config = yaml.safe_load((checkout / f"configs/uav_dualcog/task_{engine}_{scene}.yaml").read_text())
+    # the reference's _resolve_stage4_root / _resolve_stage3_layout with this config
+    art = (
+        checkout
+        / config["task_pipeline"]["root_dir"]
+        / config["task_pipeline"]["task_name"]
+        / f"{engine}_{scene}"
+    )
+    stage4 = art / config["output_layout"]["stage4_qa_dir"] / "manifests"
+    stage3 = (
+        art / config["output_layout"]["stage3_task_root_dir"] / config["output_layout"]["stage3_dataset_dir"]
+    )
+    for folder, listed in ((stage4, f"{scene}_qa_manifest_release.json"), (stage3, f"{scene}_release.json")):
+        assert (folder / f"{scene}.latest_manifest.json").read_bytes() == (folder / listed).read_bytes()
+    exported = json.loads((stage4 / f"{scene}.latest_manifest.json").read_text())
+    assert len(exported["samples"]) == len(image["samples"]) > 0
+    for s in exported["samples"]:
+        # Stage 4's _build_openai_messages opens <checkout root>/<path>
+        paths = [s["reference_image_with_bbox"], *([s["target_image"]] if s.get("target_image") else [])]
+        paths += [c["image"] for c in s.get("candidates") or []]
+        for p in paths:
+            assert (checkout / p).is_file(), p
+            assert (checkout / p).read_bytes() == (release / p.split(f"{engine}_{scene}/", 1)[1]).read_bytes()
+    video = json.loads((stage3 / f"{scene}.latest_manifest.json").read_text())
+    assert video["samples"]
+    for s in video["samples"]:
+        # Stage 3 opens the paths relative to the working directory: the checkout root
+        for key in ("video_path", "video_web_path", "reference_image_with_bbox"):
+            assert (checkout / s[key]).is_file(), s[key]
+    base = checkout / config["task"]["base_dir"] / config["task"]["scene_dir_name"]
+    valid = json.loads((base / "landmarks_review" / f"{scene}.valid_instances.json").read_text())
+    views = [v["path"] for x in valid["valid_instances"] for v in x["rgb_views"]]
+    assert views and all((checkout / p).is_file() for p in views)
+    missions = {s["mission_id"] for s in video["samples"]}
+    assert all((art / "video_tasks/missions" / m / "final_task/task_data.json").is_file() for m in missions)
+    # media are links into the release, text files are copies the reference may write beside
+    media = checkout / exported["samples"][0]["reference_image_with_bbox"]
+    assert media.is_symlink() and media.resolve().is_relative_to(release.resolve())
+    assert not (stage4 / f"{scene}.latest_manifest.json").is_symlink()
+    # the reference writes its outputs beside the export; exporting again keeps them
+    report = art / "image_tasks/experiments/run1/report.json"
+    report.parent.mkdir(parents=True)
+    report.write_text("{}")
+    again = skyqa("export", "dualcog", str(release), "--into", str(checkout), "--copy")
+    assert again.returncode == 0, again.stderr
+    assert report.read_text() == "{}" and not media.is_symlink() and media.read_bytes()
+    assert integrity.verify(release)[1] == []
+
+
+def test_export_dualcog_refuses_a_folder_that_is_not_a_checkout_or_files_it_did_not_write(
+    two_demo_runs: list[dict[str, Path]], tmp_path: Path
+) -> None:
+    release = two_demo_runs[0]["qc_report"].parent
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    bad = skyqa("export", "dualcog", str(release), "--into", str(plain))
+    assert bad.returncode == 2 and "is not a UAV-DualCog checkout" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and not any(plain.iterdir())
+    checkout = _fake_dualcog_checkout(tmp_path / "UAV-DualCog")
+    scene = json.loads((release / "release.json").read_text())["scene_id"]
+    engine = json.loads((release / "image_tasks/manifests" / f"{scene}.latest_manifest.json").read_text())[
+        "engine"
+    ]
+    theirs = checkout / f"configs/uav_dualcog/task_{engine}_{scene}.yaml"
+    theirs.write_text("task: {scene_id: mine}\n")
+    refused = skyqa("export", "dualcog", str(release), "--into", str(checkout))
+    assert refused.returncode == 2 and "was not written by skyqa" in refused.stderr
+    assert theirs.read_text() == "task: {scene_id: mine}\n"
+    theirs.unlink()
+    manifest = (
+        checkout
+        / f"task_pipeline_data/skyqa/{engine}_{scene}/image_tasks/manifests/{scene}.latest_manifest.json"
+    )
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text("{}")
+    refused = skyqa("export", "dualcog", str(release), "--into", str(checkout))
+    assert refused.returncode == 2 and "did not write it" in refused.stderr
+    assert manifest.read_text() == "{}" and not theirs.exists()
+
+
+def test_the_reference_code_scores_gold_replies_on_an_exported_checkout(
+    two_demo_runs: list[dict[str, Path]],
+) -> None:
+    reference = os.environ.get("SKYQA_DUALCOG_REFERENCE", "")
+    if not reference or not Path(reference, "scripts/uav_dualcog/stage4_qa_generate_and_eval.py").is_file():
+        pytest.skip("set SKYQA_DUALCOG_REFERENCE to a checkout of SmartDianLab/UAV-DualCog")
+    release = two_demo_runs[0]["qc_report"].parent
+    script = Path(__file__).parents[2] / "scripts/dualcog_reference_check.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--reference", reference, "--release", str(release)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "ok   stage 4 runner: option_accuracy of gold answers 1.0" in done.stdout

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from demo_runs import skyqa
 from skyqa import integrity
 from skyqa.blob import LocalBlobStore
 from skyqa.errors import InvalidInput
@@ -158,3 +159,50 @@ def test_the_commit_is_read_from_the_checkout_or_pinned(monkeypatch: pytest.Monk
     monkeypatch.setenv("SKYQA_GIT_COMMIT", "not a commit; rm -rf")
     got = integrity.git_commit()
     assert got == "unknown" or len(got) == 40
+
+
+def _evaluated(tmp_path: Path) -> tuple[Path, LocalBlobStore]:
+    store = LocalBlobStore(tmp_path / "store")
+    store.put("runs/r1/a.json", b"{}", "application/json")
+    integrity.seal(store, "r1", _info())
+    store.put("runs/r1/eval/items.jsonl", b'{"ok": 1}\n', "application/x-ndjson")
+    store.put("runs/r1/eval/leaderboard.json", b"{}", "application/json")
+    integrity.seal_eval(store, "r1")
+    return tmp_path / "store/runs/r1", store
+
+
+def test_eval_outputs_have_their_own_checksums_and_a_tampered_one_is_named(tmp_path: Path) -> None:
+    folder, _ = _evaluated(tmp_path)
+    assert (folder / "eval/SHA256SUMS").read_text().splitlines()[0].endswith("  items.jsonl")
+    assert integrity.verify(folder)[1] == []
+    assert integrity.verify_eval(folder) == (2, [])
+    (folder / "eval/items.jsonl").write_bytes(b'{"ok": 0}\n')
+    (folder / "eval/extra.csv").write_text("a\n")
+    (folder / "eval/leaderboard.json").unlink()
+    _, problems = integrity.verify_eval(folder) or (0, [])
+    assert [str(p) for p in problems] == [
+        "eval/items.jsonl: changed",
+        "eval/leaderboard.json: missing",
+        "eval/extra.csv: not listed in eval/SHA256SUMS",
+    ]
+
+
+def test_eval_outputs_without_checksums_are_a_problem_and_no_eval_is_none(tmp_path: Path) -> None:
+    folder, _ = _evaluated(tmp_path)
+    (folder / "eval/SHA256SUMS").unlink()
+    assert [str(p) for p in (integrity.verify_eval(folder) or (0, []))[1]] == [
+        "eval/SHA256SUMS: missing: the evaluation outputs have no checksums"
+    ]
+    shutil.rmtree(folder / "eval")
+    assert integrity.verify_eval(folder) is None
+
+
+def test_skyqa_verify_exits_1_naming_a_tampered_eval_file(tmp_path: Path) -> None:
+    folder, _ = _evaluated(tmp_path)
+    ok = skyqa("verify", str(folder), timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert "2 evaluation files match eval/SHA256SUMS" in ok.stdout
+    (folder / "eval/leaderboard.json").write_text('{"tampered": true}')
+    bad = skyqa("verify", str(folder), timeout=60)
+    assert bad.returncode == 1
+    assert bad.stderr.strip().splitlines()[-1].endswith("eval/leaderboard.json: changed")
