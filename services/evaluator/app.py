@@ -9,7 +9,7 @@ from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.bus import Delivery, topology
 from skyqa.errors import InvalidInput
-from skyqa.runtime import Service, Settings
+from skyqa.runtime import Service, Settings, progress as run_progress
 from skyqa.v1 import common_pb2, eval_pb2, qa_pb2
 
 from services.evaluator.evaluate import evaluate
@@ -89,7 +89,7 @@ async def setup(svc: Service) -> None:
 def request_stage(event: eval_pb2.EvaluationRequest) -> str:
     """The run stage an evaluation request reports on (the gateway names it to the client)."""
     asked = event.request_id
-    return f"{STAGE}-{asked}" if keys.is_valid_id(asked) else STAGE
+    return run_progress.request_stage(STAGE, asked) if keys.is_valid_id(asked) else STAGE
 
 
 def create(settings: Settings, store: BlobStore | None = None) -> Service:

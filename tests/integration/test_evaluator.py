@@ -606,10 +606,11 @@ async def test_a_dead_lettered_evaluation_request_fails_its_own_stage_with_the_r
         assert stage["message"].startswith("max_deliver_exceeded: OSError: store unavailable")
         # the release and its first evaluation stay valid
         assert state["status"] == "completed" and state["stages"]["eval"]["status"] == "completed"
-        assert stage["message"] in state["errors"]
+        assert state["errors"] == []  # the request's failure is its stage's, not the run's
 
         state = await _stage_settles(bus, empty, "eval-early")
-        assert state["stages"]["eval-early"]["status"] == "failed" and state["status"] == "failed"
+        # a request's stage fails on its own: the run it was asked about goes on as it was
+        assert state["stages"]["eval-early"]["status"] == "failed" and state["status"] != "failed"
         assert "no QA manifests" in state["stages"]["eval-early"]["message"]
         assert "eval" not in state["stages"]  # the run's own evaluation was not this request's
     finally:

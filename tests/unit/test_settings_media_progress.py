@@ -6,7 +6,7 @@ from skyqa import media
 from skyqa.bus import retry_delay
 from skyqa.contracts import RunState
 from skyqa.runtime import ConfigError, apply_progress, load_settings
-from skyqa.runtime.progress import FINAL_STAGE
+from skyqa.runtime.progress import FINAL_STAGE, PIPELINE_STAGES, is_request_stage, request_stage
 from skyqa.v1 import common_pb2
 
 
@@ -123,3 +123,23 @@ def test_progress_never_moves_a_stage_backwards() -> None:
         6.0,
     )
     assert (state.status, state.errors) == ("failed", ["boom"])
+
+
+def test_a_failed_request_stage_fails_only_itself() -> None:
+    """An evaluation asked for through the API (``eval-<request>``) that fails must not fail
+    the run it was asked about, before or after the pipeline's own final stage completes."""
+    state = RunState(run_id="r")
+
+    def ev(stage: str, status: common_pb2.RunStatus.ValueType) -> common_pb2.Progress:
+        return common_pb2.Progress(run_id="r", stage=stage, done=1, total=1, status=status, message=stage)
+
+    apply_progress(state, ev("qa", common_pb2.RUN_STATUS_COMPLETED), 1.0)
+    apply_progress(state, ev(request_stage(FINAL_STAGE, "ask1"), common_pb2.RUN_STATUS_FAILED), 2.0)
+    assert (state.stages["eval-ask1"].status, state.status, state.errors) == ("failed", "running", [])
+    apply_progress(state, ev(FINAL_STAGE, common_pb2.RUN_STATUS_COMPLETED), 3.0)
+    apply_progress(state, ev(request_stage(FINAL_STAGE, "ask2"), common_pb2.RUN_STATUS_FAILED), 4.0)
+    assert (state.stages["eval-ask2"].status, state.status) == ("failed", "completed")
+    # a pipeline stage's failure still fails the run
+    apply_progress(state, ev("views", common_pb2.RUN_STATUS_FAILED), 5.0)
+    assert state.status == "failed"
+    assert not any(is_request_stage(s) for s in PIPELINE_STAGES)

@@ -24,6 +24,18 @@ FINAL_STAGE = "eval"
 PIPELINE_STAGES = ("capture", "fusion", "landmark", "review", "mission", "qa", FINAL_STAGE)
 
 
+def request_stage(stage: str, request_id: str) -> str:
+    """The stage a request on an existing run reports on (``eval-<request>``): pipeline stage
+    names hold no ``-``, so the name alone tells a request's stage from the pipeline's."""
+    return f"{stage}-{request_id}"
+
+
+def is_request_stage(name: str) -> bool:
+    """Whether ``name`` is a request's stage, whose failure is its own: an evaluation asked for
+    through the API that fails leaves the release it was asked about as it was."""
+    return "-" in name
+
+
 def status_name(value: int) -> str:
     return _STATUS.get(int(value), "pending")
 
@@ -43,6 +55,8 @@ def apply_progress(state: RunState, event: common_pb2.Progress, now: float) -> R
         stage.finished_at = now
     state.stages[event.stage] = stage
     state.updated_at = now
+    if is_request_stage(event.stage):
+        return state
     if status == "failed":
         state.status = "failed"
         if event.message and event.message not in state.errors:
@@ -120,10 +134,11 @@ class ProgressReporter:
     async def fail(self, run_id: str, stage: str, message: str) -> bool:
         """Mark ``stage`` and its run failed, from a dead-lettered message of that run.
 
-        Refused (False) for a run that was never created, so bad input cannot invent runs, and
-        for a stage that already completed: what it produced is stored and stays valid. A run
-        that completed stays completed, but a stage of it that had not (an evaluation asked for
-        after the release) is marked failed, or whoever watches that stage waits for ever.
+        Refused (False) for a run that was never created, so bad input cannot invent runs, for
+        a stage that already completed, and for a pipeline stage of a run that completed: what
+        they produced is stored and stays valid. A request's stage (an evaluation asked for
+        after the release) is failed on its own, or whoever watches it waits for ever; the run's
+        status is not its to change (``is_request_stage``).
         """
         event = common_pb2.Progress(
             run_id=run_id,
@@ -141,11 +156,9 @@ class ProgressReporter:
             done = state.stages.get(stage)
             if done is not None and done.status == "completed":
                 raise _Refused
-            completed = state.status == "completed"
-            state = apply_progress(state, event, now)
-            if completed:
-                state.status = "completed"
-            return state.model_dump(mode="json")
+            if state.status == "completed" and not is_request_stage(stage):
+                raise _Refused
+            return apply_progress(state, event, now).model_dump(mode="json")
 
         try:
             await self.runs.update(run_id, fold)
