@@ -137,7 +137,13 @@ def verify_eval(folder: Path) -> tuple[int, list[Problem]] | None:
     try:
         text = _read_sums(where / SUMS)
     except FileNotFoundError:
-        return 0, [Problem(f"{EVAL}/{SUMS}", "missing: the evaluation outputs have no checksums")]
+        return 0, [
+            Problem(
+                f"{EVAL}/{SUMS}",
+                "missing: the evaluation outputs have no checksums"
+                " (evaluated before evaluations were sealed: evaluate again to write them)",
+            )
+        ]
     except InvalidInput as exc:
         return 0, [Problem(f"{EVAL}/{SUMS}", str(exc))]
     checked, problems = _verify(where, text, _is_eval_output)
