@@ -192,6 +192,7 @@ def test_eval_outputs_without_checksums_are_a_problem_and_no_eval_is_none(tmp_pa
     (folder / "eval/SHA256SUMS").unlink()
     assert [str(p) for p in (integrity.verify_eval(folder) or (0, []))[1]] == [
         "eval/SHA256SUMS: missing: the evaluation outputs have no checksums"
+        " (evaluated before evaluations were sealed: evaluate again to write them)"
     ]
     shutil.rmtree(folder / "eval")
     assert integrity.verify_eval(folder) is None
