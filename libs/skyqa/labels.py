@@ -32,28 +32,44 @@ PROSE_RULE = "letters, digits, spaces and , . ; : ' \" - ( ) / ! ? %"
 MAX_SUBCATEGORY_CHARS = 64
 MAX_DESCRIPTION_CHARS = 300
 MAX_NOTE_CHARS = 500
+# a label's reason (the labeller's parse stage and repairs, or why it failed) is prose that may
+# also hold the underscores of stage, repair and error-class names
+MAX_REASON_CHARS = 500
+REASON_EXTRA = "_"
 TAG = re.compile(r"<[^<>]*>?")
+# the name of the model that made a label, as an endpoint reports it ("gpt-4o",
+# "Qwen/Qwen2.5-VL-7B-Instruct", "llava:13b"): an identifier, never prose
+MODEL_NAME_CHARS = 128
+MODEL_NAME = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{{0,{MODEL_NAME_CHARS - 1}}}$")
 
 
-def _prose_char(c: str) -> bool:
-    return c in PROSE_PUNCTUATION or unicodedata.category(c)[0] in "LMN"
+def _prose_char(c: str, extra: str = "") -> bool:
+    return c in PROSE_PUNCTUATION or c in extra or unicodedata.category(c)[0] in "LMN"
 
 
-def prose_problem(text: str, what: str, limit: int) -> str:
-    """Why ``text`` is not plain prose of at most ``limit`` characters ("" when it is)."""
+def prose_problem(text: str, what: str, limit: int, extra: str = "") -> str:
+    """Why ``text`` is not plain prose of at most ``limit`` characters ("" when it is);
+    ``extra`` names characters allowed beyond the rule."""
     if len(text) > limit:
         return f"{what} must be at most {limit} characters, got {len(text)}"
-    bad = sorted({c for c in text if not _prose_char(c)})
+    bad = sorted({c for c in text if not _prose_char(c, extra)})
     if bad:
-        return f"{what} may hold only {PROSE_RULE}, not {''.join(bad)!r}"
+        return f"{what} may hold only {PROSE_RULE}{extra and ' ' + ' '.join(extra)}, not {''.join(bad)!r}"
     return ""
 
 
-def plain_prose(text: str) -> str:
-    """``text`` with tags, then every other character outside the prose rule, removed and
-    whitespace collapsed: a tag's attributes are not prose and would read as garbage."""
+def plain_prose(text: str, extra: str = "") -> str:
+    """``text`` with tags, then every other character outside the prose rule (and ``extra``),
+    removed and whitespace collapsed: a tag's attributes are not prose and would read as
+    garbage."""
     text = TAG.sub(" ", text)
-    return " ".join("".join(c if _prose_char(c) else " " for c in text).split())
+    return " ".join("".join(c if _prose_char(c, extra) else " " for c in text).split())
+
+
+def is_model_name(text: str) -> bool:
+    """Whether ``text`` is a model's name: letters, digits and ``. _ : / @ + -``, at most
+    :data:`MODEL_NAME_CHARS`."""
+    return bool(MODEL_NAME.match(text))
 
 
 def extract_json(text: str) -> tuple[dict[str, Any] | None, str]:

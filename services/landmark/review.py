@@ -5,6 +5,8 @@ Pure functions over :class:`ReviewState`; persistence lives in ``book.py``.
 
 from __future__ import annotations
 
+import math
+
 from skyqa import keys
 from skyqa.contracts import (
     AutoLabel,
@@ -19,7 +21,19 @@ from skyqa.contracts import (
 from skyqa.contracts.landmarks import CARDINALS, RING
 from skyqa.contracts.review import ValidSummary
 from skyqa.errors import InvalidInput
-from skyqa.labels import MAX_DESCRIPTION_CHARS, MAX_NOTE_CHARS, MAX_SUBCATEGORY_CHARS, prose_problem, validate
+from skyqa.labels import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_NOTE_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SUBCATEGORY_CHARS,
+    MODEL_NAME_CHARS,
+    REASON_EXTRA,
+    is_model_name,
+    plain_prose,
+    prose_problem,
+    validate,
+)
+from skyqa.sim.classes import CATEGORIES
 from skyqa.v1 import labeller_pb2
 
 MIN_VALID_VIEWS = 4
@@ -187,20 +201,36 @@ def update_labels(
     review.annotation_status = annotation_status(review)
 
 
-def apply_label(state: ReviewState, result: labeller_pb2.LabelResult) -> InstanceReview:
-    review = state.instances[result.landmark_id]
-    refused = result.ok and (
+def label_problem(result: labeller_pb2.LabelResult) -> str:
+    """Why a labeller's ok result is not a label this review may store ("" when it is): every
+    field of it is untrusted, and the category, subcategory and description flow into released
+    manifests and prompts, the model and reason sit beside them in the review."""
+    if result.category not in CATEGORIES:
+        return f"category is not one of the {len(CATEGORIES)} categories ({', '.join(CATEGORIES)})"
+    if not (math.isfinite(result.confidence) and 0.0 <= result.confidence <= 1.0):
+        return "confidence must be a number from 0 to 1"
+    if result.model and not is_model_name(result.model):
+        return f"model is not a model name (letters, digits and . _ : / @ + -, at most {MODEL_NAME_CHARS})"
+    return (
         prose_problem(result.subcategory, "subcategory", MAX_SUBCATEGORY_CHARS)
         or prose_problem(result.description, "description", MAX_DESCRIPTION_CHARS)
+        or prose_problem(result.reason, "reason", MAX_REASON_CHARS, REASON_EXTRA)
     )
-    if refused:
-        # the labeller removes markup from a model's text; a result that still has some comes
-        # from an older or broken labeller and is a failed label, never released text
+
+
+def apply_label(state: ReviewState, result: labeller_pb2.LabelResult) -> InstanceReview:
+    review = state.instances[result.landmark_id]
+    refused = result.ok and label_problem(result)
+    if refused or not result.ok:
+        # the labeller removes markup from a model's text; a result that still has some, or
+        # names no known category, comes from an older or broken labeller and is a failed
+        # label, never released text. A failed label keeps only its (cleaned) model and reason.
+        reason = f"label refused: {refused}" if refused else result.reason
         result = labeller_pb2.LabelResult(
             landmark_id=result.landmark_id,
             ok=False,
-            model=result.model,
-            reason=f"label refused: {refused}",
+            model=result.model if is_model_name(result.model) else "",
+            reason=plain_prose(reason, REASON_EXTRA)[:MAX_REASON_CHARS],
             views_used=result.views_used,
         )
     review.auto_label = AutoLabel(
@@ -211,7 +241,7 @@ def apply_label(state: ReviewState, result: labeller_pb2.LabelResult) -> Instanc
         confidence=result.confidence,
         model=result.model,
         reason=result.reason,
-        views=list(result.views_used),
+        views=[v for v in result.views_used if keys.is_valid_id(v)],
     )
     if review.landmark_decision != "manual":
         status = annotation_status(review)

@@ -730,6 +730,131 @@ def test_export_dualcog_refuses_a_folder_that_is_not_a_checkout_or_files_it_did_
     assert manifest.read_text() == "{}" and not theirs.exists()
 
 
+def _tampered_copy(release: Path, where: Path, rel: str, change: Any) -> Path:
+    """A copy of ``release`` whose JSON file ``rel`` is ``change``d and resealed: its
+    SHA256SUMS line rewritten, so the integrity check alone passes it."""
+    copied = where / "release"
+    shutil.copytree(release, copied, symlinks=True)
+    doc = json.loads((copied / rel).read_text())
+    change(doc)
+    data = (json.dumps(doc, indent=1) + "\n").encode()
+    (copied / rel).write_bytes(data)
+    sums = copied / integrity.SUMS
+    lines = sums.read_text().splitlines(keepends=True)
+    resealed = [
+        f"{hashlib.sha256(data).hexdigest()}  {rel}\n" if line.endswith(f"  {rel}\n") else line
+        for line in lines
+    ]
+    assert resealed != lines
+    sums.write_text("".join(resealed))
+    assert integrity.verify(copied)[1] == []
+    return copied
+
+
+def _files_under(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def _set_first(field: str, value: str, *into: str) -> Any:
+    """A change setting ``field`` of the first row reached through the lists ``into`` (the first
+    that has the next list) to ``value``."""
+
+    def change(doc: Any) -> None:
+        rows = doc[into[0]]
+        for name in into[1:]:
+            rows = next(r[name] for r in rows if r.get(name))
+        rows[0][field] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("manifest", "change", "reason"),
+    [
+        (
+            "image_tasks/manifests/{scene}.latest_manifest.json",
+            _set_first("reference_image", "/root/.ssh/id_rsa", "samples"),
+            r"row samples\[0\] \(\S+\), field reference_image names '/root/.ssh/id_rsa', not a file of the release",
+        ),
+        (
+            "image_tasks/manifests/{scene}.latest_manifest.json",
+            _set_first("image", "image_tasks/../../../../etc/passwd", "samples", "candidates"),
+            r"field candidates\[0\].image names 'image_tasks/../../../../etc/passwd', not a file",
+        ),
+        (
+            "video_tasks/datasets/{scene}.latest_manifest.json",
+            _set_first("video_path", "video_tasks/missions/nowhere.mp4", "samples"),
+            r"field video_path names 'video_tasks/missions/nowhere.mp4', not a file of the release",
+        ),
+        (
+            "scene_data/{scene}/landmarks_review/{scene}.valid_instances.json",
+            _set_first("path", "/root/.ssh/id_rsa", "valid_instances", "rgb_views"),
+            r"row valid_instances\[0\] \(\S+\), field rgb_views\[0\].path names '/root/.ssh/id_rsa'",
+        ),
+    ],
+)
+def test_export_dualcog_refuses_a_manifest_path_that_is_not_a_file_of_the_release(
+    two_demo_runs: list[dict[str, Path]], tmp_path: Path, manifest: str, change: Any, reason: str
+) -> None:
+    """A resealed release whose manifest names a file outside it (absolute, '..', unknown) is
+    refused before anything is written: the reference would open that file and send it to a
+    model endpoint."""
+    release = two_demo_runs[0]["qc_report"].parent
+    scene = json.loads((release / "release.json").read_text())["scene_id"]
+    rel = manifest.format(scene=scene)
+    tampered = _tampered_copy(release, tmp_path, rel, change)
+    checkout = _fake_dualcog_checkout(tmp_path / "UAV-DualCog")
+    before = _files_under(checkout)
+    refused = skyqa("export", "dualcog", str(tampered), "--into", str(checkout))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"the release's {rel}, " in refused.stderr and re.search(reason, refused.stderr), refused.stderr
+    assert _files_under(checkout) == before and not (checkout / "task_pipeline_data").exists()
+
+
+def test_export_dualcog_refuses_a_release_that_does_not_verify(
+    two_demo_runs: list[dict[str, Path]], tmp_path: Path
+) -> None:
+    release = two_demo_runs[0]["qc_report"].parent
+    copied = tmp_path / "release"
+    shutil.copytree(release, copied, symlinks=True)
+    scene = json.loads((release / "release.json").read_text())["scene_id"]
+    rel = f"image_tasks/manifests/{scene}.latest_manifest.json"
+    doc = json.loads((copied / rel).read_text())
+    doc["samples"][0]["reference_image"] = "/root/.ssh/id_rsa"
+    (copied / rel).write_text(json.dumps(doc))  # not resealed
+    checkout = _fake_dualcog_checkout(tmp_path / "UAV-DualCog")
+    before = _files_under(checkout)
+    refused = skyqa("export", "dualcog", str(copied), "--into", str(checkout))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"the release does not verify: {rel}: changed" in refused.stderr, refused.stderr
+    assert _files_under(checkout) == before
+
+
+@pytest.mark.parametrize(
+    "scene_id", ["tiny_town\nevil: injected", "tiny_town\ntask_pipeline: {root_dir: /}", "..", " x"]
+)
+def test_export_dualcog_refuses_a_scene_id_that_is_not_an_id(
+    two_demo_runs: list[dict[str, Path]], tmp_path: Path, scene_id: str
+) -> None:
+    """release.json's scene id names the config file and is written into it: a scene id with a
+    line break would inject keys into the config the reference reads."""
+    release = two_demo_runs[0]["qc_report"].parent
+    tampered = _tampered_copy(release, tmp_path, "release.json", lambda doc: doc.update(scene_id=scene_id))
+    checkout = _fake_dualcog_checkout(tmp_path / "UAV-DualCog")
+    before = _files_under(checkout)
+    refused = skyqa("export", "dualcog", str(tampered), "--into", str(checkout))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert (
+        "the release's scene id" in refused.stderr and "must start with a letter or digit" in refused.stderr
+    )
+    assert _files_under(checkout) == before and not any((checkout / "configs/uav_dualcog").iterdir())
+
+
 def test_the_reference_code_scores_gold_replies_on_an_exported_checkout(
     two_demo_runs: list[dict[str, Path]],
 ) -> None:

@@ -195,6 +195,66 @@ def test_a_label_result_still_carrying_markup_is_a_failed_label() -> None:
     assert r.annotation_status == "failed"
 
 
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [
+        (
+            {"category": "<img src=x onerror=alert(1)>"},
+            "label refused: category is not one of the 8 categories",
+        ),
+        ({"category": "castle"}, "label refused: category is not one of the 8 categories"),
+        ({"model": "<b>m</b>"}, "label refused: model is not a model name"),
+        ({"reason": "raw <script>x</script>"}, "label refused: reason may hold only"),
+        ({"confidence": float("nan")}, "label refused: confidence must be a number from 0 to 1"),
+        ({"confidence": 1.5}, "label refused: confidence must be a number from 0 to 1"),
+        ({"confidence": -0.1}, "label refused: confidence must be a number from 0 to 1"),
+    ],
+)
+def test_a_label_result_with_an_unknown_category_or_unchecked_fields_is_a_failed_label(
+    fields: dict[str, object], why: str
+) -> None:
+    d = doc()
+    state = review.initial_state("r", d, "k", "auto")
+    good: dict[str, object] = dict(
+        landmark_id="4_3", ok=True, category="building", subcategory="house", description="red house",
+        confidence=0.9, model="Qwen/Qwen2.5-VL-7B-Instruct", reason="raw,description_truncated",
+    )  # fmt: skip
+    r = review.apply_label(state, labeller_pb2.LabelResult(**good))  # type: ignore[arg-type]
+    assert r.auto_label is not None and r.auto_label.ok and r.landmark_category == "building"
+    assert r.auto_label.reason == "raw,description_truncated"
+    state = review.initial_state("r", d, "k", "auto")
+    r = review.apply_label(state, labeller_pb2.LabelResult(**{**good, **fields}))  # type: ignore[arg-type]
+    assert r.auto_label is not None and not r.auto_label.ok
+    assert r.auto_label.reason.startswith(why), r.auto_label.reason
+    assert (r.auto_label.category, r.auto_label.confidence, r.landmark_category) == ("", 0.0, "")
+    assert r.annotation_status == "failed"
+    for text in (r.auto_label.model, r.auto_label.reason):
+        assert not set(text) & set("<>&`\n"), text
+
+
+def test_the_repro_label_result_and_a_failed_ones_text_are_cleaned() -> None:
+    d = doc()
+    state = review.initial_state("r", d, "k", "auto")
+    forged = labeller_pb2.LabelResult(
+        landmark_id="4_3", ok=True, category="<img src=x onerror=alert(1)>", confidence=0.9, model="<b>m</b>",
+        subcategory="house", description="red house",
+    )  # fmt: skip
+    r = review.apply_label(state, forged)
+    assert r.auto_label is not None and not r.auto_label.ok and r.auto_label.model == ""
+    assert r.landmark_category == "" and r.annotation_status == "failed"
+    # a failed result keeps only its model and reason, cleaned: no label text, no markup
+    failed = labeller_pb2.LabelResult(
+        landmark_id="4_7", ok=False, category="<i>x</i>", description="<b>d</b>", confidence=0.9,
+        model="gpt-4o\n<b>", reason="failed after 3 attempt(s): model error ERROR_CLASS_UNAVAILABLE: <html>502</html>",
+        views_used=["view_00_front", "<img>"],
+    )  # fmt: skip
+    r = review.apply_label(state, failed)
+    assert r.auto_label is not None and not r.auto_label.ok
+    assert (r.auto_label.category, r.auto_label.description, r.auto_label.confidence) == ("", "", 0.0)
+    assert r.auto_label.model == "" and r.auto_label.views == ["view_00_front"]
+    assert r.auto_label.reason == "failed after 3 attempt(s): model error ERROR_CLASS_UNAVAILABLE: 502"
+
+
 def test_valid_instances_are_kept_and_labelled_and_honour_invalid_views() -> None:
     d = doc()
     state = review.initial_state("r", d, "runs/r/scene_data/s/landmarks_raw/s.instances.json", "auto")
