@@ -64,14 +64,26 @@ class AirSimServerSettings(BaseModel):
     max_message_bytes: int = Field(64 * 1024, ge=1024, le=64 * 1024 * 1024)
     # unfinished requests of every connection together
     max_buffered_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
-    # connections past it are closed as they come; each open one may have a call running
+    # one more closes the connection idle longest, or is closed itself while every one has a
+    # call in flight; each open one may have a call running
     max_connections: int = Field(64, ge=1, le=1024)
     # lengths of one array, map, string and bin inside a request
     max_array_len: int = Field(1024, ge=16, le=1 << 24)
     max_map_len: int = Field(256, ge=16, le=1 << 24)
     max_str_len: int = Field(16 * 1024, ge=256, le=64 * 1024 * 1024)
     max_bin_len: int = Field(16 * 1024, ge=0, le=64 * 1024 * 1024)
-    message_timeout_s: float = Field(10.0, gt=0, le=3600)  # from a request's first byte to its last
+    # from a request's first byte to its last, however its bytes trickle in
+    message_timeout_s: float = Field(10.0, gt=0, le=3600)
+    # a connection with no request in flight that sends nothing this long is closed. Long:
+    # the pinned Cosys-AirSim client does not reconnect, so a script that pauses longer breaks; at
+    # max_connections the connection idle longest makes room for a newcomer whatever this is
+    idle_timeout_s: float = Field(3600.0, gt=0, le=7 * 24 * 3600)
+    # an answer its client does not take within this (down to the socket buffer's high-water
+    # mark, 64 KiB) closes the connection and drops the answer
+    write_timeout_s: float = Field(30.0, gt=0, le=3600)
+    # answers not yet taken, every connection together; past it the connection holding the most
+    # is closed. An answer bigger than this can never be sent (a 4096x3072 float image is 63 MB)
+    max_unsent_bytes: int = Field(256 * 1024 * 1024, ge=1024 * 1024, le=64 * 1024 * 1024 * 1024)
 
 
 class AirSimSettings(BaseModel):

@@ -39,7 +39,8 @@ def sim_serve(
     max_connections: Annotated[
         int | None,
         typer.Option(
-            help="connections past it are closed as they come [SKYQA_AIRSIM__SERVER__MAX_CONNECTIONS: 64]"
+            help="one more closes the connection idle longest, or is closed if every one has a call "
+            "in flight [SKYQA_AIRSIM__SERVER__MAX_CONNECTIONS: 64]"
         ),
     ] = None,
     max_message_bytes: Annotated[
@@ -51,6 +52,13 @@ def sim_serve(
         typer.Option(
             help="bytes all unfinished requests may hold together "
             "[SKYQA_AIRSIM__SERVER__MAX_BUFFERED_BYTES: 8 MiB]"
+        ),
+    ] = None,
+    max_unsent_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="bytes of answers clients have not taken, all together; past it the connection "
+            "holding the most is closed [SKYQA_AIRSIM__SERVER__MAX_UNSENT_BYTES: 256 MiB]"
         ),
     ] = None,
 ) -> None:
@@ -70,6 +78,7 @@ def sim_serve(
             "max_connections": max_connections,
             "max_message_bytes": max_message_bytes,
             "max_buffered_bytes": max_buffered_bytes,
+            "max_unsent_bytes": max_unsent_bytes,
         }
         # the options go through the settings' own bounds, so --max-connections 0 is refused too
         merged = settings.airsim.server.model_dump() | {k: v for k, v in given.items() if v is not None}

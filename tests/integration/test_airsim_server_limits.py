@@ -5,6 +5,9 @@ coming back within a second."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
 import select
 import socket
@@ -263,3 +266,158 @@ def test_bad_arguments_get_rpclib_errors(
         assert answer[2] is not None and answer[2].startswith(f"rpclib: function '{method}'"), answer
         assert error in answer[2], answer
         assert _call(s, "ping", msgid=2)[2:] == [None, True]  # the connection goes on
+
+
+# the limits of a second server, short enough to reach in a test
+TIGHT = {
+    "WRITE_TIMEOUT_S": "1",
+    "IDLE_TIMEOUT_S": "2",
+    "MESSAGE_TIMEOUT_S": "1",
+    "MAX_CONNECTIONS": "6",
+}
+# what 4 clients that never read may add to the server's memory before they are closed: at most
+# one 640x480 frame (0.9 MB) each past the socket's high-water mark, and the memory of 4 frames
+# rendered at once in 4 fresh worker threads (+50 MB measured; +86 MB in all)
+UNTAKEN_RSS_BOUND_MB = 128
+
+
+@pytest.fixture(scope="module")
+def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int, Path]]:
+    """``skyqa sim serve`` with the limits of TIGHT and 640x480 frames: (pid, port, its log)."""
+    folder = tmp_path_factory.mktemp("tight")
+    settings = folder / "settings.json"
+    settings.write_text(
+        json.dumps(
+            {
+                "SettingsVersion": 2.0,
+                "CameraDefaults": {"CaptureSettings": [{"ImageType": 0, "Width": 640, "Height": 480}]},
+            }
+        )
+    )
+    env = os.environ | {f"SKYQA_AIRSIM__SERVER__{k}": v for k, v in TIGHT.items()}
+    log = folder / "server.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "sim", "serve", "--scene", "tiny_town", "--port", "0",
+             "--settings", str(settings)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )  # fmt: skip
+    assert proc.stdout is not None
+    m = re.search(r"on 127\.0\.0\.1:(\d+)", proc.stdout.readline())
+    assert m, log.read_text()
+    yield proc.pid, int(m.group(1)), log
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=20)
+
+
+def _pings_all_along(port: int, stop: threading.Event, latencies: list[float]) -> None:
+    """Ping every 20 ms until ``stop``, noting each answer's latency (inf: none in time)."""
+    with _connect(port, timeout=PING_DEADLINE_S) as pinger:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            t0 = time.monotonic()
+            try:
+                answer = _call(pinger, "ping", msgid=i)
+            except (TimeoutError, ConnectionError):
+                latencies.append(float("inf"))
+                return
+            latencies.append(time.monotonic() - t0 if answer == [1, i, None, True] else float("inf"))
+            time.sleep(0.02)
+
+
+def test_answers_a_client_never_takes_are_dropped_with_its_connection(
+    tight: tuple[int, int, Path],
+) -> None:
+    pid, port, log = tight
+    with _connect(port) as first:  # the renderer's first-call memory counts as the baseline
+        assert _call(first, "simGetImages", [_image_request("0")], "")[2] is None
+    base_rss, _ = _rss_mb(pid)
+    stop = threading.Event()
+    latencies: list[float] = []
+    pinger = threading.Thread(target=_pings_all_along, args=(port, stop, latencies))
+    pinger.start()
+    request = b"".join(msgpack.packb([0, i, "simGetImages", [[_image_request("0")], ""]]) for i in range(200))
+    takers = []
+    for _ in range(4):  # each takes 4 KiB into its socket and reads none of it
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", port))
+        s.sendall(request)
+        takers.append(s)
+    t0 = time.monotonic()
+    peak_rss = base_rss
+    while time.monotonic() - t0 < 4.0 and log.read_text().count("an answer was not taken within 1 s") < 4:
+        peak_rss = max(peak_rss, _rss_mb(pid)[0])
+        time.sleep(0.02)
+    took = time.monotonic() - t0
+    closed = [_closed_by_server(s, 0.5) for s in takers]
+    stop.set()
+    pinger.join(timeout=5)
+    for s in takers:
+        s.close()
+    print(f"closed after {took:.2f} s; RSS {base_rss:.0f} -> peak {peak_rss:.0f} MB; {len(latencies)} pings")
+    # the frames render (0.4 s for 4 at once), then each answer has 1 s to be taken
+    assert all(closed) and took < 3.0, (closed, took, log.read_text())
+    assert peak_rss - base_rss < UNTAKEN_RSS_BOUND_MB, (base_rss, peak_rss)
+    assert len(latencies) >= 20 and max(latencies) < PING_DEADLINE_S, latencies
+
+
+def test_idle_connections_make_room_at_the_cap_and_go_at_the_idle_timeout(
+    tight: tuple[int, int, Path],
+) -> None:
+    _, port, log = tight
+    idle = []
+    for _ in range(6):  # every slot, held by a client that sends nothing
+        idle.append(_connect(port))
+        time.sleep(0.02)
+    try:
+        time.sleep(0.2)
+        with _connect(port) as newcomer:  # gets in, the first of them makes room
+            assert _call(newcomer, "ping")[2:] == [None, True]
+            assert _closed_by_server(idle[0], 0.5)
+            assert not any(_closed_by_server(s, 0.05) for s in idle[1:])
+            time.sleep(2.0)  # the idle timeout: the rest go
+            assert all(_closed_by_server(s, 0.5) for s in idle[1:])
+        assert "the longest of the 6 connections it takes" in log.read_text()
+        assert "nothing came for 2 s" in log.read_text()
+    finally:
+        for s in idle:
+            s.close()
+
+
+def test_a_request_sent_a_byte_at_a_time_is_closed_at_its_deadline(tight: tuple[int, int, Path]) -> None:
+    _, port, log = tight
+    with _connect(port) as s:
+        s.sendall(b"\x94\x00\x01\xa4ping\x91\xd9\xc8")  # a 200-byte string comes
+        t0 = time.monotonic()
+        closed = False
+        while not closed and time.monotonic() - t0 < 3.0:
+            closed = _closed_by_server(s, 0.3)  # a byte every 0.3 s, each well within 1 s
+            with contextlib.suppress(OSError):
+                s.sendall(b"x")
+        took = time.monotonic() - t0
+    assert closed and 0.9 < took < 1.5, took
+    assert "was not whole after 1 s" in log.read_text()
+
+
+def test_a_map_keyed_by_an_array_closes_its_connection_without_a_traceback(
+    tight: tuple[int, int, Path],
+) -> None:
+    _, port, log = tight
+    with _connect(port) as s:
+        s.sendall(b"\x94\x00\x01\xabsimGetImages\x91\x91\x81\x91\x01\x01")  # [{[1]: 1}]
+        assert _closed_by_server(s, 2.0)
+    with _connect(port) as s:
+        assert _call(s, "ping")[2:] == [None, True]
+    text = log.read_text()
+    assert "not msgpack-rpc within this server's limits" in text
+    assert "Unhandled exception" not in text and "Traceback" not in text, text
