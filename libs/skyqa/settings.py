@@ -168,6 +168,12 @@ class GatewaySettings(BaseModel):
     review_url: str = ""
     presign_expiry_s: int = Field(3600, ge=60, le=7 * 24 * 3600)
     max_listing: int = Field(5000, ge=1, le=100_000)  # most files one release listing returns
+    # release files streamed at once (each holds a 256 KiB buffer and, on S3, a connection);
+    # one more is answered 503 with Retry-After instead of queueing without bound
+    max_file_streams: int = Field(64, ge=1, le=10_000)
+    # wrong tokens one client address may send to POST /v1/session in a minute; more are
+    # answered 429 with Retry-After until the oldest failure is a minute old
+    signin_failures_per_minute: int = Field(10, ge=1, le=10_000)
 
 
 class Settings(BaseSettings):

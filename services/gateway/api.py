@@ -10,9 +10,10 @@ import asyncio
 import contextlib
 import json
 import mimetypes
+import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import nats.errors
@@ -22,10 +23,11 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from pydantic import BaseModel
 from skyqa import keys, scan
+from skyqa.blob import CHUNK_BYTES, BlobReader
 from skyqa.bus import JsonKV, topology
 from skyqa.contracts import RunState
 from skyqa.contracts.qa import QCReport
-from skyqa.errors import BlobNotFound, InvalidInput
+from skyqa.errors import BlobNotFound, InvalidInput, TransientError
 from skyqa.models.endpoints import resolve
 from skyqa.protojson import to_dict
 from skyqa.runtime import Service, Settings
@@ -33,6 +35,7 @@ from skyqa.runtime.auth import check_bearer
 from skyqa.runtime.pages import SANDBOX_HEADERS
 from skyqa.runtime.params import checked_run_id
 from skyqa.v1 import common_pb2, eval_pb2, scan_pb2
+from starlette.types import Receive, Scope, Send
 
 from services.gateway.deadletters import DeadLetterLog
 from services.gateway.ranges import byte_range
@@ -41,6 +44,10 @@ from services.gateway.views import run_view
 KEEPALIVE_S = 15.0
 FINAL_GRACE_S = 0.3
 FINAL = ("completed", "failed")
+# what a client told "busy" (every file stream slot taken) waits before it asks again
+BUSY_RETRY_AFTER_S = 2
+# a release folder is copied out to a filesystem, where no file name is longer than this
+NAME_MAX = 255
 
 
 class Submitted(BaseModel):
@@ -53,7 +60,11 @@ class Submitted(BaseModel):
 async def _body(request: Request, limit: int) -> bytes:
     """The request body, refusing more than ``limit`` bytes before reading them all."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+    # ASCII digits, and few enough of them: isdigit() takes '²', which int() refuses, and
+    # int() refuses more than 4300 digits
+    if declared is not None and (
+        not (declared.isascii() and declared.isdigit()) or len(declared) > 18 or int(declared) > limit
+    ):
         raise HTTPException(413, f"request body exceeds {limit} bytes")
     chunks, size = [], 0
     async for chunk in request.stream():
@@ -141,6 +152,92 @@ def parse_spec(raw: bytes, settings: Settings) -> eval_pb2.EvaluationSpec:
     return spec
 
 
+def in_release(root: str, rel: str) -> str:
+    """The store key of ``rel`` inside the release folder ``root``; 400 for a path no release
+    folder can hold (unsafe, or a name longer than a filesystem allows)."""
+    key = f"{root}/{rel}" if rel else root
+    try:
+        keys.validate_key(key)
+    except InvalidInput as exc:
+        raise HTTPException(400, str(exc)) from None
+    longest = max(rel.split("/"), key=len)
+    if len(longest) > NAME_MAX:
+        raise HTTPException(
+            400,
+            f"path segment {longest[:40]!r}... is {len(longest)} characters; "
+            f"a file name holds at most {NAME_MAX}",
+        )
+    return key
+
+
+class FileStreams:
+    """Release files being streamed, at most ``limit`` at once. Counted on the event loop, so
+    no lock: take and give never run concurrently."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.active = 0
+
+    def take(self) -> bool:
+        if self.active >= self.limit:
+            return False
+        self.active += 1
+        return True
+
+    def give(self) -> None:
+        self.active -= 1
+
+
+class _Serialised:
+    """A reader whose ``close`` waits for a read still running in a worker thread (one whose
+    await a client disconnect cancelled) instead of closing the file or connection under it."""
+
+    def __init__(self, reader: BlobReader) -> None:
+        self._reader = reader
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def read(self, size: int) -> bytes:
+        with self._lock:
+            return b"" if self._closed else self._reader.read(size)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._reader.close()
+
+
+async def _chunks(reader: BlobReader, length: int) -> AsyncIterator[bytes]:
+    left = length
+    while left > 0:
+        data = await asyncio.to_thread(reader.read, min(CHUNK_BYTES, left))
+        if not data:
+            return  # the object shrank since its head: a short body, never padding
+        left -= len(data)
+        yield data
+
+
+class FileStream(StreamingResponse):
+    """``length`` bytes of an open reader, one chunk in memory at a time: the server awaits each
+    send until the client has taken the previous chunk, so a slow client holds one chunk, not
+    the file. The reader is closed and the stream slot given back however the response ends
+    (finished, client gone, cancelled)."""
+
+    def __init__(self, reader: BlobReader, length: int, done: Callable[[], None], **kwargs: Any) -> None:
+        self._reader = _Serialised(reader)
+        self._done = done
+        super().__init__(_chunks(self._reader, length), **kwargs)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._done()
+            # in a worker: it may wait for a read in flight; it runs even if this await is cancelled
+            await asyncio.to_thread(self._reader.close)
+
+
 def _sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
@@ -153,6 +250,7 @@ def _progress(data: bytes) -> str:
 def mount_api(svc: Service, dead: DeadLetterLog) -> None:
     app: FastAPI = svc.app
     cfg = svc.settings.gateway
+    streams = FileStreams(cfg.max_file_streams)
 
     def runs_kv() -> JsonKV:
         if svc.runs is None:
@@ -331,9 +429,8 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         """The run's release folder (``runs/<run>/``): every file with its size, a gateway link
         and, on S3, a presigned link valid ``presign_expiry_s`` seconds."""
         root = keys.run_prefix(checked_run_id(run_id))
-        where = f"{root}/{prefix.strip('/')}" if prefix.strip("/") else root
+        where = in_release(root, prefix.strip("/"))
         try:
-            keys.validate_key(where)
             # a folder: "runs/abc/" never matches runs/abcdef, "image_tasks/" never image_tasks_old
             names = await asyncio.to_thread(svc.store.list, f"{where}/")
         except InvalidInput as exc:
@@ -370,26 +467,51 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
     async def release_file(
         run_id: str, path: str, span_header: str | None = Header(None, alias="range")
     ) -> Response:
-        """One file of the release, as stored; a single ``Range: bytes=`` range is answered 206
-        with that part (how a video player seeks)."""
-        key = f"{keys.run_prefix(checked_run_id(run_id))}/{path}"
+        """One file of the release, as stored, streamed in 256 KiB chunks; a single
+        ``Range: bytes=`` range is answered 206 with that part (how a video player seeks). At
+        most ``max_file_streams`` files stream at once; past that the answer is 503 with
+        ``Retry-After``."""
+        key = in_release(keys.run_prefix(checked_run_id(run_id)), path)
         try:
-            keys.validate_key(key)
             info = await asyncio.to_thread(svc.store.head, key)
-            if info is None:
-                raise BlobNotFound(key)
-            media = mimetypes.guess_type(path)[0] or "application/octet-stream"
-            headers = {**SANDBOX_HEADERS, "Accept-Ranges": "bytes"}
-            span = byte_range(span_header, info.size)
-            if span is None:
-                return Response(
-                    await asyncio.to_thread(svc.store.get, key), media_type=media, headers=headers
-                )
-            first, last = span
-            data = await asyncio.to_thread(svc.store.get_range, key, first, last - first + 1)
         except BlobNotFound:
-            raise HTTPException(404, f"no file {path!r} in run {run_id!r}") from None
+            info = None
         except InvalidInput as exc:
             raise HTTPException(400, str(exc)) from None
-        headers["Content-Range"] = f"bytes {first}-{first + len(data) - 1}/{info.size}"
-        return Response(data, status_code=206, media_type=media, headers=headers)
+        except TransientError as exc:
+            raise HTTPException(503, str(exc), {"Retry-After": str(BUSY_RETRY_AFTER_S)}) from None
+        if info is None:
+            raise HTTPException(404, f"no file {path!r} in run {run_id!r}")
+        media = mimetypes.guess_type(path)[0] or "application/octet-stream"
+        headers = {**SANDBOX_HEADERS, "Accept-Ranges": "bytes"}
+        span = byte_range(span_header, info.size)
+        first, last = span if span is not None else (0, info.size - 1)
+        length = last - first + 1
+        if span is not None:
+            headers["Content-Range"] = f"bytes {first}-{last}/{info.size}"
+        headers["Content-Length"] = str(length)
+        if not streams.take():
+            raise HTTPException(
+                503,
+                f"{streams.limit} files are being sent already: retry in {BUSY_RETRY_AFTER_S} s",
+                {"Retry-After": str(BUSY_RETRY_AFTER_S)},
+            )
+        try:
+            reader = await asyncio.to_thread(svc.store.open_range, key, first, length)
+        except BlobNotFound:  # removed since its head
+            streams.give()
+            raise HTTPException(404, f"no file {path!r} in run {run_id!r}") from None
+        except TransientError as exc:
+            streams.give()
+            raise HTTPException(503, str(exc), {"Retry-After": str(BUSY_RETRY_AFTER_S)}) from None
+        except BaseException:
+            streams.give()
+            raise
+        return FileStream(
+            reader,
+            length,
+            streams.give,
+            status_code=206 if span is not None else 200,
+            media_type=media,
+            headers=headers,
+        )

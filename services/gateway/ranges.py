@@ -7,12 +7,23 @@ import re
 
 from fastapi import HTTPException
 
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$", re.IGNORECASE)
+# ASCII digits only: \d would take other scripts' digits, which int() reads but no client means
+_RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)$", re.IGNORECASE | re.ASCII)
+# more digits than any object's size has: read as "past every end" instead of handing int() a
+# number so long it refuses it (Python's limit is 4300 digits)
+_MAX_DIGITS = 19
+
+
+def _offset(digits: str) -> int:
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= _MAX_DIGITS else 10**_MAX_DIGITS
 
 
 def _unsatisfiable(header: str, size: int) -> HTTPException:
     return HTTPException(
-        416, f"range {header!r} is outside the {size}-byte file", headers={"Content-Range": f"bytes */{size}"}
+        416,
+        f"range {header[:60]!r} is outside the {size}-byte file",
+        headers={"Content-Range": f"bytes */{size}"},
     )
 
 
@@ -25,12 +36,13 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
         return None
     first, last = m.group(1), m.group(2)
     if not first:  # a suffix: the last N bytes
-        if int(last) == 0 or size == 0:
+        suffix = _offset(last)
+        if suffix == 0 or size == 0:
             raise _unsatisfiable(header or "", size)
-        return max(0, size - int(last)), size - 1
-    start = int(first)
-    if last and int(last) < start:
+        return max(0, size - suffix), size - 1
+    start = _offset(first)
+    if last and _offset(last) < start:
         return None  # invalid, not unsatisfiable
     if start >= size:
         raise _unsatisfiable(header or "", size)
-    return start, min(int(last), size - 1) if last else size - 1
+    return start, min(_offset(last), size - 1) if last else size - 1

@@ -264,9 +264,24 @@ async def test_fuzzed_requests_get_only_clean_answers(nats_server: NatsServer, t
         bus={"nats_url": nats_server.url}, http={"port": 0}, gateway={"token": SecretStr(TOKEN)}
     )
     svc = gateway_app.create(settings, LocalBlobStore(tmp_path / "store"))
+    svc.store.put("runs/fz/a.bin", bytes(range(100)))
     await svc.start()
     base = f"http://127.0.0.1:{svc.port}"
-    text = st.text(st.characters(codec="utf-8"), max_size=40)
+    # names up to and past what a file name may hold, and numbers past what int() reads (#41.8)
+    text = st.one_of(
+        st.text(st.characters(codec="utf-8"), max_size=40),
+        st.builds(
+            lambda c, n, tail: c * n + tail,
+            st.sampled_from("a/._-"),
+            st.integers(200, 600),
+            st.text(max_size=5),
+        ),
+    )
+    number = st.one_of(
+        st.text(st.sampled_from("0123456789"), max_size=25),
+        st.builds(lambda d, n: d * n, st.sampled_from("0129"), st.integers(4000, 6000)),
+        st.text(st.characters(codec="utf-8", categories=["Nd", "No"]), max_size=8),
+    )
 
     @hsettings(max_examples=150, deadline=None)
     @given(body=st.one_of(st.binary(max_size=300), st.builds(lambda d: json.dumps(d).encode(), requests)))
@@ -284,9 +299,27 @@ async def test_fuzzed_requests_get_only_clean_answers(nats_server: NatsServer, t
         r = httpx.get(f"{base}/v1/dead-letters", params={"run_id": run}, timeout=10)
         assert r.status_code in (200, 400, 422), (run, r.text)
 
+    @hsettings(max_examples=80, deadline=None)
+    @given(
+        first=number,
+        last=number,
+        # what a client can put in a header: no control characters
+        cookie=st.one_of(
+            number, st.text(st.characters(codec="utf-8", exclude_categories=["Cc"]), max_size=40)
+        ),
+    )
+    def headers(first: str, last: str, cookie: str) -> None:
+        span = f"bytes={first}-{last}".encode()
+        r = httpx.get(f"{base}/v1/releases/fz/files/a.bin", headers={b"Range": span}, timeout=10)
+        assert r.status_code in (200, 206, 416), (span[:40], r.status_code, r.text)
+        jar = f"skyqa_read={cookie}.{cookie}".encode()
+        r = httpx.delete(f"{base}/v1/session", headers={b"Cookie": jar}, timeout=10)
+        assert r.status_code == 204, (jar[:40], r.text)
+
     try:
         await asyncio.to_thread(scans)
         await asyncio.to_thread(reads)
+        await asyncio.to_thread(headers)
     finally:
         await svc.stop()
 
@@ -390,5 +423,63 @@ async def test_release_listing_is_a_folder_and_survives_bad_files(
                 for path in ("image_tasks/link.json", "escape/outside.txt"):
                     r = await http.get(f"/v1/releases/{run}/files/{path}")
                     assert r.status_code == 404 and "host file" not in r.text, (path, r.text)
+    finally:
+        await svc.stop()
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+async def test_overlong_names_numbers_and_cookies_get_4xx(
+    backend: str, settings: Settings, tmp_path: Path, unique: str, request: pytest.FixtureRequest
+) -> None:
+    """Issue #41.8: names longer than a file name may be (ENAMETOOLONG in the local store),
+    numbers longer than int() reads (4300 digits) or that no float holds, and digits outside
+    ASCII were 500s. Each is a 4xx with a message now, with the read token set and not."""
+    store: Any = (
+        LocalBlobStore(tmp_path / "store") if backend == "local" else request.getfixturevalue("s3_store")
+    )
+    run = f"long{unique}"
+    store.put(f"runs/{run}/a.json", b'{"a": 1}', "application/json")
+    settings.gateway.read_token = SecretStr("r3ad")
+    svc = gateway_app.create(settings, store)
+    await svc.start()
+    reader = {"Authorization": "Bearer r3ad"}
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{svc.port}", timeout=20) as http:
+            file = f"/v1/releases/{run}/files/a.json"
+            refused = [
+                (f"/v1/releases/{run}", {"prefix": "p" * 256}, {}),
+                (f"/v1/releases/{run}", {"prefix": f"image_tasks/{'p' * 300}/x"}, {}),
+                (f"/v1/releases/{run}/files/{'f' * 300}", {}, {}),
+                (f"/v1/releases/{run}/files/video_tasks/{'d' * 256}/v.mp4", {}, {}),
+                (file, {}, {"Range": "bytes=" + "9" * 5000 + "-"}),
+                (f"/v1/workbench/runs/{run}/rows/{'s' * 300}", {}, {}),
+                (f"/v1/workbench/runs/{run}/missions/{'m' * 300}", {}, {}),
+                ("/v1/runs", {"limit": "9" * 5000}, {}),
+                ("/v1/dead-letters", {"limit": "9" * 5000, "run_id": "r" * 300}, {}),
+            ]
+            for url, params, headers in refused:
+                r = await http.get(url, params=params, headers={**reader, **headers})
+                assert 400 <= r.status_code < 500, (url, headers, r.status_code, r.text[:200])
+                assert r.json()["detail"], (url, r.text)
+            # past every end is the end; leading zeros still spell their number
+            for span, part in (
+                ("-" + "9" * 5000, b'{"a": 1}'),
+                ("3-" + "9" * 5000, b'": 1}'),
+                ("0" * 5000 + "2-3", b'a"'),
+            ):
+                r = await http.get(file, headers={**reader, "Range": f"bytes={span}"})
+                assert r.status_code == 206 and r.content == part, (span[:20], r.text)
+            for cookie in (
+                "\u00b2.x".encode("latin-1"),
+                "\u00b2.x".encode(),
+                b"9" * 400 + b".x",
+                b"9" * 5000 + b".x",
+                b"a" * 32 + b"." + b"9" * 400 + b"." + b"0" * 64,
+                b"\xd9\xa3" * 10 + b".x",
+            ):
+                r = await http.get(file, headers={b"Cookie": b"skyqa_read=" + cookie})
+                assert r.status_code == 401 and "read token" in r.json()["detail"], (cookie[:20], r.text)
+                out = await http.delete("/v1/session", headers={b"Cookie": b"skyqa_read=" + cookie})
+                assert out.status_code == 204, (cookie[:20], out.text)
     finally:
         await svc.stop()

@@ -27,7 +27,7 @@ from skyqa.settings import ModelEndpoint
 from skyqa.v1 import eval_pb2
 from stage_helpers import Probe
 
-from services.gateway import app as gateway_app, readers
+from services.gateway import app as gateway_app, sessions
 from services.qa_generator.gate import GateResult
 from services.qa_generator.release import BLIND_DROP, qc_rows
 
@@ -351,7 +351,7 @@ async def test_a_read_token_guards_every_read_and_a_session_cookie_carries_it(
             assert "Max-Age=43200" in cookie  # and expires
             assert (await http.delete("/v1/session")).status_code == 204
             assert (await http.get(reads[0])).status_code == 401  # signed out
-            stale = readers._cookie("r3ad", time.time() - readers.SESSION_S - 60)
+            _, stale = sessions.new_session("r3ad", time.time() - sessions.SESSION_S - 60)
             http.cookies.set("skyqa_read", stale)
             assert (await http.get(reads[0])).status_code == 401
         # behind a proxy that mounts the gateway under a prefix, the guard still applies

@@ -95,6 +95,21 @@ def test_byte_ranges_as_a_video_player_asks_for_them() -> None:
         assert err.value.status_code == 416 and err.value.headers == {"Content-Range": f"bytes */{size}"}
 
 
+def test_byte_ranges_with_numbers_too_long_for_int_or_digits_outside_ascii() -> None:
+    """Issue #41.8: ``bytes=<5000 digits>-`` raised int()'s digit-limit ValueError (a 500)."""
+    huge = "9" * 5000
+    with pytest.raises(HTTPException) as err:
+        byte_range(f"bytes={huge}-", 100)
+    assert err.value.status_code == 416 and len(str(err.value.detail)) < 200
+    assert byte_range(f"bytes=-{huge}", 100) == (0, 99)  # a suffix longer than the file: all of it
+    assert byte_range(f"bytes=5-{huge}", 100) == (5, 99)
+    assert byte_range(f"bytes={'0' * 5000}7-{'0' * 5000}9", 100) == (7, 9)
+    assert byte_range(f"bytes={huge}-5", 100) is None  # last before first: invalid, ignored
+    # other scripts' digits are not a range a client means
+    for header in ("bytes=\u0663-", "bytes=\u00b2-", "bytes=-\u0669", "bytes=\uff11-\uff12"):
+        assert byte_range(header, 100) is None, header
+
+
 def test_a_flown_path_lands_on_the_preview_pixels_that_drew_the_ground_under_it() -> None:
     rng = np.random.default_rng(3)
     points = np.column_stack([rng.uniform(-40, 60, 400), rng.uniform(-10, 30, 400), rng.uniform(0, 5, 400)])

@@ -1,8 +1,18 @@
 """Blob store: one interface, a local-directory backend and a MinIO/S3 backend."""
 
-from skyqa.blob._base import BlobInfo, BlobStore, sha256_hex
+from skyqa.blob._base import CHUNK_BYTES, BlobInfo, BlobReader, BlobStore, sha256_hex, sha256_stream
 from skyqa.blob._factory import open_store
 from skyqa.blob._local import LocalBlobStore
 from skyqa.blob._s3 import S3BlobStore
 
-__all__ = ["BlobInfo", "BlobStore", "LocalBlobStore", "S3BlobStore", "open_store", "sha256_hex"]
+__all__ = [
+    "CHUNK_BYTES",
+    "BlobInfo",
+    "BlobReader",
+    "BlobStore",
+    "LocalBlobStore",
+    "S3BlobStore",
+    "open_store",
+    "sha256_hex",
+    "sha256_stream",
+]

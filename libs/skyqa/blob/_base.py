@@ -1,14 +1,46 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from skyqa.v1 import common_pb2
 
+# what one read of a stream asks for: large enough that a 100 MB video is a few hundred reads,
+# small enough that many readers at once hold little memory
+CHUNK_BYTES = 256 * 1024
+
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+class BlobReader(Protocol):
+    """An open span of one object; ``read`` returns b"" at its end. Not shared between threads
+    without a lock."""
+
+    def read(self, size: int) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+def iter_reader(reader: BlobReader, chunk: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """The reader's bytes in chunks of at most ``chunk``; closes it when done or abandoned."""
+    try:
+        while data := reader.read(chunk):
+            yield data
+    finally:
+        reader.close()
+
+
+def sha256_stream(reader: BlobReader) -> tuple[str, int]:
+    """The sha256 and length of what ``reader`` holds, without holding all of it."""
+    digest, size = hashlib.sha256(), 0
+    for data in iter_reader(reader):
+        digest.update(data)
+        size += len(data)
+    return digest.hexdigest(), size
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +73,14 @@ class BlobStore(Protocol):
     def get(self, key: str) -> bytes: ...
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
-        """``length`` bytes from offset ``start`` (fewer past the end): how a video is streamed
-        to a browser that seeks, without reading the whole object."""
+        """``length`` bytes from offset ``start`` (fewer past the end), in one piece."""
+        ...
+
+    def open_range(self, key: str, start: int = 0, length: int | None = None) -> BlobReader:
+        """A reader of ``length`` bytes from offset ``start`` (to the end when None; fewer past
+        the end): how a file is streamed to a client in bounded chunks, without reading the whole
+        object. A missing object raises :class:`BlobNotFound` here, before the first read; the
+        caller closes the reader."""
         ...
 
     def head(self, key: str) -> BlobInfo | None: ...

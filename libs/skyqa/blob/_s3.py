@@ -8,11 +8,38 @@ import urllib3
 from minio import Minio
 from minio.error import S3Error
 
-from skyqa.blob._base import BlobInfo, sha256_hex
+from skyqa.blob._base import BlobInfo, BlobReader, sha256_hex, sha256_stream
 from skyqa.errors import BlobNotFound, TransientError
 from skyqa.keys import validate_key
 
 _MISSING = {"NoSuchKey", "NoSuchObject", "ResourceNotFound"}
+
+
+class _ResponseSpan:
+    """The body of one GET, read as the caller asks for it; ``close`` gives the connection
+    back to the pool (or drops it when the body was not read to its end)."""
+
+    def __init__(self, response: Any, endpoint: str) -> None:
+        self._response = response
+        self._endpoint = endpoint
+
+    def read(self, size: int) -> bytes:
+        try:
+            return bytes(self._response.read(size))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientError(f"S3 endpoint {self._endpoint} broke off a read: {exc}") from exc
+
+    def close(self) -> None:
+        self._response.close()
+        self._response.release_conn()
+
+
+class _Empty:
+    def read(self, size: int) -> bytes:
+        return b""
+
+    def close(self) -> None:
+        pass
 
 
 class S3BlobStore:
@@ -38,7 +65,9 @@ class S3BlobStore:
         http = urllib3.PoolManager(
             timeout=urllib3.Timeout(connect=5, read=60),
             retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]),
-            maxsize=16,
+            # as many kept connections as the gateway streams files at once by default, so
+            # concurrent reads reuse connections instead of opening and discarding them
+            maxsize=64,
         )
         self.client = Minio(
             endpoint=endpoint,
@@ -80,26 +109,38 @@ class S3BlobStore:
         return BlobInfo(key=key, sha256=digest, size=len(data), content_type=content_type)
 
     def get(self, key: str) -> bytes:
-        return self._read(key, {})
-
-    def get_range(self, key: str, start: int, length: int) -> bytes:
-        if length <= 0:
-            return b""
-        return self._read(key, {"offset": max(0, start), "length": length})
-
-    def _read(self, key: str, span: dict[str, int]) -> bytes:
-        validate_key(key)
-        try:
-            response = self._call(self.client.get_object, bucket_name=self.bucket, object_name=key, **span)
-        except S3Error as exc:
-            if exc.code in _MISSING:
-                raise BlobNotFound(f"no object at {key!r}") from None
-            raise
+        response = self._get_object(key, {})
         try:
             return bytes(response.read())
         finally:
             response.close()
             response.release_conn()
+
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        reader = self.open_range(key, start, length)
+        try:
+            return reader.read(max(0, length))
+        finally:
+            reader.close()
+
+    def open_range(self, key: str, start: int = 0, length: int | None = None) -> BlobReader:
+        if length is not None and length <= 0:
+            # minio reads "length 0" as "to the end"; an empty span still needs the object
+            if self.head(key) is None:
+                raise BlobNotFound(f"no object at {key!r}")
+            return _Empty()
+        span = {"offset": max(0, start)} | ({} if length is None else {"length": length})
+        return _ResponseSpan(self._get_object(key, span), self.endpoint)
+
+    def _get_object(self, key: str, span: dict[str, int]) -> Any:
+        """The unread response of a GET (its body still on the connection)."""
+        validate_key(key)
+        try:
+            return self._call(self.client.get_object, bucket_name=self.bucket, object_name=key, **span)
+        except S3Error as exc:
+            if exc.code in _MISSING:
+                raise BlobNotFound(f"no object at {key!r}") from None
+            raise
 
     def head(self, key: str) -> BlobInfo | None:
         validate_key(key)
@@ -112,7 +153,7 @@ class S3BlobStore:
         meta = {k.lower(): v for k, v in (stat.metadata or {}).items()}
         digest = meta.get("x-amz-meta-sha256")
         if digest is None:
-            digest = sha256_hex(self.get(key))
+            digest = sha256_stream(self.open_range(key))[0]
         return BlobInfo(key, str(digest), int(stat.size or 0), str(stat.content_type or ""))
 
     def exists(self, key: str) -> bool:
