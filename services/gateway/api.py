@@ -34,6 +34,7 @@ from skyqa.runtime import Service, Settings
 from skyqa.runtime.auth import check_bearer
 from skyqa.runtime.pages import SANDBOX_HEADERS
 from skyqa.runtime.params import checked_run_id
+from skyqa.runtime.progress import FINAL_STAGE, request_stage
 from skyqa.v1 import common_pb2, eval_pb2, scan_pb2
 from starlette.types import Receive, Scope, Send
 
@@ -337,7 +338,7 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
             "created": not ack.duplicate,
             "run_id": run_id,
             "request": request_id,
-            "stage": f"eval-{request_id}",  # the run stage the evaluator reports it as
+            "stage": request_stage(FINAL_STAGE, request_id),  # the run stage the evaluator reports it as
             "submitted_at": time.time(),  # a dead letter of it after this says why it failed
             "links": {"run": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"},
         }

@@ -374,9 +374,10 @@ def test_verify_passes_on_a_fresh_release_and_names_a_flipped_byte(
 DIGEST_FILE = Path(__file__).with_name("release_digest.json")
 _VOLATILE = re.compile(
     r"(^|/)\.|landmarks_review/log/|\.review_log\.jsonl$|\.web_review_state\.json$|^eval/items\.jsonl$"
-    # release.json names the commit that made the release and SHA256SUMS hashes the review log's
-    # wall-clock rows; `skyqa verify` checks them instead
-    r"|^release\.json$|^SHA256SUMS$"
+    # release.json names the commit that made the release, SHA256SUMS hashes the review log's
+    # wall-clock rows and eval/SHA256SUMS the model latencies of eval/items.jsonl; `skyqa verify`
+    # checks them instead
+    r"|^release\.json$|^(eval/)?SHA256SUMS$"
 )
 
 
