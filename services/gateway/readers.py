@@ -21,7 +21,7 @@ from services.gateway.sessions import SESSION_S, SessionBook, SignInLimiter, new
 
 COOKIE = "skyqa_read"
 OPEN = frozenset({"/v1/info", "/v1/session"})  # what a page needs before it has signed in
-NEEDS_TOKEN = "reading needs the read token: send 'Authorization: Bearer <token>' or sign in"
+NEEDS_TOKEN = "reading needs the read token: send 'Authorization: Bearer <token>' or sign in"  # nosec B105: a message
 
 
 def _accepted(cfg: GatewaySettings) -> list[str]:
