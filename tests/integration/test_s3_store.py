@@ -6,8 +6,8 @@ import io
 
 import pytest
 from minio.error import S3Error
-from skyqa.blob import S3BlobStore, sha256_hex
-from skyqa.errors import BlobNotFound, InvalidKey
+from skyqa.blob import RangeNotSatisfiable, S3BlobStore, sha256_hex
+from skyqa.errors import BlobNotFound, InvalidInput, InvalidKey
 from skyqa.servers import SeaweedS3
 
 
@@ -79,3 +79,28 @@ def test_head_hashes_an_object_without_recorded_sha_in_pieces(s3_store: S3BlobSt
     )
     head = s3_store.head("runs/r/foreign.bin")
     assert head is not None and head.sha256 == sha256_hex(data) and head.size == len(data)
+
+
+def test_open_range_tells_a_vanished_object_from_one_that_shrank(s3_store: S3BlobStore) -> None:
+    """What the gateway needs when an object changed since its head: S3's InvalidRange and
+    NoSuchKey come out as the store's errors, as on the local backend."""
+    s3_store.put("runs/r/s.txt", b"0123456789")
+    s3_store.put("runs/r/s.txt", b"ab")  # shrank since a head said 10 bytes
+    for start, length in ((5, 5), (2, None), (5, 0)):
+        with pytest.raises(RangeNotSatisfiable) as caught:
+            s3_store.open_range("runs/r/s.txt", start, length)
+        assert isinstance(caught.value, InvalidInput) and caught.value.start == start
+        assert caught.value.size in (2, None)
+    reader = s3_store.open_range("runs/r/s.txt", 1, 5)  # starts inside: fewer bytes
+    assert reader.read(10) == b"b"
+    reader.close()
+    assert s3_store.get_range("runs/r/s.txt", 5, 5) == b""
+    s3_store.put("runs/r/e.bin", b"")
+    for length in (None, 0, 10):
+        empty = s3_store.open_range("runs/r/e.bin", 0, length)
+        assert empty.read(10) == b""
+        empty.close()
+    s3_store.delete("runs/r/s.txt")
+    for length in (None, 0, 5):
+        with pytest.raises(BlobNotFound):
+            s3_store.open_range("runs/r/s.txt", 5, length)

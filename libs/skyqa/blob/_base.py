@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from skyqa.errors import InvalidInput
 from skyqa.v1 import common_pb2
 
 # what one read of a stream asks for: large enough that a 100 MB video is a few hundred reads,
@@ -14,6 +15,21 @@ CHUNK_BYTES = 256 * 1024
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+class RangeNotSatisfiable(InvalidInput):
+    """``open_range`` was asked for a span starting at or past the end of a non-empty object:
+    it shrank (was replaced) since the caller read its size. ``size`` is its size now, when
+    the backend says it (S3 may not)."""
+
+    reason = "range_not_satisfiable"
+
+    def __init__(self, key: str, start: int, size: int | None) -> None:
+        now = "" if size is None else f" of {size} bytes"
+        super().__init__(f"offset {start} is past the end of the object {key!r}{now}")
+        self.key = key
+        self.start = start
+        self.size = size
 
 
 class BlobReader(Protocol):
@@ -73,14 +89,17 @@ class BlobStore(Protocol):
     def get(self, key: str) -> bytes: ...
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
-        """``length`` bytes from offset ``start`` (fewer past the end), in one piece."""
+        """``length`` bytes from offset ``start`` (fewer past the end, none from past it), in one
+        piece."""
         ...
 
     def open_range(self, key: str, start: int = 0, length: int | None = None) -> BlobReader:
         """A reader of ``length`` bytes from offset ``start`` (to the end when None; fewer past
         the end): how a file is streamed to a client in bounded chunks, without reading the whole
-        object. A missing object raises :class:`BlobNotFound` here, before the first read; the
-        caller closes the reader."""
+        object. A missing object raises :class:`BlobNotFound` here, before the first read, and
+        a ``start`` at or past the end of a non-empty object :class:`RangeNotSatisfiable` (an
+        :class:`InvalidInput`); a span from 0 of an empty object is empty. The caller closes
+        the reader."""
         ...
 
     def head(self, key: str) -> BlobInfo | None: ...

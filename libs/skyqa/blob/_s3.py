@@ -8,11 +8,19 @@ import urllib3
 from minio import Minio
 from minio.error import S3Error
 
-from skyqa.blob._base import BlobInfo, BlobReader, sha256_hex, sha256_stream
+from skyqa.blob._base import BlobInfo, BlobReader, RangeNotSatisfiable, sha256_hex, sha256_stream
 from skyqa.errors import BlobNotFound, TransientError
 from skyqa.keys import validate_key
 
 _MISSING = {"NoSuchKey", "NoSuchObject", "ResourceNotFound"}
+
+
+def _total_size(exc: S3Error) -> int | None:
+    """The object's size from the ``Content-Range: bytes */<size>`` of a 416 answer, if any."""
+    response = getattr(exc, "response", None)
+    header = str(response.headers.get("content-range", "")) if response is not None else ""
+    total = header.rpartition("/")[2]
+    return int(total) if total.isdigit() else None
 
 
 class _ResponseSpan:
@@ -117,23 +125,39 @@ class S3BlobStore:
             response.release_conn()
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
-        reader = self.open_range(key, start, length)
+        try:
+            reader = self.open_range(key, start, length)
+        except RangeNotSatisfiable:
+            return b""  # "fewer past the end"
         try:
             return reader.read(max(0, length))
         finally:
             reader.close()
 
     def open_range(self, key: str, start: int = 0, length: int | None = None) -> BlobReader:
+        begin = max(0, start)
         if length is not None and length <= 0:
             # minio reads "length 0" as "to the end"; an empty span still needs the object
-            if self.head(key) is None:
+            info = self.head(key)
+            if info is None:
                 raise BlobNotFound(f"no object at {key!r}")
+            if begin > 0 and begin >= info.size:
+                raise RangeNotSatisfiable(key, begin, info.size)
             return _Empty()
-        span = {"offset": max(0, start)} | ({} if length is None else {"length": length})
-        return _ResponseSpan(self._get_object(key, span), self.endpoint)
+        span = {"offset": begin} | ({} if length is None else {"length": length})
+        try:
+            return _ResponseSpan(self._get_object(key, span), self.endpoint)
+        except S3Error as exc:
+            if exc.code != "InvalidRange":
+                raise
+            if begin == 0:
+                # a span from 0 of an empty object: S3 has no byte 0 to start at
+                return _Empty()
+            raise RangeNotSatisfiable(key, begin, _total_size(exc)) from None
 
     def _get_object(self, key: str, span: dict[str, int]) -> Any:
-        """The unread response of a GET (its body still on the connection)."""
+        """The unread response of a GET (its body still on the connection); a missing object
+        is BlobNotFound, a span past its end an S3Error InvalidRange."""
         validate_key(key)
         try:
             return self._call(self.client.get_object, bucket_name=self.bucket, object_name=key, **span)
