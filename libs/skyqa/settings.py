@@ -174,6 +174,17 @@ class GatewaySettings(BaseModel):
     # wrong tokens one client address may send to POST /v1/session in a minute; more are
     # answered 429 with Retry-After until the oldest failure is a minute old
     signin_failures_per_minute: int = Field(10, ge=1, le=10_000)
+    # release files one client address streams at once; one more is answered 503 with
+    # Retry-After, so a few idle sockets from one address cannot take every stream slot
+    max_file_streams_per_client: int = Field(8, ge=1, le=10_000)
+    # seconds a client may take to accept one 256 KiB chunk of a release file; past that the
+    # connection is aborted and its stream slot given back
+    file_send_timeout_s: float = Field(30.0, gt=0, le=3600)
+    # proxies whose X-Forwarded-For / X-Forwarded-Proto every HTTP server of this deployment
+    # believes (uvicorn's forwarded_allow_ips: comma-separated addresses or networks, "*" for
+    # any); empty: none, so a client is its socket's peer address (what the sign-in limiter
+    # and the per-client stream cap count) and any forwarded header is ignored
+    forwarded_allow_ips: str = Field("", max_length=4096)
 
 
 class Settings(BaseSettings):

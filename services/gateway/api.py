@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import mimetypes
+import re
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import nats.errors
@@ -21,6 +23,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Res
 from fastapi.responses import StreamingResponse
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from minio.error import S3Error
 from pydantic import BaseModel
 from skyqa import keys, scan
 from skyqa.blob import CHUNK_BYTES, BlobReader
@@ -40,15 +43,23 @@ from starlette.types import Receive, Scope, Send
 
 from services.gateway.deadletters import DeadLetterLog
 from services.gateway.ranges import byte_range
+from services.gateway.readers import STILL_ALLOWED, UNREACHABLE
 from services.gateway.views import run_view
 
+log = logging.getLogger("skyqa.gateway")
+
 KEEPALIVE_S = 15.0
+# how often a guarded event stream asks whether its reader is still signed in
+SESSION_CHECK_S = 2.0
 FINAL_GRACE_S = 0.3
 FINAL = ("completed", "failed")
 # what a client told "busy" (every file stream slot taken) waits before it asks again
 BUSY_RETRY_AFTER_S = 2
 # a release folder is copied out to a filesystem, where no file name is longer than this
 NAME_MAX = 255
+# S3 error codes of an object that is not there (any more)
+_GONE = frozenset({"NoSuchKey", "NoSuchObject", "NoSuchBucket", "NotFound"})
+_SHA256 = re.compile(r"^[0-9a-f]{64}$", re.ASCII)
 
 
 class Submitted(BaseModel):
@@ -172,21 +183,33 @@ def in_release(root: str, rel: str) -> str:
 
 
 class FileStreams:
-    """Release files being streamed, at most ``limit`` at once. Counted on the event loop, so
-    no lock: take and give never run concurrently."""
+    """Release files being streamed: at most ``limit`` at once, and at most ``per_client`` to
+    one client address. Counted on the event loop, so no lock: take and give never run
+    concurrently."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, per_client: int) -> None:
         self.limit = limit
+        self.per_client = per_client
         self.active = 0
+        self._by_client: dict[str, int] = {}
 
-    def take(self) -> bool:
+    def take(self, client: str) -> str | None:
+        """None once a slot is taken for ``client``, else why none was."""
         if self.active >= self.limit:
-            return False
+            return f"{self.limit} files are being sent already"
+        if self._by_client.get(client, 0) >= self.per_client:
+            return f"{self.per_client} files are being sent to this address already"
         self.active += 1
-        return True
+        self._by_client[client] = self._by_client.get(client, 0) + 1
+        return None
 
-    def give(self) -> None:
+    def give(self, client: str) -> None:
         self.active -= 1
+        left = self._by_client.get(client, 0) - 1
+        if left > 0:
+            self._by_client[client] = left
+        else:
+            self._by_client.pop(client, None)
 
 
 class _Serialised:
@@ -209,28 +232,75 @@ class _Serialised:
                 self._reader.close()
 
 
-async def _chunks(reader: BlobReader, length: int) -> AsyncIterator[bytes]:
-    left = length
-    while left > 0:
-        data = await asyncio.to_thread(reader.read, min(CHUNK_BYTES, left))
-        if not data:
-            return  # the object shrank since its head: a short body, never padding
-        left -= len(data)
-        yield data
+def _transport(receive: Receive) -> Any:
+    """The connection behind uvicorn's ``receive`` (which reaches the route unwrapped), or None
+    under another server. Aborting it drops the connection at once; a close would wait for a
+    client that does not read to take what is still buffered for it."""
+    return getattr(getattr(receive, "__self__", None), "transport", None)
 
 
 class FileStream(StreamingResponse):
-    """``length`` bytes of an open reader, one chunk in memory at a time: the server awaits each
-    send until the client has taken the previous chunk, so a slow client holds one chunk, not
-    the file. The reader is closed and the stream slot given back however the response ends
-    (finished, client gone, cancelled)."""
+    """``length`` bytes of an open reader (``first`` already read from it), one chunk in memory
+    at a time: the server awaits each send until the client has taken the previous chunk, so a
+    slow client holds one chunk, not the file. A client that takes no chunk in ``send_timeout_s``
+    seconds, or a reader that fails or ends short of ``length``, aborts the connection (one
+    log line; the client sees a body shorter than its Content-Length, never a padded one). The
+    reader is closed and the stream slot given back however the response ends (finished,
+    aborted, client gone, cancelled)."""
 
-    def __init__(self, reader: BlobReader, length: int, done: Callable[[], None], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        reader: BlobReader,
+        first: bytes,
+        length: int,
+        done: Callable[[], None],
+        send_timeout_s: float,
+        name: str,
+        **kwargs: Any,
+    ) -> None:
         self._reader = _Serialised(reader)
+        self._first = first
+        self._length = length
         self._done = done
-        super().__init__(_chunks(self._reader, length), **kwargs)
+        self._timeout = send_timeout_s
+        self._name = name
+        self._receive: Receive | None = None
+        super().__init__(iter(()), **kwargs)
+
+    def _abort(self, why: str) -> None:
+        log.warning("release file %s: connection aborted: %s", self._name, why)
+        transport = _transport(self._receive) if self._receive is not None else None
+        if transport is not None and hasattr(transport, "abort"):
+            transport.abort()
+
+    async def stream_response(self, send: Send) -> None:
+        async def timed(message: dict[str, Any]) -> None:
+            await asyncio.wait_for(send(message), self._timeout)
+
+        try:
+            await timed(
+                {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+            )
+            data, left = self._first, self._length
+            while data:
+                left -= len(data)
+                await timed({"type": "http.response.body", "body": data, "more_body": True})
+                if left <= 0:
+                    break
+                try:
+                    data = await asyncio.to_thread(self._reader.read, min(CHUNK_BYTES, left))
+                except Exception as exc:
+                    self._abort(f"reading the store failed {left} bytes before the end: {exc!r}"[:300])
+                    return
+                if not data:  # the object shrank since its head: a short body, never padding
+                    self._abort(f"the file ended {left} bytes short of its Content-Length")
+                    return
+            await timed({"type": "http.response.body", "body": b"", "more_body": False})
+        except TimeoutError:
+            self._abort(f"the client took no data for {self._timeout:g} s")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._receive = receive
         try:
             await super().__call__(scope, receive, send)
         finally:
@@ -251,7 +321,7 @@ def _progress(data: bytes) -> str:
 def mount_api(svc: Service, dead: DeadLetterLog) -> None:
     app: FastAPI = svc.app
     cfg = svc.settings.gateway
-    streams = FileStreams(cfg.max_file_streams)
+    streams = FileStreams(cfg.max_file_streams, cfg.max_file_streams_per_client)
 
     def runs_kv() -> JsonKV:
         if svc.runs is None:
@@ -371,6 +441,19 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         nc = svc.bus.nc
         if nc is None:
             raise HTTPException(503, "the gateway is not connected to the bus")
+        # set by the read guard when reads need a token: a session ended (signed out) while the
+        # stream is open ends the stream within SESSION_CHECK_S
+        still_allowed: Callable[[], Awaitable[bool]] | None = request.scope.get(STILL_ALLOWED)
+        wait = min(KEEPALIVE_S, SESSION_CHECK_S) if still_allowed is not None else KEEPALIVE_S
+
+        async def revoked() -> bool:
+            if still_allowed is None:
+                return False
+            try:
+                return not await still_allowed()
+            except UNREACHABLE:  # the session cannot be checked: end the stream, as a new one would be
+                return True
+
         # subscribed before the stream starts, so nothing between the first read and now is missed
         sub = await nc.subscribe(topology.progress_subject(run_id))
 
@@ -381,11 +464,16 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
                 if first["status"] in FINAL:
                     yield _sse("end", {"status": first["status"]})
                     return
+                quiet_since = time.monotonic()
                 while not await request.is_disconnected():
                     try:
-                        msg = await sub.next_msg(timeout=KEEPALIVE_S)
+                        msg = await sub.next_msg(timeout=wait)
                     except nats.errors.TimeoutError:
-                        yield ": keep-alive\n\n"
+                        if await revoked():
+                            return
+                        if time.monotonic() - quiet_since >= KEEPALIVE_S:
+                            quiet_since = time.monotonic()
+                            yield ": keep-alive\n\n"
                         continue
                     except nats.errors.ConnectionClosedError:
                         return
@@ -393,6 +481,9 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
                     batch = [msg]
                     while sub.pending_msgs:
                         batch.append(await sub.next_msg(timeout=0.1))
+                    if await revoked():
+                        return
+                    quiet_since = time.monotonic()
                     for m in batch:
                         yield _progress(m.data)
                     current = await view(run_id)
@@ -464,14 +555,79 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
             "files": files,
         }
 
+    async def changed(key: str, path: str, run_id: str, first: int) -> HTTPException:
+        """The answer for a file that no longer has the bytes its head promised: gone (404),
+        now ending before the range (416, with its current size) or otherwise changed (503:
+        asking again reads the new one)."""
+        retry = HTTPException(
+            503, f"file {path!r} changed while it was opened: retry", {"Retry-After": str(BUSY_RETRY_AFTER_S)}
+        )
+        try:
+            now = await asyncio.to_thread(svc.store.head, key)
+        except BlobNotFound:
+            now = None
+        except Exception:  # the store failing now: the client asks again
+            return retry
+        if now is None:
+            return HTTPException(404, f"no file {path!r} in run {run_id!r}")
+        if first >= now.size:
+            return HTTPException(
+                416,
+                f"file {path!r} is now {now.size} bytes, shorter than the range asked for",
+                {"Content-Range": f"bytes */{now.size}"},
+            )
+        return retry
+
+    async def opened(key: str, path: str, run_id: str, first: int, length: int) -> tuple[BlobReader, bytes]:
+        """The reader of ``length`` bytes from ``first`` and its first chunk, the store's errors
+        mapped to answers before any byte is sent."""
+        busy = {"Retry-After": str(BUSY_RETRY_AFTER_S)}
+        try:
+            reader = await asyncio.to_thread(svc.store.open_range, key, first, length)
+        except BlobNotFound:  # removed since its head
+            raise HTTPException(404, f"no file {path!r} in run {run_id!r}") from None
+        except TransientError as exc:
+            raise HTTPException(503, str(exc), busy) from None
+        except InvalidInput:  # a store that checks the range against the object's size
+            raise await changed(key, path, run_id, first) from None
+        except S3Error as exc:
+            if exc.code == "InvalidRange":  # the object shrank since its head
+                raise await changed(key, path, run_id, first) from None
+            if exc.code in _GONE:
+                raise HTTPException(404, f"no file {path!r} in run {run_id!r}") from None
+            log.warning("release file %s: the store refused to open it: %s", key, exc.code)
+            raise HTTPException(503, f"the store cannot read {path!r} now: retry", busy) from None
+        except Exception as exc:
+            log.warning("release file %s: opening it failed: %r", key, exc)
+            raise HTTPException(503, f"the store cannot read {path!r} now: retry", busy) from None
+        try:
+            data = await asyncio.to_thread(reader.read, min(CHUNK_BYTES, length)) if length else b""
+        except BaseException as exc:
+            await asyncio.to_thread(reader.close)
+            if not isinstance(exc, Exception):
+                raise
+            log.warning("release file %s: its first read failed: %r", key, exc)
+            raise HTTPException(503, f"the store cannot read {path!r} now: retry", busy) from None
+        if length and not data:
+            await asyncio.to_thread(reader.close)
+            raise await changed(key, path, run_id, first)
+        return reader, data
+
     @app.get("/v1/releases/{run_id}/files/{path:path}", tags=["releases"])
+    @app.head("/v1/releases/{run_id}/files/{path:path}", tags=["releases"])
     async def release_file(
-        run_id: str, path: str, span_header: str | None = Header(None, alias="range")
+        run_id: str,
+        path: str,
+        request: Request,
+        span_header: str | None = Header(None, alias="range"),
+        if_range: str | None = Header(None, alias="if-range"),
     ) -> Response:
-        """One file of the release, as stored, streamed in 256 KiB chunks; a single
-        ``Range: bytes=`` range is answered 206 with that part (how a video player seeks). At
-        most ``max_file_streams`` files stream at once; past that the answer is 503 with
-        ``Retry-After``."""
+        """One file of the release, as stored, streamed in 256 KiB chunks, with its SHA-256 as
+        ``ETag``; a single ``Range: bytes=`` range is answered 206 with that part (how a video
+        player seeks), unless an ``If-Range`` names another ETag (then the whole file). At most
+        ``max_file_streams`` files stream at once, ``max_file_streams_per_client`` to one
+        address; past that the answer is 503 with ``Retry-After``. ``HEAD`` answers the headers
+        alone and takes no stream."""
         key = in_release(keys.run_prefix(checked_run_id(run_id)), path)
         try:
             info = await asyncio.to_thread(svc.store.head, key)
@@ -485,34 +641,43 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
             raise HTTPException(404, f"no file {path!r} in run {run_id!r}")
         media = mimetypes.guess_type(path)[0] or "application/octet-stream"
         headers = {**SANDBOX_HEADERS, "Accept-Ranges": "bytes"}
+        etag = f'"{info.sha256}"' if _SHA256.match(info.sha256) else None
+        if etag is not None:
+            headers["ETag"] = etag
+        if if_range is not None and if_range.strip() != etag:
+            # RFC 9110 13.1.5: a validator other than the current strong ETag (another ETag, a
+            # weak one, a date: no Last-Modified is sent) asks for the whole file
+            span_header = None
         span = byte_range(span_header, info.size)
         first, last = span if span is not None else (0, info.size - 1)
         length = last - first + 1
         if span is not None:
             headers["Content-Range"] = f"bytes {first}-{last}/{info.size}"
         headers["Content-Length"] = str(length)
-        if not streams.take():
+        status = 206 if span is not None else 200
+        if request.method == "HEAD":
+            return Response(status_code=status, media_type=media, headers=headers)
+        client = request.client.host if request.client else ""
+        refused = streams.take(client)
+        if refused is not None:
             raise HTTPException(
                 503,
-                f"{streams.limit} files are being sent already: retry in {BUSY_RETRY_AFTER_S} s",
+                f"{refused}: retry in {BUSY_RETRY_AFTER_S} s",
                 {"Retry-After": str(BUSY_RETRY_AFTER_S)},
             )
         try:
-            reader = await asyncio.to_thread(svc.store.open_range, key, first, length)
-        except BlobNotFound:  # removed since its head
-            streams.give()
-            raise HTTPException(404, f"no file {path!r} in run {run_id!r}") from None
-        except TransientError as exc:
-            streams.give()
-            raise HTTPException(503, str(exc), {"Retry-After": str(BUSY_RETRY_AFTER_S)}) from None
+            reader, data = await opened(key, path, run_id, first, length)
         except BaseException:
-            streams.give()
+            streams.give(client)
             raise
         return FileStream(
             reader,
+            data,
             length,
-            streams.give,
-            status_code=206 if span is not None else 200,
+            lambda: streams.give(client),
+            cfg.file_send_timeout_s,
+            key,
+            status_code=status,
             media_type=media,
             headers=headers,
         )

@@ -30,15 +30,21 @@ def _unsatisfiable(header: str, size: int) -> HTTPException:
 def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     """The inclusive ``(first, last)`` byte a ``Range`` header asks for, or None to send the
     whole object: no header, several ranges, another unit or an invalid range (all of which a
-    server may ignore). A valid range that selects nothing of the file is answered 416."""
+    server may ignore), or a suffix of an empty file. A valid range that selects nothing of the
+    file is answered 416."""
     m = _RANGE.match(header.strip()) if header else None
     if m is None or (not m.group(1) and not m.group(2)):
         return None
     first, last = m.group(1), m.group(2)
     if not first:  # a suffix: the last N bytes
         suffix = _offset(last)
-        if suffix == 0 or size == 0:
+        if suffix == 0:
             raise _unsatisfiable(header or "", size)
+        if size == 0:
+            # RFC 9110 14.1.1: on an empty file a non-zero suffix is the one satisfiable range,
+            # and "shorter than the suffix" means all of it; no 206 can name an empty part, so
+            # the answer is the whole (empty) file, 200
+            return None
         return max(0, size - suffix), size - 1
     start = _offset(first)
     if last and _offset(last) < start:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import hmac
 import math
 import time
-from collections.abc import Awaitable, Callable
 
 import nats.errors
 from fastapi import FastAPI, Header, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from skyqa.runtime.auth import bearer_token
 from skyqa.settings import GatewaySettings
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.gateway.sessions import SESSION_S, SessionBook, SignInLimiter, new_session, signed_session
 
@@ -47,37 +47,65 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
+# the scope key under which a guarded read finds an async callable saying whether the reader
+# may still read (their session not ended since the request began): a long response, the
+# run's event stream, asks it again as it goes
+STILL_ALLOWED = "skyqa.still_allowed"
+BUS_RETRY_AFTER_S = 5
+UNREACHABLE = (nats.errors.Error, TimeoutError)  # nats' own TimeoutError is an asyncio one too
+
+
+def _busy(detail: str) -> JSONResponse:
+    return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": str(BUS_RETRY_AFTER_S)})
+
+
+class _ReadGuard:
+    """The read guard as plain ASGI middleware: a response passes straight to the server, so a
+    streamed file's sends wait on the client itself (not on a middleware's queue) and the
+    stream's own send timeout sees a client that stopped reading."""
+
+    def __init__(self, app: ASGIApp, cfg: GatewaySettings, sessions: SessionBook) -> None:
+        self.app = app
+        self.cfg = cfg
+        self.sessions = sessions
+
+    def _guarded(self, scope: Scope) -> bool:
+        if scope["type"] != "http" or not self.cfg.read_token.get_secret_value():
+            return False
+        # the path the routes match, whatever prefix a proxy mounts the gateway under
+        root = str(scope.get("root_path", ""))
+        path = str(scope.get("path", ""))
+        path = path[len(root) :] if root and path.startswith(root) else path
+        return scope.get("method") in ("GET", "HEAD") and path.startswith("/v1/") and path not in OPEN
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._guarded(scope):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        try:
+            ok = await allowed(request, self.cfg, self.sessions)
+        except UNREACHABLE:
+            busy = _busy("cannot check the session now (the bus is unreachable): retry, or send the token")
+            await busy(scope, receive, send)
+            return
+        if not ok:
+            refused = JSONResponse(
+                {"detail": NEEDS_TOKEN}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+            )
+            await refused(scope, receive, send)
+            return
+
+        async def still_allowed() -> bool:
+            return await allowed(request, self.cfg, self.sessions)
+
+        scope[STILL_ALLOWED] = still_allowed
+        await self.app(scope, receive, send)
+
+
 def guard_reads(app: FastAPI, cfg: GatewaySettings, sessions: SessionBook) -> None:
     limiter = SignInLimiter(cfg.signin_failures_per_minute)
-
-    @app.middleware("http")
-    async def reads(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        # the path the routes match, whatever prefix a proxy mounts the gateway under
-        root = str(request.scope.get("root_path", ""))
-        path = str(request.scope.get("path", ""))
-        path = path[len(root) :] if root and path.startswith(root) else path
-        if (
-            cfg.read_token.get_secret_value()
-            and request.method in ("GET", "HEAD")
-            and path.startswith("/v1/")
-            and path not in OPEN
-        ):
-            try:
-                ok = await allowed(request, cfg, sessions)
-            except (nats.errors.Error, TimeoutError):
-                busy = "cannot check the session now (the bus is unreachable): retry, or send the token"
-                return JSONResponse(
-                    {"detail": busy},
-                    status_code=503,
-                    headers={"Retry-After": "5"},
-                )
-            if not ok:
-                return JSONResponse(
-                    {"detail": NEEDS_TOKEN},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-        return await call_next(request)
+    app.add_middleware(_ReadGuard, cfg=cfg, sessions=sessions)
 
     @app.post("/v1/session", status_code=204, tags=["service"])
     async def sign_in(request: Request, response: Response, authorization: str = Header("")) -> None:
@@ -99,7 +127,14 @@ def guard_reads(app: FastAPI, cfg: GatewaySettings, sessions: SessionBook) -> No
             raise HTTPException(401, "wrong or missing token", {"WWW-Authenticate": "Bearer"})
         limiter.succeeded(address)
         sid, value = new_session(token, now)
-        await sessions.start(sid, now)
+        try:
+            await sessions.start(sid, now)
+        except UNREACHABLE:
+            raise HTTPException(
+                503,
+                "cannot start a session now (the bus is unreachable): retry, or send the token",
+                {"Retry-After": str(BUS_RETRY_AFTER_S)},
+            ) from None
         response.set_cookie(
             COOKIE,
             value,
@@ -110,11 +145,24 @@ def guard_reads(app: FastAPI, cfg: GatewaySettings, sessions: SessionBook) -> No
             path="/v1/",
         )
 
-    @app.delete("/v1/session", status_code=204, tags=["service"])
-    async def sign_out(request: Request, response: Response) -> None:
+    def forget(response: Response) -> None:
+        response.delete_cookie(COOKIE, path="/v1/", httponly=True, samesite="strict")
+
+    @app.delete("/v1/session", status_code=204, response_model=None, tags=["service"])
+    async def sign_out(request: Request, response: Response) -> Response | None:
         """End this browser's session on the server (its cookie value no longer reads anything,
-        wherever it was copied to) and forget the cookie."""
+        wherever it was copied to) and forget the cookie. The cookie is forgotten even when the
+        server cannot be reached: then the answer is 503 and the session ends with its lifetime."""
+        forget(response)
         sid = signed_session(request.cookies.get(COOKIE, ""), _accepted(cfg), time.time())
         if sid is not None:
-            await sessions.end(sid)
-        response.delete_cookie(COOKIE, path="/v1/", httponly=True, samesite="strict")
+            try:
+                await sessions.end(sid)
+            except UNREACHABLE:
+                busy = _busy(
+                    "this browser has forgotten its session, but the server cannot end it now (the "
+                    "bus is unreachable): a copy of the cookie reads until the session expires"
+                )
+                forget(busy)
+                return busy
+        return None

@@ -108,12 +108,18 @@ class Service:
         return app
 
     async def _serve_http(self) -> None:
+        # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise: then any local
+        # client (or a proxy passing the header through) names its own address. Only the
+        # proxies the operator names are believed; none by default.
+        trusted = self.settings.gateway.forwarded_allow_ips.strip()
         config = uvicorn.Config(
             self.app,
             host=self.settings.http.host,
             port=self.settings.http.port,
             log_level="warning",
             lifespan="off",
+            proxy_headers=bool(trusted),
+            forwarded_allow_ips=trusted,
         )
         self._server = _QuietServer(config)
         self._server_task = asyncio.create_task(self._server.serve())
