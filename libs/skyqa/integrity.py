@@ -68,10 +68,16 @@ def seal(store: BlobStore, run_id: str, info: ReleaseInfo) -> str:
     excepted), hashing the stored bytes. Returns the key of ``SHA256SUMS``."""
     root = keys.run_prefix(run_id)
     store.put(f"{root}/{RELEASE_INFO}", dump_json(info), "application/json")
+    return _write_sums(store, root, is_released)
+
+
+def _write_sums(store: BlobStore, root: str, covered: Callable[[str], bool]) -> str:
+    """Write ``<root>/SHA256SUMS`` over the stored files below ``root`` for which ``covered``
+    holds (paths relative to ``root``), hashing the stored bytes. Returns its key."""
     lines = []
     for key in store.list(f"{root}/"):
         rel = key[len(root) + 1 :]
-        if is_released(rel):
+        if covered(rel):
             lines.append(f"{sha256_hex(store.get(key))}  {rel}\n")
     sums = f"{root}/{SUMS}"
     store.put(sums, "".join(lines).encode(), "text/plain")
@@ -86,15 +92,7 @@ def _is_eval_output(rel: str) -> bool:
 def seal_eval(store: BlobStore, run_id: str) -> str:
     """Write ``eval/SHA256SUMS`` over every evaluation output of the run, paths relative to
     ``eval/``; each writer of ``eval/`` calls it after writing. Returns its key."""
-    root = f"{keys.run_prefix(run_id)}/{EVAL}"
-    lines = []
-    for key in store.list(f"{root}/"):
-        rel = key[len(root) + 1 :]
-        if _is_eval_output(rel):
-            lines.append(f"{sha256_hex(store.get(key))}  {rel}\n")
-    sums = f"{root}/{SUMS}"
-    store.put(sums, "".join(lines).encode(), "text/plain")
-    return sums
+    return _write_sums(store, f"{keys.run_prefix(run_id)}/{EVAL}", _is_eval_output)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -46,6 +46,19 @@ def iter_reader(reader: BlobReader, chunk: int = CHUNK_BYTES) -> Iterator[bytes]
     try:
         while data := reader.read(chunk):
             yield data
+    finally:
+        reader.close()
+
+
+def read_span(open_range: Callable[[str, int, int], BlobReader], key: str, start: int, length: int) -> bytes:
+    """``get_range`` over a store's ``open_range``: at most ``length`` bytes from ``start``,
+    fewer (none) past the end."""
+    try:
+        reader = open_range(key, start, length)
+    except RangeNotSatisfiable:
+        return b""
+    try:
+        return reader.read(max(0, length))
     finally:
         reader.close()
 

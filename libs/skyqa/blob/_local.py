@@ -12,7 +12,14 @@ from pathlib import Path
 from stat import S_ISLNK, S_ISREG
 from typing import BinaryIO
 
-from skyqa.blob._base import BlobInfo, BlobReader, RangeNotSatisfiable, sha256_hex, sha256_stream
+from skyqa.blob._base import (
+    BlobInfo,
+    BlobReader,
+    RangeNotSatisfiable,
+    read_span,
+    sha256_hex,
+    sha256_stream,
+)
 from skyqa.errors import BlobNotFound, InvalidKey
 from skyqa.keys import validate_key
 
@@ -299,14 +306,7 @@ class LocalBlobStore:
         return _FileSpan(fh, None if length is None else max(0, length))
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
-        try:
-            reader = self.open_range(key, start, length)
-        except RangeNotSatisfiable:
-            return b""  # "fewer past the end"
-        try:
-            return reader.read(max(0, length))
-        finally:
-            reader.close()
+        return read_span(self.open_range, key, start, length)
 
     def _recorded(self, parts: list[str], dir_fd: int) -> dict[str, object] | None:
         """The metadata recorded for the object ``parts``: the metadata tree's if there is any,

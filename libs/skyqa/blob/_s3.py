@@ -8,7 +8,14 @@ import urllib3
 from minio import Minio
 from minio.error import S3Error
 
-from skyqa.blob._base import BlobInfo, BlobReader, RangeNotSatisfiable, sha256_hex, sha256_stream
+from skyqa.blob._base import (
+    BlobInfo,
+    BlobReader,
+    RangeNotSatisfiable,
+    read_span,
+    sha256_hex,
+    sha256_stream,
+)
 from skyqa.errors import BlobNotFound, TransientError
 from skyqa.keys import validate_key
 
@@ -125,14 +132,7 @@ class S3BlobStore:
             response.release_conn()
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
-        try:
-            reader = self.open_range(key, start, length)
-        except RangeNotSatisfiable:
-            return b""  # "fewer past the end"
-        try:
-            return reader.read(max(0, length))
-        finally:
-            reader.close()
+        return read_span(self.open_range, key, start, length)
 
     def open_range(self, key: str, start: int = 0, length: int | None = None) -> BlobReader:
         begin = max(0, start)
