@@ -23,7 +23,6 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Res
 from fastapi.responses import StreamingResponse
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from minio.error import S3Error
 from pydantic import BaseModel
 from skyqa import keys, scan
 from skyqa.blob import CHUNK_BYTES, BlobReader
@@ -43,7 +42,7 @@ from starlette.types import Receive, Scope, Send
 
 from services.gateway.deadletters import DeadLetterLog
 from services.gateway.ranges import byte_range
-from services.gateway.readers import STILL_ALLOWED, UNREACHABLE
+from services.gateway.readers import STILL_ALLOWED, UNREACHABLE, client_address
 from services.gateway.views import run_view
 
 log = logging.getLogger("skyqa.gateway")
@@ -57,8 +56,6 @@ FINAL = ("completed", "failed")
 BUSY_RETRY_AFTER_S = 2
 # a release folder is copied out to a filesystem, where no file name is longer than this
 NAME_MAX = 255
-# S3 error codes of an object that is not there (any more)
-_GONE = frozenset({"NoSuchKey", "NoSuchObject", "NoSuchBucket", "NotFound"})
 _SHA256 = re.compile(r"^[0-9a-f]{64}$", re.ASCII)
 
 
@@ -588,15 +585,8 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
             raise HTTPException(404, f"no file {path!r} in run {run_id!r}") from None
         except TransientError as exc:
             raise HTTPException(503, str(exc), busy) from None
-        except InvalidInput:  # a store that checks the range against the object's size
+        except InvalidInput:  # RangeNotSatisfiable: the object shrank since its head
             raise await changed(key, path, run_id, first) from None
-        except S3Error as exc:
-            if exc.code == "InvalidRange":  # the object shrank since its head
-                raise await changed(key, path, run_id, first) from None
-            if exc.code in _GONE:
-                raise HTTPException(404, f"no file {path!r} in run {run_id!r}") from None
-            log.warning("release file %s: the store refused to open it: %s", key, exc.code)
-            raise HTTPException(503, f"the store cannot read {path!r} now: retry", busy) from None
         except Exception as exc:
             log.warning("release file %s: opening it failed: %r", key, exc)
             raise HTTPException(503, f"the store cannot read {path!r} now: retry", busy) from None
@@ -657,7 +647,7 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         status = 206 if span is not None else 200
         if request.method == "HEAD":
             return Response(status_code=status, media_type=media, headers=headers)
-        client = request.client.host if request.client else ""
+        client = client_address(request)
         refused = streams.take(client)
         if refused is not None:
             raise HTTPException(

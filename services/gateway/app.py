@@ -13,7 +13,7 @@ from skyqa.runtime.pages import mount_page
 from services.gateway.api import mount_api
 from services.gateway.deadletters import DeadLetterLog
 from services.gateway.readers import guard_reads
-from services.gateway.sessions import SessionBook
+from services.gateway.sessions import BUCKET, SESSION_S, SessionBook
 from services.gateway.workbench import mount_workbench
 
 NAME = "gateway"
@@ -23,7 +23,7 @@ HERE = Path(__file__).parent
 async def setup(svc: Service, dead: DeadLetterLog) -> None:
     await dead.follow(svc.bus.js)
     cfg = svc.settings.gateway
-    guard_reads(svc.app, cfg, await SessionBook.open(svc.bus.js))
+    guard_reads(svc.app, cfg, SessionBook(await svc.bus.kv(BUCKET, ttl_s=SESSION_S)))
     mount_api(svc, dead)
 
     # connect-src 'self' covers fetch and the EventSource of /v1/runs/<run>/events

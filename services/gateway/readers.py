@@ -43,7 +43,7 @@ async def allowed(request: Request, cfg: GatewaySettings, sessions: SessionBook)
     return sid is not None and await sessions.live(sid)
 
 
-def _client(request: Request) -> str:
+def client_address(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
@@ -112,7 +112,7 @@ def guard_reads(app: FastAPI, cfg: GatewaySettings, sessions: SessionBook) -> No
         """Exchange the read (or write) token for a session cookie the pages' reads carry, for
         12 hours or until ``DELETE /v1/session``. An address that sent
         ``signin_failures_per_minute`` wrong tokens in the last minute is answered 429."""
-        address, now = _client(request), time.time()
+        address, now = client_address(request), time.time()
         wait = limiter.retry_after(address, now)
         if wait is not None:
             seconds = max(1, math.ceil(wait))

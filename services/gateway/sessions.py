@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 import secrets
 from collections import OrderedDict, deque
 
-from nats.js import JetStreamContext
-from nats.js.errors import BucketNotFoundError, KeyDeletedError, KeyNotFoundError
-from nats.js.kv import KeyValue
+from skyqa.bus import JsonKV
 
 BUCKET = "skyqa-sessions"
 SESSION_S = 12 * 3600  # a signed-in browser signs in again after this
@@ -54,28 +51,16 @@ def signed_session(value: str, tokens: list[str], now: float) -> str | None:
 
 
 class SessionBook:
-    """Live session ids in KV."""
+    """Live session ids in KV (``BUCKET``, opened with the session lifetime as its TTL)."""
 
-    def __init__(self, kv: KeyValue) -> None:
+    def __init__(self, kv: JsonKV) -> None:
         self._kv = kv
 
-    @classmethod
-    async def open(cls, js: JetStreamContext) -> SessionBook:
-        try:
-            kv = await js.key_value(BUCKET)
-        except BucketNotFoundError:
-            kv = await js.create_key_value(bucket=BUCKET, history=1, ttl=SESSION_S)
-        return cls(kv)
-
     async def start(self, sid: str, issued: float) -> None:
-        await self._kv.put(sid, json.dumps({"issued": int(issued)}).encode())
+        await self._kv.put(sid, {"issued": int(issued)})
 
     async def live(self, sid: str) -> bool:
-        try:
-            entry = await self._kv.get(sid)
-        except (KeyNotFoundError, KeyDeletedError):
-            return False
-        return entry.value is not None
+        return (await self._kv.get(sid))[0] is not None
 
     async def end(self, sid: str) -> None:
         await self._kv.delete(sid)

@@ -268,11 +268,12 @@ class Bus:
         if drift:
             raise ConsumerConfigMismatch(f"consumer {spec.durable} kept old settings: {drift}")
 
-    async def kv(self, bucket: str, history: int = 1) -> JsonKV:
+    async def kv(self, bucket: str, history: int = 1, ttl_s: float | None = None) -> JsonKV:
+        """The bucket, created on first use; ``ttl_s`` drops entries that old (sessions)."""
         try:
             store = await self.js.key_value(bucket)
         except nats.js.errors.BucketNotFoundError:
-            store = await self.js.create_key_value(bucket=bucket, history=history)
+            store = await self.js.create_key_value(bucket=bucket, history=history, ttl=ttl_s)
         return JsonKV(store)
 
     # -- publishing ---------------------------------------------------------------------

@@ -46,6 +46,13 @@ class JsonKV:
                 continue
         raise RuntimeError(f"lost {attempts} compare-and-set races on KV key {key!r}")
 
+    async def put(self, key: str, doc: Doc) -> None:
+        """Store ``doc`` whatever is there (a document nobody else writes)."""
+        await self._kv.put(key, json.dumps(doc, sort_keys=True).encode())
+
+    async def delete(self, key: str) -> None:
+        await self._kv.delete(key)
+
     async def keys(self) -> list[str]:
         try:
             return sorted(await self._kv.keys())
