@@ -42,6 +42,8 @@ MAX_STILL_PIXELS = 8192 * 6144  # a still is one image a reader decodes whole
 MAX_TRAJECTORY_FRAMES = 6000  # the renderer's cap on one video
 MAX_TRAJECTORY_PIXELS = 10**12  # about 3000 card-size trajectories (the card ships 1377)
 MIN_GROUP, MAX_GROUP = 2, 8  # UAVs in a group (AirCopBench flies 2 to 6)
+TASK_QUOTA = 30  # rows per question task type a release aims at
+MAX_QUOTA = 100_000
 MAX_PER_TYPE = 8  # navigation questions per mission and type: the candidates run out well before
 MAX_EVAL_MODELS = 32
 
@@ -140,6 +142,8 @@ def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
     fusion.coverage_grid_m = fusion.coverage_grid_m or 1.0
     out.poses_per_job = out.poses_per_job or 8
     out.landmark_count = out.landmark_count or (50 if release else 10)
+    if not out.HasField("task_quota"):
+        out.task_quota = TASK_QUOTA
     video = out.video
     video.width = video.width or (1440 if release else 480)
     video.height = video.height or (1080 if release else 360)
@@ -288,6 +292,9 @@ def validate(req: scan_pb2.ScanRequest) -> None:
         raise bad(f"UAV group sizes must be {MIN_GROUP}..{MAX_GROUP}, at most {MAX_GROUP} of them")
     if req.groups.per_size > MAX_NAVIGATION:
         raise bad(f"UAV groups per size must be 0..{MAX_NAVIGATION}")
+
+    if req.task_quota > MAX_QUOTA:
+        raise bad(f"the rows per task type must be 0..{MAX_QUOTA}, got {req.task_quota}")
     rs = req.reasoning
     if rs.per_split > MAX_NAVIGATION or rs.random_walks > MAX_NAVIGATION:
         raise bad(f"reasoning trajectories per split and random walks must be 0..{MAX_NAVIGATION} each")

@@ -97,16 +97,21 @@ def build_request(
         if len(counts) == 3:
             req.navigation.per_type = counts[2]
     if groups is not None:
+        listed, _, times = groups.lower().partition("x")
         try:
-            sizes = [int(v) for v in groups.split(",")]
+            sizes = [int(v) for v in listed.split(",")]
+            per_size = int(times) if times else None
         except ValueError:
             raise InvalidInput(
-                f"--groups needs UAV group sizes, e.g. 3,5,6 (0 for none), got {groups!r}"
+                f"--groups needs UAV group sizes[xGROUPS_PER_SIZE], e.g. 3,5,6 or 3,5,6x12 (0 for none), "
+                f"got {groups!r}"
             ) from None
         if sizes == [0]:
             req.groups.per_size = 0
         else:
             req.groups.sizes.extend(sizes)
+            if per_size is not None:
+                req.groups.per_size = per_size
     if reasoning is not None:
         try:
             counts = [int(v) for v in reasoning.split(",")]

@@ -96,7 +96,11 @@ NavigationTypesOpt = Annotated[
 ]
 GroupsOpt = Annotated[
     str | None,
-    typer.Option("--groups", help="UAV group sizes, one group of each per run (default 3,5,6; 0 for none)"),
+    typer.Option(
+        "--groups",
+        help="UAV group sizes[xGROUPS_PER_SIZE]: 3,5,6x12 is 12 groups of each size (default 3,5,6 "
+        "once each; 0 for none)",
+    ),
 ]
 ReasoningOpt = Annotated[
     str | None,

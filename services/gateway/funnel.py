@@ -37,9 +37,9 @@ def funnel_view(cache: ParsedCache, run_id: str) -> dict[str, Any]:
             {"stage": "rows checked", "count": len(index.rows)},
             {"stage": "rows released", "count": fates.get("released", 0)},
         ]
-        # a failed gate in enforce mode releases nothing: its clean rows are withheld
+        # clean rows of the tasks (or units) the blind gate withheld
         + (
-            [{"stage": "rows withheld (blind gate failed)", "count": fates["withheld"]}]
+            [{"stage": "rows withheld by the blind gate", "count": fates["withheld"]}]
             if "withheld" in fates
             else []
         ),
@@ -53,14 +53,18 @@ def funnel_view(cache: ParsedCache, run_id: str) -> dict[str, Any]:
             "mode": g.mode,
             "passed": g.passed,
             "failures": g.failures,
-            "dropped_rows": g.dropped_rows,
+            "withheld_rows": g.withheld_rows,
+            "unverified": g.unverified,
             "tasks": [
                 {
                     "task": task,
                     "rows": t.rows,
+                    "status": t.status,
                     "best_solver": t.best_solver,
                     "score": t.solvers[t.best_solver].score if t.best_solver in t.solvers else None,
-                    "chance": t.solvers[t.best_solver].chance if t.best_solver in t.solvers else None,
+                    "chance": t.chance,
+                    "p_value": t.p_value,
+                    "detectable": t.detectable,
                     "box_prior_acc50": t.box_prior_acc50,
                     "failures": t.failures,
                 }

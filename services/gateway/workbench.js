@@ -330,12 +330,12 @@ async function showFunnel() {
     return row([d.reason, d.rows, ex], { "data-reason": d.reason });
   }));
   const g = f.blind_gate;
-  $("gate-verdict").textContent = `${g.passed ? "passed" : "FAILED"} (${g.mode}; ${g.dropped_rows} rows every blind solver answered were dropped)`;
+  $("gate-verdict").textContent = g.passed ? `passed (${g.mode}; nothing withheld)` : `leaks found (${g.mode}; ${g.withheld_rows} rows withheld)`;
   $("gate-verdict").className = g.passed ? "ok" : "err";
   $("gate-failures").replaceChildren(...g.failures.map((x) => el("li", x)));
   const out = $("gate-outcomes"); out.replaceChildren("Rows by how many blind solvers answered them: ");
   for (const [k, n] of Object.entries(f.outcomes)) out.append(link(`${k}: ${n}`, hashFor("rows", { blind: k })), " ");
-  $("gate-tasks").tBodies[0].replaceChildren(...g.tasks.map((t) => row([t.task, t.rows, t.best_solver, t.score, t.chance, t.box_prior_acc50], { "data-task": t.task })));
+  $("gate-tasks").tBodies[0].replaceChildren(...g.tasks.map((t) => row([t.task, t.rows, t.status, t.best_solver, t.score, t.chance, t.p_value, t.detectable, t.box_prior_acc50], { "data-task": t.task, "data-status": t.status })));
   const lb = head($("dropped-landmarks"), ["landmark", "why no family released it"]);
   for (const [lm, why] of Object.entries(f.dropped_landmarks)) lb.append(row([lm, why]));
 }

@@ -51,7 +51,9 @@ async def setup(svc: Service) -> None:
         await stage.announce(plan.run_id, trace_id, completion)
 
     async def on_reviewed(event: landmark_pb2.LandmarksReviewed, d: Delivery) -> None:
-        plan, jobs = await asyncio.to_thread(plan_run, event, svc.store, svc.settings.archive_video_frames)
+        plan, jobs = await asyncio.to_thread(
+            plan_run, event, svc.store, svc.settings.archive_video_frames, svc.settings.scenes_dir
+        )
         keyed = [(f"{REQUESTER}:{job.job_id}", job) for job in jobs]
         message = (
             f"{len(plan.missions)} missions, {len(plan.navigation)} navigation missions, "

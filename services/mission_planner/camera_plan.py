@@ -7,8 +7,9 @@ The planner therefore weighs the set's own modes against variants with steps swi
 landmark_track and look_forward: it estimates each variant's visible count with the renderer's
 sighting rule (``skyqa.geometry.visibility``), taking the share of the frame inside the hull of
 the projected box as the landmark's pixel share, without occlusion (which needs a render).
-Variants whose estimated count is robust come first (a count that changes within the rule's
-margin is dropped by QC), then the variant whose count the run has used
+Variants that show the landmark at least once come first (a mission whose video never shows it
+has nothing to ask), then those whose estimated count is robust (a count that changes within
+the rule's margin is dropped by QC), then the variant whose count the run has used
 least for that mission kind and then for that landmark (a landmark seen from everywhere
 would otherwise always count high, and its description would predict the count), the set's
 own modes winning ties. The rendered count, with occlusion, stays the answer; this only
@@ -105,7 +106,9 @@ class CountBalance:
             shares = estimated_shares(traj, t, k, fps)
             count = len(vis.sightings(shares, fps))
             used = (self._by_kind[(kind, count)], self._by_landmark[(landmark, count)])
-            scored.append((not vis.count_is_robust(shares, fps), *used, order, count, modes))
+            # a variant that never shows the landmark is a failed mission (its rows would ask
+            # about a landmark the video does not show): the last resort
+            scored.append((count == 0, not vis.count_is_robust(shares, fps), *used, order, count, modes))
         *_, count, modes = min(scored)
         self._apply(traj, modes)
         self._by_landmark[(landmark, count)] += 1

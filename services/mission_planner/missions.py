@@ -12,6 +12,7 @@ state lives in the store (``video_tasks/mission_plan.json``), so replicas and re
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import numpy as np
 from pydantic import Field
@@ -98,8 +99,10 @@ def _seed(base: int, instance_id: str, kind: str) -> int:
 
 
 def plan_run(
-    event: landmark_pb2.LandmarksReviewed, store: BlobStore, archive: bool
+    event: landmark_pb2.LandmarksReviewed, store: BlobStore, archive: bool, scenes_dir: Path | None = None
 ) -> tuple[MissionPlanFile, list[render_pb2.VideoJob]]:
+    """``scenes_dir`` resolves a mesh scene's id, as the renderer's does: action trajectories are
+    planned against the geometry the renderer will move their capsule through."""
     run_id, scene_id = event.run_id, event.scene_id
     scan = scan_rules.stored(store, run_id)
     cfg = MissionConfig.for_scan(scan)
@@ -169,7 +172,7 @@ def plan_run(
     )
     jobs += [((job.poses[0].x, job.poses[0].y), job) for job in group_jobs]
     planned_trajectories, trajectories_rejected, trajectory_jobs = trajectories.plan_all(
-        run_id, scene_id, scan, obstacles, store
+        run_id, scene_id, scan, obstacles, store, scenes_dir
     )
     jobs += [((job.program.root.x, job.program.root.y), job) for job in trajectory_jobs]
     planned_surveys, surveys_rejected, survey_jobs = surveys.plan_all(

@@ -1,24 +1,30 @@
-"""Reasoning-Structured-Videos-style action trajectories: roots on a grid over the fused map,
-constructions that are exact instances of Inverse, Loop and Equivalence, one action-program video
-job each.
+"""Reasoning-Structured-Videos-style action trajectories: roots on a grid, constructions that are
+exact instances of Inverse, Loop and Equivalence, one action-program video job each.
 
-Roots are every cell of a 2 m grid with 8 headings whose capsule stands clear of the fused
-cloud. A construction is drawn from its own seeded stream and placed at the first root (in a
-seeded order) where its whole path keeps ``MAP_MARGIN_M`` beyond the capsule from the cloud: the
-map is a point cloud with holes, so the renderer, which moves the body through the scene's own
-geometry, can still find a collision, and the QA stage then routes the trajectory to
-``random_walk/``. Random walks are drawn without the map, as the kind of path that split holds.
+Roots are every cell of a 2 m grid with 8 headings whose capsule stands clear of the scene. A
+construction is drawn from its own seeded stream and placed at the first root (in a seeded
+order) where its whole path (both halves of an equivalence pair) stays clear.
+
+What "clear" is checked against decides whether a construction survives rendering. On the
+builtin backend the planner opens the scene's own geometry, the meshes the renderer collides
+the capsule with, and asks the renderer's own questions (:func:`skyqa.actions.roots.runs_clear`:
+the root check and the swept moves of :func:`skyqa.actions.execute`), so a planned relation is
+never routed to ``random_walk/`` for a collision. The AirSim backend moves no capsule (the
+renderer refuses action programs there), and its geometry is not readable here: roots and
+paths keep ``MAP_MARGIN_M`` beyond the capsule from the fused cloud, as before, which has
+holes. Random walks are drawn without checking their path, as the kind of path that split holds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 from skyqa import keys, scan as scan_rules
-from skyqa.actions import Built, Kinematics, NoConstruction, Root, build
-from skyqa.actions.roots import grid_roots, path_clear
+from skyqa.actions import Built, Clearance, Kinematics, NoConstruction, Root, build
+from skyqa.actions.roots import grid_roots, path_clear, runs_clear
 from skyqa.blob import BlobStore
 from skyqa.contracts import dump_json, load_json
 from skyqa.contracts.rsv import (
@@ -35,7 +41,7 @@ from skyqa.v1 import common_pb2, render_pb2, scan_pb2
 from services.mission_planner.group_missions import seed_of
 from services.mission_planner.safety import ObstacleMap
 
-MAP_MARGIN_M = 0.3
+MAP_MARGIN_M = 0.3  # the fused cloud has holes: what a path keeps beyond the capsule from it
 PLACEMENTS = 400  # roots tried per construction before it is rejected
 
 
@@ -49,6 +55,37 @@ class CloudClearance:
         d, _ = self.tree.query(points, k=1)
         out: NDArray[np.float64] = np.asarray(d, dtype=np.float64)
         return out
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What roots and paths are checked against: the scene's own geometry (``exact``: the
+    renderer's test, no margin) or the fused map (a margin, and paths sampled at frames)."""
+
+    scene: Clearance
+    exact: bool
+    where: str  # for rejection reasons
+
+    @property
+    def margin_m(self) -> float:
+        return 0.0 if self.exact else MAP_MARGIN_M
+
+    def path_ok(self, kin: Kinematics, actions: list[str], root: Root) -> bool:
+        if self.exact:
+            return runs_clear(kin, actions, root, self.scene)
+        return path_clear(kin, actions, root, self.scene, self.margin_m)
+
+
+def scene_geometry(backend: str, scene_id: str, scenes_dir: Path | None) -> Clearance | None:
+    """The geometry the renderer moves the capsule through, or None where the backend has none
+    to read (AirSim: it moves no capsule body). The builtin simulator is opened without its
+    shadow map: only its distance queries are used."""
+    if backend != "builtin":
+        return None
+    # Open3D loads here, on the first run planned with trajectories, not when the service starts
+    from skyqa.sim import BuiltinSimulator, load_scene
+
+    return BuiltinSimulator(load_scene(scene_id, scenes_dir), shadows=False)
 
 
 def traj_id_of(scene_id: str, split: str, k: int, role: str = "") -> str:
@@ -102,25 +139,58 @@ def plans_for(
 
 
 def plan_all(
-    run_id: str, scene_id: str, scan: scan_pb2.ScanRequest, obstacles: ObstacleMap, store: BlobStore
+    run_id: str,
+    scene_id: str,
+    scan: scan_pb2.ScanRequest,
+    obstacles: ObstacleMap,
+    store: BlobStore,
+    scenes_dir: Path | None = None,
 ) -> tuple[list[str], dict[str, str], list[render_pb2.VideoJob]]:
     """Plan, write and make video jobs for the run's trajectories; returns the planned ids, the
     rejected ones with their reason, and the jobs."""
     rs = scan.reasoning
     if not rs.per_split and not rs.random_walks:
         return [], {}, []
+    backend = scan.backend or "builtin"
+    scene = scene_geometry(backend, scene_id, scenes_dir)
+    geometry = (
+        Geometry(CloudClearance(obstacles), exact=False, where="on the fused map")
+        if scene is None
+        else Geometry(scene, exact=True, where="in the scene")
+    )
+    plans, rejected = plan_trajectories(scene_id, scan, obstacles, geometry)
+    jobs = []
+    for plan in plans:
+        store.put(
+            keys.mission_file(run_id, plan.traj_id, keys.TRAJECTORY_PLAN), dump_json(plan), "application/json"
+        )
+        job = video_job(run_id, scene_id, backend, plan)
+        store.put(
+            keys.mission_file(run_id, plan.traj_id, keys.RENDER_REQUEST),
+            to_json(job, indent=1),
+            "application/json",
+        )
+        jobs.append(job)
+    return [p.traj_id for p in plans], rejected, jobs
+
+
+def plan_trajectories(
+    scene_id: str, scan: scan_pb2.ScanRequest, obstacles: ObstacleMap, geometry: Geometry
+) -> tuple[list[TrajectoryPlan], dict[str, str]]:
+    """The run's trajectory plans, placed on roots and paths ``geometry`` keeps clear, and the
+    rejected trajectories with their reason (nothing is written)."""
+    rs = scan.reasoning
     space, capsule = scan_rules.action_space(scan)
     kin = Kinematics(space, capsule)
-    cloud = CloudClearance(obstacles)
     altitude = rs.altitude_m if rs.HasField("altitude_m") else None
     lo, hi = obstacles.tree.mins, obstacles.tree.maxes
     roots = grid_roots(
         kin,
-        cloud,
+        geometry.scene,
         (lo[0], hi[0], lo[1], hi[1]),
         obstacles.ground_z,
         altitude_m=altitude,
-        margin_m=MAP_MARGIN_M,
+        margin_m=geometry.margin_m,
     )
     plans: list[TrajectoryPlan] = []
     rejected: dict[str, str] = {}
@@ -138,27 +208,15 @@ def plan_all(
         except NoConstruction as exc:
             rejected[traj_id] = str(exc)
             continue
-        root = _place(kin, built, roots, rng, cloud, checked=split != RANDOM_WALK)
+        root = _place(kin, built, roots, rng, geometry, checked=split != RANDOM_WALK)
         if root is None:
-            rejected[traj_id] = f"no root of {len(roots)} keeps the whole path clear on the map"
+            rejected[traj_id] = f"no root of {len(roots)} keeps the whole path clear {geometry.where}"
             continue
         video = Video(rs.width, rs.height, rs.fov_deg, rs.fps, rs.crf)
         made = plans_for(built, split, traj_id_of(scene_id, split, k), number, seed, root, kin, video)
         plans += made
         number += len(made)
-    jobs = []
-    for plan in plans:
-        store.put(
-            keys.mission_file(run_id, plan.traj_id, keys.TRAJECTORY_PLAN), dump_json(plan), "application/json"
-        )
-        job = video_job(run_id, scene_id, scan.backend or "builtin", plan)
-        store.put(
-            keys.mission_file(run_id, plan.traj_id, keys.RENDER_REQUEST),
-            to_json(job, indent=1),
-            "application/json",
-        )
-        jobs.append(job)
-    return [p.traj_id for p in plans], rejected, jobs
+    return plans, rejected
 
 
 def _place(
@@ -166,9 +224,11 @@ def _place(
     built: Built,
     roots: list[Root],
     rng: np.random.Generator,
-    cloud: CloudClearance,
+    geometry: Geometry,
     checked: bool,
 ) -> Root | None:
+    """The first root in a seeded order where every path of ``built`` (both halves of an
+    equivalence pair, from the one root they share) stays clear."""
     if not roots:
         return None
     order = rng.permutation(len(roots))
@@ -176,9 +236,7 @@ def _place(
         return roots[int(order[0])]
     for i in order[:PLACEMENTS]:
         root = roots[int(i)]
-        if all(
-            path_clear(kin, seq, root, cloud, MAP_MARGIN_M) for seq in (built.actions, built.partner) if seq
-        ):
+        if all(geometry.path_ok(kin, seq, root) for seq in (built.actions, built.partner) if seq):
             return root
     return None
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
-from skyqa.contracts.qa import QCReport
+from skyqa.contracts.qa import QCReport, TaskGate
 from skyqa.families import RELEASED, ReleaseFamily, metadata_file
 
 
@@ -181,14 +181,17 @@ def dataset_card(
     notes = "".join(part.notes for _, part in parts)
     reasons = "\n".join(f"| {k} | {v} |" for k, v in report.drop_reasons.items()) or "| (none) | 0 |"
     g = report.blind_gate
-    gate_rows = "\n".join(
-        f"| {task} | {t.rows} | {t.best_solver} | {t.solvers[t.best_solver].score:.3f} "
-        f"[{t.solvers[t.best_solver].ci[0]:.3f}, {t.solvers[t.best_solver].ci[1]:.3f}] | "
-        f"{t.solvers[t.best_solver].chance:.3f} | "
-        f"{'-' if t.box_prior_acc50 is None else f'{t.box_prior_acc50:.3f}'} |"
-        for task, t in sorted(g.tasks.items())
+    gate_rows = "\n".join(_gate_row(task, t) for task, t in sorted(g.tasks.items()))
+    withheld = "\n".join(f"- `{task}`: {'; '.join(why)}" for task, why in sorted(g.withheld.items()))
+    withheld += "".join(f"\n- unit `{u}`: {why}" for u, why in sorted(g.withheld_units.items()))
+    short = "; ".join(f"`{t}` {why}" for t, why in sorted(report.shortfall.items()))
+    verdict = (
+        "passed: nothing withheld"
+        if g.passed
+        else f"{g.withheld_rows} rows withheld ({len(g.withheld)} tasks, {len(g.withheld_units)} units)"
+        if g.mode == "enforce"
+        else "leaks found, reported only (the gate ran in report mode and withheld nothing)"
     )
-    verdict = "passed" if g.passed else "FAILED: " + "; ".join(g.failures)
     mix = ", ".join(f"{k} {v}" for k, v in report.category_mix.items()) or "none"
     return f"""---
 pretty_name: skyqa {scene_id}
@@ -215,7 +218,7 @@ segmentation frames, and reasoning steps checked against the paired rows (see
 | reviewed (kept and labelled) | {f.reviewed} |
 | released landmarks (full lattice) | {f.released_landmarks} |
 {counted}
-| rows every blind solver answered (dropped) | {f.blind_dropped} |
+| rows withheld by the blind gate | {f.blind_withheld} |
 {dropped}
 
 Dropped rows by reason:
@@ -228,17 +231,30 @@ Released landmarks by category: {mix}.
 
 ## Blind gate
 
-Solvers that never see a pixel (gold-letter prior, gold-label prior, a leave-one-landmark-out
-text and option-structure model, a most-specific-option heuristic for multiple-answer rows, and a
-constant box) answered every row. A task fails when the best of them is above chance +
-{g.margin:.2f} (one-sided, p < {g.alpha}, Holm over solvers) or the constant box scores
-Acc@0.5 significantly above {g.box_prior_max}. Verdict: **{verdict}**. Rows every answering
-solver got right were dropped: {g.dropped_rows}. Scores are accuracy, or mean set-F1 for
-multiple-answer rows (chance: same-size random picks), with 95 % intervals.
+Solvers that never see a pixel answered every question, each trained on the rows of the other
+units (landmarks, missions, UAV groups, survey views; ten folds at most): gold-letter and
+gold-label priors, the gold's rank among numeric options, a logistic regression over question
+and option n-grams and option structure, one over option structure alone, cross-unit fact
+memory, the nearest question's answer, and rules that learn nothing (the longest, the shortest,
+the odd-worded option, the option repeating the question, the option the others share words
+with). Per task the gate tests each solver's score against chance, each rule's score *below*
+chance (avoiding its pick would then win), gold labels against what the options offer, gold
+letters, and a constant answer box; per family it pools each solver over the family's tasks.
+Errors are controlled over the release: {g.correction} ({g.tests} tasks and families, level
+{g.alpha}), so a release with no leak passes with probability at least {1 - g.alpha:.2f}. A task
+whose test rejects is withheld, and the rest ship. A task whose test could not see a leak of
+{g.min_leak:.2f} above chance with 80 % power at the level it would have to meet is
+**unverified** (not passed): it is too small to vouch for alone. Verdict: **{verdict}**.
 
-| task | rows | best blind solver | score | chance | constant box Acc@0.5 |
-|---|---|---|---|---|---|
+| task | family | rows | units | status | best solver | score [95 % CI] | chance | adj. p | detectable |
+|---|---|---|---|---|---|---|---|---|---|
 {gate_rows}
+
+Withheld:
+
+{withheld or "- nothing"}
+
+Rows per question task against the quota of {report.task_quota}: {short or "every task meets it"}.
 
 {loading}
 
@@ -290,4 +306,13 @@ def _config(manifest: str, meta: str, globs: list[str]) -> str:
     return (
         f"- config_name: {manifest}\n  data_files: [{{split: test, path: [{paths}]}}]\n"
         f"  metadata_filenames: [{meta}]\n  drop_labels: true"
+    )
+
+
+def _gate_row(task: str, t: TaskGate) -> str:
+    best = t.solvers.get(t.best_solver)
+    score = f"{best.score:.3f} [{best.ci[0]:.3f}, {best.ci[1]:.3f}]" if best else "-"
+    return (
+        f"| {task} | {t.family} | {t.rows} | {t.units} | {t.status} | {t.best_solver or '-'} | {score} | "
+        f"{t.chance:.3f} | {t.p_value:.3g} | {t.detectable:.2f} |"
     )

@@ -1,105 +1,99 @@
 """Blind gate: can a solver that never sees a pixel answer the release?
 
 The solvers of :mod:`services.qa_generator.blind_solvers` read only what a model could read
-without looking. The landmarks are split into at most ``FOLDS`` groups (one landmark each when
-there are few) and each group is answered by solvers fitted on the rest, so a landmark's own
-rows never teach a solver about it; ``box_prior``, the mean answer box elsewhere in the task,
-is scored as Acc@0.5.
+without looking. A task's units (landmarks, missions, UAV groups, survey views) are split into
+at most ``FOLDS`` groups (one unit each when there are few) and each group is answered by
+solvers fitted on the rest, so a unit's own rows never teach a solver about it.
 
-Per task, every solver's score is tested against chance + ``MARGIN`` (one-sided, exact
-binomial for single answers and counts, a seeded Monte Carlo null of same-size random picks
-for multi-select set-F1; Holm over the solvers tried). Chance is one over the row's options,
-and for counts one over the number of distinct visible counts the task's rows have. The
-release fails when a test rejects at ``ALPHA``, when the box prior is significantly above
-``BOX_PRIOR_MAX``, when gold labels or letters are not uniform over what the options offer,
-or when two landmarks share a description. Rows every answering solver gets right are
-dropped.
+Per task the gate tests: every solver's score above chance (exact binomial on the rows it
+answers; a seeded Monte Carlo null for multi-select set-F1), every rule's score *below* chance
+(avoiding its pick would beat chance: what filtering rows on a solver's answer produces), gold
+labels against what the options offer (each row's gold uniform among its options), gold letters
+(QC's balance tests) and, for rows with an answer box, a constant box. Errors are controlled over
+the release (:mod:`services.qa_generator.significance`): Bonferroni within a task,
+Benjamini-Hochberg across tasks at half of ``ALPHA``. A task that rejects is *withheld* with the
+tests that rejected it. Then each family pools each solver's hits over its tasks left, which
+sees a habit too faint for any small task alone (the same adjustment across families, at the
+other half): a rejected family withholds those tasks whose own rows lean the same way. A sound
+release thus passes with probability at least ``1 - ALPHA``. A task too small for its test to
+see a ``MIN_LEAK`` leak is *unverified*. Units whose description
+another unit shares are withheld as ambiguous references. Nothing else is dropped: the gate
+never removes rows a solver answers, which would leave the rest answerable by avoiding it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from skyqa.contracts.qa import SolverScore, TaskGate
+from skyqa.contracts.qa import FamilyGate, GateTest, SolverScore, TaskGate
 from skyqa.families import Item
 from skyqa.scoring import iou, set_f1
 
-from services.qa_generator.blind_solvers import SOLVERS, Prediction, Solver
+from services.qa_generator import significance as sig
+from services.qa_generator.blind_solvers import FEATURES, RULES, SOLVERS, Prediction, Solver
 
-# scipy.stats is imported where the gate uses it (scikit-learn likewise in the solvers): together
-# they hold about 150 MB resident, which the qa-generator would otherwise carry from start while
-# it waits for missions, and the gate runs once per release.
-
-MARGIN = 0.03
 ALPHA = 0.05
 BOX_PRIOR_MAX = 0.15
 MONTE_CARLO = 2000
 FOLDS = 10
+MIN_ANSWERED = 8  # rows a solver must answer for its score to be tested
+# a family's pooled leak withholds those of its tasks whose own test leans the same way at least
+# this much (one-sided p): a task the habit does not show in is left alone
+SAME_HABIT = 0.2
+
+
+@dataclass
+class Scored:
+    """One solver on one task: its hits over the rows it answered."""
+
+    hits: float  # right answers, or summed set-F1
+    answered: int
+    chance: float  # mean chance over the rows it answered
+    right: set[str] = field(default_factory=set)
+    null_sd: float = 0.0  # multi-select: the Monte Carlo null's standard deviation of the mean
 
 
 @dataclass
 class GateResult:
     tasks: dict[str, TaskGate]
-    failures: list[str]  # one line per reason, naming the leaking feature
-    solved_by_all: list[str]  # sample ids every answering solver got right
-    # every gated row (its task had rows of two units or more) -> the solvers that answered it
+    families: dict[str, FamilyGate]
+    withheld: dict[str, list[str]]  # task -> the reasons it is withheld
+    withheld_units: dict[str, str]  # unit -> why every row of it is withheld
+    tests: int  # p-values adjusted together (tasks and families)
+    # every gated row -> the solvers that answered it right (the QC ledger's record)
     right_by: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
-        return not self.failures
+        return not self.withheld and not self.withheld_units
+
+    @property
+    def failures(self) -> list[str]:
+        out = [f"{task}: {why}" for task, reasons in sorted(self.withheld.items()) for why in reasons]
+        return out + sorted(set(self.withheld_units.values()))
+
+    @property
+    def unverified(self) -> list[str]:
+        return sorted(t for t, g in self.tasks.items() if g.status == "unverified")
 
 
 def _seed(task: str) -> int:
     return int.from_bytes(hashlib.sha256(f"gate:{task}".encode()).digest()[:8], "big")
 
 
-def _binomial(hits: int, n: int, chance: float) -> tuple[float, tuple[float, float]]:
-    from scipy.stats import binomtest
-
-    test = binomtest(hits, n, min(chance + MARGIN, 0.999), alternative="greater")
-    ci = binomtest(hits, n).proportion_ci(0.95, method="wilson")  # two-sided, for the report
-    return float(test.pvalue), (round(float(ci.low), 4), round(float(ci.high), 4))
-
-
-def _multi_null(
-    items: list[Item], preds: list[Prediction], observed: float, task: str
-) -> tuple[float, float]:
-    """Mean set-F1 of same-size random picks (its mean), and P(null + MARGIN >= observed)."""
-    rng = np.random.default_rng(_seed(task))
-    sims = np.zeros(MONTE_CARLO)
-    for it, pred in zip(items, preds, strict=True):
-        ids = [oid for oid, _ in it.options]
-        k = min(len(pred), len(ids))
-        golds = np.array([oid in it.gold for oid in ids])
-        picks = np.argsort(rng.random((MONTE_CARLO, len(ids))), axis=1)[:, :k]
-        hits = golds[picks].sum(axis=1)
-        sims += 2 * hits / (k + len(it.gold))
-    sims /= len(items)
-    return float(sims.mean()), float(np.mean(sims + MARGIN >= observed - 1e-12))
-
-
-def _holm(p: dict[str, float]) -> dict[str, float]:
-    order = sorted(p, key=lambda k: p[k])
-    out, running = {}, 0.0
-    for i, k in enumerate(order):
-        running = max(running, min(1.0, (len(order) - i) * p[k]))
-        out[k] = running
-    return out
-
-
 def _folds(items: list[Item]) -> list[set[str]]:
-    """Landmark groups: each answered by solvers trained on the others. One landmark per group
-    up to ``FOLDS`` landmarks (leave-one-landmark-out), else ``FOLDS`` seeded groups."""
-    landmarks = sorted({it.unit for it in items}, key=lambda lm: hashlib.sha256(lm.encode()).digest())
-    k = min(FOLDS, len(landmarks))
-    return [set(landmarks[i::k]) for i in range(k)]
+    """Unit groups: each answered by solvers trained on the others. One unit per group up to
+    ``FOLDS`` units (leave-one-unit-out), else ``FOLDS`` seeded groups."""
+    units = sorted({it.unit for it in items}, key=lambda u: hashlib.sha256(u.encode()).digest())
+    k = min(FOLDS, len(units))
+    return [set(units[i::k]) for i in range(k)]
 
 
-def _lolo(items: list[Item], solver: Solver, folds: list[set[str]]) -> list[Prediction | None]:
+def _out_of_fold(items: list[Item], solver: Solver, folds: list[set[str]]) -> list[Prediction | None]:
     out: dict[str, Prediction | None] = {}
     for fold in folds:
         train = [t for t in items if t.unit not in fold]
@@ -112,147 +106,314 @@ def _chance(it: Item, count_space: int) -> float:
     return 1 / count_space if it.kind == "count" else 1 / len(it.options)
 
 
-def _task_gate(task: str, items: list[Item]) -> tuple[TaskGate, dict[str, set[str]]]:
-    kind = items[0].kind
-    count_space = max(2, len({g for it in items for g in it.gold})) if kind == "count" else 0
-    raw_p: dict[str, float] = {}
-    scores: dict[str, SolverScore] = {}
-    right: dict[str, set[str]] = {}
-    folds = _folds(items)
-    for name, solver in SOLVERS.items():
-        preds = _lolo(items, solver, folds)
-        if any(p is None for p in preds):
-            continue
-        done = [p for p in preds if p is not None]
-        right[name] = {it.sample_id for it, p in zip(items, done, strict=True) if p == it.gold}
-        if kind == "multi":
-            per = [set_f1(it.gold, p) for it, p in zip(items, done, strict=True)]
-            observed = float(np.mean(per))
-            chance, p_value = _multi_null(items, done, observed, task)
-            half = 1.96 * float(np.std(per, ddof=1)) / np.sqrt(len(per)) if len(per) > 1 else 1.0
-            ci = (round(max(0.0, observed - half), 4), round(min(1.0, observed + half), 4))
-        else:
-            hits = len(right[name])
-            chance = float(np.mean([_chance(it, count_space) for it in items]))
-            observed = hits / len(items)
-            p_value, ci = _binomial(hits, len(items), chance)
-        raw_p[name] = p_value
-        scores[name] = SolverScore(
-            score=round(observed, 4), ci=list(ci), chance=round(chance, 4), p_value=1.0
-        )
-    for name, p in _holm(raw_p).items():
-        scores[name].p_value = round(p, 6)
-    best = max(scores, key=lambda k: (scores[k].score - scores[k].chance, k))
-    gate = TaskGate(kind=kind, rows=len(items), best_solver=best, solvers=scores)
-    if kind == "choice":
-        _label_balance(task, items, gate)
-    for name, s in sorted(scores.items()):
-        if s.p_value < ALPHA:
-            gate.failures.append(
-                f"{task}: {name} scores {s.score:.3f} without pixels against chance {s.chance:.3f} "
-                f"(+{MARGIN:.2f}, p={s.p_value:.4g}); leaking feature: {_feature(name)}"
-            )
-    boxed = [it for it in items if len(it.box) == 4]
-    if boxed and len(boxed) == len(items):
-        hits = 0
-        for fold in folds:
-            train = [t.box for t in boxed if t.unit not in fold]
-            if train:
-                prior = np.mean(train, axis=0).tolist()
-                hits += sum(iou(prior, it.box) >= 0.5 for it in boxed if it.unit in fold)
-        gate.box_prior_acc50 = round(hits / len(boxed), 4)
-        from scipy.stats import binomtest
-
-        p = float(binomtest(hits, len(boxed), BOX_PRIOR_MAX, alternative="greater").pvalue)
-        gate.box_prior_p = round(p, 6)
-        if p < ALPHA:
-            gate.failures.append(
-                f"{task}: a constant box scores Acc@0.5 {gate.box_prior_acc50:.3f} (> {BOX_PRIOR_MAX}, "
-                f"p={p:.4g}); leaking feature: landmark placement in the image"
-            )
-    return gate, right
+def _score(task: str, items: list[Item], preds: list[Prediction | None], count_space: int) -> Scored | None:
+    pairs = [(it, p) for it, p in zip(items, preds, strict=True) if p is not None]
+    if len(pairs) < MIN_ANSWERED:
+        return None
+    right = {it.sample_id for it, p in pairs if p == it.gold}
+    if items[0].kind != "multi":
+        chance = float(np.mean([_chance(it, count_space) for it, _ in pairs]))
+        return Scored(float(len(right)), len(pairs), chance, right)
+    # multi-select: set-F1 against same-size random picks
+    rng = np.random.default_rng(_seed(task))
+    sims = np.zeros(MONTE_CARLO)
+    for it, pred in pairs:
+        ids = [oid for oid, _ in it.options]
+        k = min(len(pred), len(ids))
+        golds = np.array([oid in it.gold for oid in ids])
+        picks = np.argsort(rng.random((MONTE_CARLO, len(ids))), axis=1)[:, :k]
+        sims += 2 * golds[picks].sum(axis=1) / (k + len(it.gold))
+    sims /= len(pairs)
+    f1 = sum(set_f1(it.gold, p) for it, p in pairs)
+    return Scored(f1, len(pairs), float(sims.mean()), right, float(sims.std()))
 
 
-def _label_balance(task: str, items: list[Item], gate: TaskGate) -> None:
-    """Gold-label counts per difficulty over every label the task's options use, and a
-    chi-square test of uniformity: a label that is an option but never (or always) the answer
-    can be ruled out (or in) without looking."""
-    from scipy.stats import chisquare
+def _upper_p(s: Scored) -> float:
+    if s.null_sd:
+        return sig.normal_upper(s.hits / s.answered, s.chance, s.null_sd)
+    return sig.upper(round(s.hits), s.answered, s.chance)
 
+
+def _label_test(task: str, items: list[Item], gate: TaskGate) -> list[GateTest]:
+    """Per difficulty, gold labels against what the options offer: a row's gold is any of its
+    options with equal chance, so a label is expected as the gold in ``sum(1/k)`` over the rows
+    that offer it. A label that is offered but (almost) never the answer can be ruled out."""
+    out = []
     for difficulty in sorted({it.difficulty for it in items}):
         of_d = [it for it in items if it.difficulty == difficulty]
-        space = sorted({lab for it in of_d for _, lab in it.options})
-        golds = Counter(lab for it in of_d for oid, lab in it.options if oid in it.gold)
-        counts = {lab: golds.get(lab, 0) for lab in space}
-        gate.label_counts[difficulty] = counts
-        observed = list(counts.values())
-        p = float(chisquare(observed).pvalue) if sum(observed) >= len(observed) > 1 else 1.0
+        expected: dict[str, float] = defaultdict(float)
+        golds: Counter[str] = Counter()
+        for it in of_d:
+            for oid, lab in it.options:
+                expected[lab] += 1 / len(it.options)
+                golds[lab] += oid in it.gold
+        space = sorted(expected)
+        gate.label_counts[difficulty] = {lab: golds[lab] for lab in space}
+        p = sig.weighted_chi2([golds[lab] for lab in space], [expected[lab] for lab in space])
         gate.label_chi2_p[difficulty] = round(p, 6)
-        if p < ALPHA:
-            never = [lab for lab, n in counts.items() if n == 0]
-            gate.failures.append(
-                f"{task} {difficulty}: gold labels are not uniform over the options' label space "
-                f"(chi2 p={p:.4g}{'; never the answer: ' + ', '.join(never) if never else ''}); "
-                "leaking feature: gold label distribution"
+        never = [lab for lab in space if golds[lab] == 0 and expected[lab] >= 2]
+        out.append(
+            GateTest(
+                name=f"labels {difficulty}",
+                p=p,
+                line=f"gold labels ({difficulty}) are not spread over what the options offer (chi2 "
+                f"p={p:.3g}{'; never the answer: ' + ', '.join(never[:6]) if never else ''}); "
+                "leaking feature: gold label distribution",
             )
-
-
-def letter_failures(balance: dict[str, dict[str, float]]) -> list[str]:
-    """Failures from QC's letter balance (uniformity per difficulty, letter x difficulty)."""
-    out = []
-    for task, report in sorted(balance.items()):
-        for key, p in sorted(report.items()):
-            if key.endswith("_p") and p < ALPHA:
-                out.append(
-                    f"{task}: gold letters fail {key.removesuffix('_p')} (p={p:.4g}); "
-                    "leaking feature: answer position (gold letter)"
-                )
+        )
     return out
 
 
-def _feature(solver: str) -> str:
-    return {
-        "letter_prior": "answer position (gold letter)",
-        "label_prior": "gold label distribution",
-        "text_model": "prompt and option text or option structure",
-        "most_specific": "option structure (the gold option names the others)",
-    }[solver]
-
-
-def shared_descriptions(descriptions: dict[str, str]) -> list[str]:
-    """One failure line per description used by more than one landmark."""
-    by_text: dict[str, list[str]] = defaultdict(list)
-    for lm, text in sorted(descriptions.items()):
-        by_text[text.strip().lower()].append(lm)
+def _box_test(items: list[Item], folds: list[set[str]], gate: TaskGate) -> list[GateTest]:
+    boxed = [it for it in items if len(it.box) == 4]
+    if not boxed or len(boxed) != len(items):
+        return []
+    hits = 0
+    for fold in folds:
+        train = [t.box for t in boxed if t.unit not in fold]
+        if train:
+            prior = np.mean(train, axis=0).tolist()
+            hits += sum(iou(prior, it.box) >= 0.5 for it in boxed if it.unit in fold)
+    gate.box_prior_acc50 = round(hits / len(boxed), 4)
+    p = sig.upper(hits, len(boxed), BOX_PRIOR_MAX)
+    gate.box_prior_p = round(p, 6)
     return [
-        f"landmarks {', '.join(lms)} share the description '{text}'; leaking feature: ambiguous reference"
-        for text, lms in sorted(by_text.items())
-        if len(lms) > 1
+        GateTest(
+            name="constant box",
+            p=p,
+            line=f"a constant box scores Acc@0.5 {gate.box_prior_acc50:.3f} (> {BOX_PRIOR_MAX}, "
+            f"p={p:.3g}); leaking feature: landmark placement in the image",
+        )
     ]
 
 
-def run_gate(items: list[Item], letters: dict[str, dict[str, float]]) -> GateResult:
-    """``items``: every family's rows as the gate sees them; ``letters``: QC's letter balance of
-    the same items (:func:`qc.letter_balance`). Folds are release units (landmarks)."""
+def _letter_tests(report: dict[str, float]) -> list[GateTest]:
+    return [
+        GateTest(
+            name=f"letters {key.removesuffix('_p')}",
+            p=p,
+            line=f"gold letters fail {key.removesuffix('_p')} (p={p:.3g}); "
+            "leaking feature: answer position (gold letter)",
+        )
+        for key, p in sorted(report.items())
+        if key.endswith("_p")
+    ]
+
+
+def _solver_tests(scored: dict[str, Scored]) -> list[GateTest]:
+    out = []
+    for name, s in sorted(scored.items()):
+        acc = s.hits / s.answered
+        p = _upper_p(s)
+        out.append(
+            GateTest(
+                name=name,
+                p=p,
+                line=f"{name} scores {acc:.3f} without pixels on {s.answered} rows against chance "
+                f"{s.chance:.3f} (p={p:.3g}); leaking feature: {FEATURES[name]}",
+            )
+        )
+        if name in RULES:
+            below = sig.lower(round(s.hits), s.answered, s.chance)
+            out.append(
+                GateTest(
+                    name=f"avoid {name}",
+                    p=below,
+                    line=f"{name} scores {acc:.3f} on {s.answered} rows, below chance {s.chance:.3f} "
+                    f"(p={below:.3g}): avoiding its pick beats chance; leaking feature: a selection "
+                    f"that removed rows by {FEATURES[name]}",
+                )
+            )
+    return out
+
+
+def _task_gate(
+    task: str, items: list[Item], letters: dict[str, float]
+) -> tuple[TaskGate, list[GateTest], dict[str, Scored]]:
+    kind = items[0].kind
+    count_space = max(2, len({g for it in items for g in it.gold})) if kind == "count" else 0
+    folds = _folds(items)
+    scored: dict[str, Scored] = {}
+    for name, solver in SOLVERS.items():
+        s = _score(task, items, _out_of_fold(items, solver, folds), count_space)
+        if s is not None:
+            scored[name] = s
+    gate = TaskGate(
+        kind=kind,
+        family=items[0].family,
+        rows=len(items),
+        units=len({it.unit for it in items}),
+        chance=round(float(np.mean([_chance(it, count_space) for it in items])), 4),
+        best_solver="",
+        solvers={},
+    )
+    tests = _solver_tests(scored)
+    if kind == "choice":
+        tests += _label_test(task, items, gate)
+    tests += _letter_tests(letters)
+    tests += _box_test(items, folds, gate)
+    for name, s in scored.items():
+        raw = next(t.p for t in tests if t.name == name)
+        below = next((t.p for t in tests if t.name == f"avoid {name}"), None)
+        gate.solvers[name] = SolverScore(
+            score=round(s.hits / s.answered, 4),
+            ci=list(sig.wilson(round(s.hits), s.answered)) if not s.null_sd else _normal_ci(s),
+            chance=round(s.chance, 4),
+            answered=s.answered,
+            raw_p=round(raw, 8),
+            p_value=round(min(1.0, raw * len(tests)), 8),
+            below_p=None if below is None else round(below, 8),
+        )
+    if gate.solvers:
+        lead = {k: s.score - s.chance for k, s in gate.solvers.items()}
+        gate.best_solver = max(lead, key=lambda k: (lead[k], k))
+    return gate, tests, scored
+
+
+def _normal_ci(s: Scored) -> list[float]:
+    acc = s.hits / s.answered
+    half = 1.96 * s.null_sd
+    return [round(max(0.0, acc - half), 4), round(min(1.0, acc + half), 4)]
+
+
+def _family_tests(scored: dict[str, dict[str, Scored]]) -> tuple[FamilyGate, list[GateTest]]:
+    """Each solver's hits pooled over the family's tasks (weights: rows answered)."""
+    pooled: dict[str, Scored] = {}
+    for by_solver in scored.values():
+        for name, s in by_solver.items():
+            if s.null_sd:
+                continue  # set-F1 does not pool with accuracies
+            p = pooled.setdefault(name, Scored(0.0, 0, 0.0))
+            p.chance = (p.chance * p.answered + s.chance * s.answered) / (p.answered + s.answered)
+            p.hits += s.hits
+            p.answered += s.answered
+    tests = _solver_tests(pooled)
+    fam = FamilyGate(tasks=sorted(scored), solvers={})
+    for name, s in pooled.items():
+        raw = next(t.p for t in tests if t.name == name)
+        fam.solvers[name] = SolverScore(
+            score=round(s.hits / s.answered, 4),
+            ci=list(sig.wilson(round(s.hits), s.answered)),
+            chance=round(s.chance, 4),
+            answered=s.answered,
+            raw_p=round(raw, 8),
+            p_value=round(min(1.0, raw * len(tests)), 8),
+        )
+    return fam, tests
+
+
+def run_gate(
+    items: list[Item], letters: dict[str, dict[str, float]], drawn: Mapping[str, int] | None = None
+) -> GateResult:
+    """``items``: every family's questions as the gate sees them; ``letters``: QC's letter
+    balance of the same items (:func:`qc.letter_balance`); ``drawn``: the draw each task's rows
+    are (a task drawn again after being withheld; every draw tried counts as tests)."""
+    drawn = drawn or {}
     by_task: dict[str, list[Item]] = defaultdict(list)
     for it in items:
         by_task[it.task].append(it)
     tasks: dict[str, TaskGate] = {}
-    solved: set[str] = set()
-    failures: list[str] = []
+    tests: dict[str, list[GateTest]] = {}
+    scored: dict[str, dict[str, dict[str, Scored]]] = defaultdict(dict)  # family -> task -> solver
     right_by: dict[str, list[str]] = {}
     for task in sorted(by_task):
-        if len({it.unit for it in by_task[task]}) < 2:
-            continue  # leave-one-landmark-out needs another landmark to learn from
-        gate, right = _task_gate(task, by_task[task])
-        tasks[task] = gate
-        if right:
-            solved |= set.intersection(*right.values())
-        for it in by_task[task]:
-            right_by[it.sample_id] = sorted(name for name, ids in right.items() if it.sample_id in ids)
-        failures += gate.failures
-    # a family that names no unit in words has nothing to compare
-    descriptions = {it.unit: it.description for it in items if it.description}
-    failures += shared_descriptions(descriptions)
-    failures += letter_failures(letters)
-    return GateResult(tasks, failures, sorted(solved), right_by)
+        rows = by_task[task]
+        if len({it.unit for it in rows}) < 2:
+            continue  # leaving a unit out needs another unit to learn from
+        gate, mine, by_solver = _task_gate(task, rows, letters.get(task, {}))
+        gate.draw = drawn.get(task, 0)
+        tasks[task], tests[task] = gate, mine
+        scored[gate.family][task] = by_solver
+        for it in rows:
+            right_by[it.sample_id] = sorted(n for n, s in by_solver.items() if it.sample_id in s.right)
+    withheld = _reject(tasks, tests)
+    # second stage: each family's solvers pooled over the tasks the first left, so a habit too
+    # faint for any of its tasks alone is seen, and one leaking task does not condemn the rest
+    families: dict[str, FamilyGate] = {}
+    pooled: dict[str, list[GateTest]] = {}
+    for family, by_task_scored in sorted(scored.items()):
+        left = {t: s for t, s in by_task_scored.items() if t not in withheld}
+        if len(left) > 1:
+            families[family], pooled[family] = _family_tests(left)
+    for family, guilty in _reject_families(families, pooled).items():
+        for task in families[family].tasks:
+            gate = tasks[task]
+            for t in guilty:
+                name = t.name.removeprefix("avoid ")
+                own = gate.solvers.get(name)
+                if own is None:
+                    continue
+                p = own.below_p if t.name.startswith("avoid ") else own.raw_p
+                if p is None or p > SAME_HABIT:
+                    continue  # its own rows do not lean the way the family's do
+                gate.failures.append(f"family {family} pooled: {t.line}")
+                gate.status = "withheld"
+                withheld[task] = gate.failures
+    withheld_units = _shared_descriptions(items)
+    return GateResult(tasks, families, withheld, withheld_units, len(tests) + len(pooled), right_by)
+
+
+def _reject(tasks: dict[str, TaskGate], tests: dict[str, list[GateTest]]) -> dict[str, list[str]]:
+    """First stage: Bonferroni within each task, Benjamini-Hochberg across tasks at half the
+    release's level; fills each task's p-values, detectable leak and status."""
+    # a task on its k-th draw has had k + 1 chances to pass: each counts
+    raw = {
+        task: min(1.0, sig.bonferroni([t.p for t in ts]) * (tasks[task].draw + 1))
+        for task, ts in tests.items()
+    }
+    adjusted = sig.benjamini_hochberg(raw)
+    rejected = {task for task, p in adjusted.items() if p <= ALPHA / 2}
+    # BH rejects every value at most alpha * r / m for the largest rejected rank r
+    threshold = max((raw[t] for t in rejected), default=0.0)
+    withheld: dict[str, list[str]] = {}
+    m = max(1, len(tests))
+    for task, gate in tasks.items():
+        gate.p_value, gate.raw_p = round(adjusted[task], 8), round(raw[task], 8)
+        gate.tests = [t.model_copy(update={"p": round(t.p, 8)}) for t in tests[task]]
+        lone = ALPHA / 2 / (m * max(1, len(tests[task])))  # the level a single leak must meet
+        gate.detectable = sig.detectable(gate.rows, gate.chance, lone)
+        if task in rejected:
+            tried = len(tests[task]) * (gate.draw + 1)
+            gate.failures = [t.line for t in tests[task] if t.p * tried <= threshold]
+            gate.status = "withheld"
+            withheld[task] = gate.failures
+        elif gate.detectable > sig.MIN_LEAK:
+            gate.status = "unverified"
+    return withheld
+
+
+def _reject_families(
+    families: dict[str, FamilyGate], tests: dict[str, list[GateTest]]
+) -> dict[str, list[GateTest]]:
+    """Second stage, the same at the other half of the level: the tests that reject each
+    rejected family."""
+    raw = {family: sig.bonferroni([t.p for t in ts]) for family, ts in tests.items()}
+    adjusted = sig.benjamini_hochberg(raw)
+    rejected = {family for family, p in adjusted.items() if p <= ALPHA / 2}
+    threshold = max((raw[f] for f in rejected), default=0.0)
+    out = {}
+    for family, fam in families.items():
+        fam.p_value, fam.raw_p = round(adjusted[family], 8), round(raw[family], 8)
+        if family in rejected:
+            guilty = [t for t in tests[family] if t.p * len(tests[family]) <= threshold]
+            fam.failures = [t.line for t in guilty]
+            out[family] = guilty
+    return out
+
+
+def _shared_descriptions(items: list[Item]) -> dict[str, str]:
+    """Units whose description another unit shares: a question naming it would not say which
+    unit it asks about."""
+    by_text: dict[str, set[str]] = defaultdict(set)
+    for it in items:
+        if it.description:
+            by_text[it.description.strip().lower()].add(it.unit)
+    out: dict[str, str] = {}
+    for text, units in sorted(by_text.items()):
+        if len(units) > 1:
+            why = (
+                f"units {', '.join(sorted(units))} share the description '{text}'; "
+                "leaking feature: ambiguous reference"
+            )
+            out.update(dict.fromkeys(units, why))
+    return out

@@ -114,22 +114,11 @@ def plan(
     """Every family's rows and what they need rendered; ``views``: the landmark views already
     rendered again at the shipped size (recorded so ``skyqa refresh`` renders them too)."""
     run_id, scene_id = event.run_id, event.scene_id
-    scan = scan_rules.stored(store, run_id)
     valid = load_json(ValidInstancesFile, store.get(event.valid_instances.key), "valid instances")
     collected = load_json(InstancesFile, store.get(keys.stored(run_id, valid.source_instances_json)))
     landmarks = sorted(valid.valid_instances, key=lambda v: v.instance_id)
     skipped = held_landmarks(landmarks, families)
-    inputs = PlanInputs(
-        run_id=run_id,
-        scene_id=scene_id,
-        engine=scan.backend or "builtin",
-        seed=int(scan.seed),
-        scan=scan,
-        store=store,
-        landmarks=landmarks,
-        excluded=dict(skipped),
-        missions=load_json(MissionIndex, store.get(event.index.key), "missions index"),
-    )
+    inputs = plan_inputs(store, run_id, scene_id, valid, skipped, event.index.key)
     rows: dict[str, list[dict[str, Any]]] = {}
     env_requests: list[EnvRequest] = []
     overlays: dict[str, OverlayRequest] = {}
@@ -149,7 +138,7 @@ def plan(
         for unit, why in planned.skipped.items():
             skipped.setdefault(unit, why)
         missions.update(planned.missions)
-    size = scan_rules.stills(scan)
+    size = scan_rules.stills(inputs.scan)
     # a first look at the working size: only the observations of landmarks whose rows pass their
     # checks there are rendered at the size they ship (``observations.shipping``)
     first_looks = [first_look(r, size) for r in env_requests] if size.reshot else []
@@ -175,8 +164,39 @@ def plan(
         candidates=collected.summary.candidate_pairs,
         collected=len(collected.instances),
         valid_instances=event.valid_instances.key,
-        scan=to_dict(scan),
+        scan=to_dict(inputs.scan),
     )
+
+
+def plan_inputs(
+    store: BlobStore,
+    run_id: str,
+    scene_id: str,
+    valid: ValidInstancesFile,
+    excluded: dict[str, str],
+    index: str,
+    draw: int = 0,
+) -> PlanInputs:
+    """What every family plans from; ``index``: the missions index's key."""
+    scan = scan_rules.stored(store, run_id)
+    return PlanInputs(
+        run_id=run_id,
+        scene_id=scene_id,
+        engine=scan.backend or "builtin",
+        seed=int(scan.seed),
+        scan=scan,
+        store=store,
+        landmarks=sorted(valid.valid_instances, key=lambda v: v.instance_id),
+        excluded=dict(excluded),
+        missions=load_json(MissionIndex, store.get(index), "missions index"),
+        draw=draw,
+    )
+
+
+def replanned(p: QAPlan, store: BlobStore, draw: int) -> PlanInputs:
+    """The inputs ``p`` was planned from, for another draw of its questions."""
+    valid = load_json(ValidInstancesFile, store.get(p.valid_instances), "valid instances")
+    return plan_inputs(store, p.run_id, p.scene_id, valid, p.skipped, keys.missions_index(p.run_id), draw)
 
 
 def first_look(r: EnvRequest, size: scan_rules.Stills) -> EnvRequest:

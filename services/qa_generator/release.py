@@ -38,13 +38,14 @@ from skyqa.families.structure import max_similarity
 from skyqa.scan import stills
 from skyqa.v1 import eval_pb2, qa_pb2
 
-from services.qa_generator import export, gate, observations, qc, verdicts
+from services.qa_generator import export, gate, observations, qc, redraw, significance, verdicts
 from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay
 from services.qa_generator.croissant import croissant
 from services.qa_generator.pipeline import QAPlan, scan_of
 
 mimetypes.add_type("application/x-ndjson", ".jsonl")
-BLIND_DROP = "every blind solver answers it"
+WITHHELD = "withheld by the blind gate"
+REPEATED_FACT = "fact asked in another row"
 PROMPT_CHARS = 400  # of each row's prompt in the QC ledger
 
 
@@ -84,30 +85,25 @@ def finish(
     for r in p.requests.env_requests:
         if r.landmark_id not in full_size:  # its rows failed on the first looks, as they do here
             incomplete.setdefault(r.landmark_id, observations.NOT_SHIPPED)
-    final: dict[str, list[Any]] = {}
-    alone: dict[str, str] = {}  # rows of released units dropped on their own, with the reason
-    counts: dict[str, Any] = {field: 0 for f in families for field in f.funnel.values()}
-    for f in families:
-        c = checked[f.name]
-        keep = [r for r in c.rows if items[r.sample_id].unit not in incomplete and r.sample_id not in failed]
-        # an uncertain answer costs its row, not the unit (like an over-represented one)
-        mine = {r.sample_id: c.uncertain[r.sample_id] for r in keep if r.sample_id in c.uncertain}
-        keep = [r for r in keep if r.sample_id not in mine]
-        mine.update(f.balance(keep))
-        final[f.name] = [r for r in keep if r.sample_id not in mine]
-        alone.update(mine)
-        for why in mine.values():
-            if why in f.funnel:
-                counts[f.funnel[why]] += 1
-    released_items = [items[r.sample_id] for f in families for r in final[f.name]]
-    questions = [it for it in released_items if it.asks]
-    blind = gate.run_gate(questions, qc.letter_balance(questions))
-    solved = set(blind.solved_by_all)
-    final = {name: [r for r in rows if r.sample_id not in solved] for name, rows in final.items()}
-    released_items = [it for it in released_items if it.sample_id not in solved]
+    # a task the gate withholds is drawn again (see redraw) and the release gated again
+    rounds = redraw.Rounds()
+    while True:
+        superseded = rounds.superseded(items)
+        final, alone, counts = select(families, checked, items, failed, incomplete, superseded)
+        released_items = [items[r.sample_id] for f in families for r in final[f.name]]
+        questions = [it for it in released_items if it.asks]
+        blind = gate.run_gate(questions, qc.letter_balance(questions), rounds.drawn)
+        if gate_mode != "enforce":
+            break
+        if not rounds.again(p, store, seen, families, checked, items, failed, blind.withheld):
+            break
+    withheld = withheld_rows(questions, blind) if gate_mode == "enforce" else {}
+    final = {name: [r for r in rows if r.sample_id not in withheld] for name, rows in final.items()}
+    released_items = [it for it in released_items if it.sample_id not in withheld]
+    withheld |= {s: f"{WITHHELD}: {why}" for s, why in superseded.items() if s not in failed}
     lost = [s for s, it in items.items() if it.unit in incomplete and s not in failed]
-    # why each dropped row went (the sets are disjoint): the ledger's reasons and the report's counts
-    fates = failed | alone | dict.fromkeys(lost, "landmark incomplete") | dict.fromkeys(solved, BLIND_DROP)
+    # why each row left (the sets are disjoint): the ledger's reasons and the report's counts
+    fates = failed | alone | dict.fromkeys(lost, "landmark incomplete")
     reasons = Counter(fates.values())
     # the funnel counts landmarks; units of other kinds (navigation missions) are not landmarks
     landmark_families = {f.name for f in families if f.unit_kind == "landmark"}
@@ -122,40 +118,33 @@ def finish(
             collected=p.collected,
             reviewed=len(p.landmarks),
             released_landmarks=len(released),
-            blind_dropped=len(solved),
+            blind_withheld=len(withheld),
             family_rows=others,
             **own,
             **counts,
         ),
-        blind_gate=BlindGate(
-            mode=gate_mode,
-            passed=blind.passed,
-            margin=gate.MARGIN,
-            alpha=gate.ALPHA,
-            box_prior_max=gate.BOX_PRIOR_MAX,
-            failures=blind.failures,
-            dropped_rows=len(solved),
-            tasks=blind.tasks,
-            dropped_by_family=dict(sorted(Counter(items[s].family for s in solved).items())),
-        ),
+        blind_gate=blind_report(blind, gate_mode, withheld, items, rounds.drawn),
         category_mix=dict(sorted(Counter(released.values()).items())),
         checked_rows=len(items),
-        dropped_rows=len(items) - len(released_items),
+        dropped_rows=len(items) - len(released_items) - len(withheld),
         drop_reasons=dict(sorted(reasons.items())),
         dropped_landmarks=dict(sorted(incomplete.items())),
         answer_letter_balance=qc.letter_balance(questions),
         max_option_similarity=max_similarity([it.texts for it in questions]),
         duplicate_questions=sum(1 for x in failed.values() if x == "duplicate question"),
+        task_quota=scan_of(p).task_quota,
+        **shortfall(items, released_items, withheld, scan_of(p).task_quota),
     )
     out = release_files(p.run_id, p.scene_id, families)
     shipped = {it.sample_id for it in released_items}
-    ledger = qc_rows(families, checked, items, fates, shipped, blind, gate_mode)
+    ledger = qc_rows(families, checked, items, fates | withheld, shipped, blind)
     store.put(out["qc_rows"], _jsonl(ledger), "application/x-ndjson")
-    if not blind.passed and gate_mode == "enforce":
-        # the report says what leaks and nothing new is released
+    if questions and len(withheld) == len(questions):
+        # nothing passes: the report says what leaks and nothing new is released
         store.put(out["qc_report"], dump_json(report), "application/json")
         raise ReleaseLeaks(
-            "the blind gate failed, nothing was released (see qc_report.json): " + "; ".join(blind.failures)
+            "the blind gate withheld every task, nothing was released (see qc_report.json): "
+            + "; ".join(blind.failures)
         )
     manifests: dict[str, tuple[str, bytes]] = {}
     for f in families:
@@ -171,7 +160,15 @@ def finish(
         "application/ld+json",
     )
     # what was rendered: the observations at the shipped size only where they were
-    sidecar = p.requests.model_copy(update={"env_requests": observations.at_shipped_size(p, full_size)})
+    made = rounds.made  # local assets of the fresh draws, so `skyqa refresh` makes them again
+    sidecar = p.requests.model_copy(
+        update={
+            "env_requests": observations.at_shipped_size(p, full_size),
+            "clips": sorted([*p.requests.clips, *made.clips], key=lambda c: c.output_video),
+            "overlays": sorted([*p.requests.overlays, *made.overlays], key=lambda o: o.output_image),
+            "degraded": sorted([*p.requests.degraded, *made.degraded], key=lambda g: g.output_image),
+        }
+    )
     store.put(out["render_requests"], dump_json(sidecar), "application/json")
     store.put(out["qc_report"], dump_json(report), "application/json")
     store.put(
@@ -201,16 +198,16 @@ def qc_rows(
     why: dict[str, str],
     shipped: set[str],
     blind: gate.GateResult,
-    gate_mode: str,
 ) -> list[QCRow]:
-    """The QC ledger: every checked row with its fate and its blind-gate outcome."""
-    released = blind.passed or gate_mode != "enforce"
-    everyone = set(blind.solved_by_all)
+    """The QC ledger: every checked row with its fate and its blind-gate outcome; ``why`` holds
+    the reason of every row not shipped (dropped, or withheld by the gate)."""
     out = []
     for f in families:
         for r in checked[f.name].rows:
             it = items[r.sample_id]
             kept = r.sample_id in shipped
+            reason = why.get(r.sample_id, "not released")
+            status = "released" if kept else "withheld" if reason.startswith(WITHHELD) else "dropped"
             out.append(
                 QCRow(
                     sample_id=it.sample_id,
@@ -220,9 +217,9 @@ def qc_rows(
                     category=it.category,
                     difficulty=it.difficulty,
                     kind=it.kind,
-                    status=("released" if released else "withheld") if kept else "dropped",
-                    reason="" if kept else why.get(r.sample_id, "not released"),
-                    blind=_outcome(r.sample_id, blind.right_by, everyone),
+                    status=status,
+                    reason="" if kept else reason,
+                    blind=_outcome(it, blind),
                     blind_right=blind.right_by.get(r.sample_id, []),
                     prompt=it.prompt[:PROMPT_CHARS],
                     options=list(it.options),
@@ -234,12 +231,119 @@ def qc_rows(
     return out
 
 
-def _outcome(sample_id: str, right_by: dict[str, list[str]], everyone: set[str]) -> Any:
-    if sample_id not in right_by:
+def _outcome(it: Item, blind: gate.GateResult) -> Any:
+    right = blind.right_by.get(it.sample_id)
+    if right is None:
         return "not scored"
-    if sample_id in everyone:
+    task = blind.tasks.get(it.task)
+    if right and task is not None and set(right) >= set(task.solvers):
         return "all"
-    return "some" if right_by[sample_id] else "none"
+    return "some" if right else "none"
+
+
+def select(
+    families: Sequence[ReleaseFamily[Any]],
+    checked: dict[str, Checked[Any]],
+    items: dict[str, Item],
+    failed: dict[str, str],
+    incomplete: dict[str, str],
+    superseded: dict[str, str],
+) -> tuple[dict[str, list[Any]], dict[str, str], dict[str, int]]:
+    """Each family's rows of complete units that passed their checks, less those it leaves out
+    on their own (uncertain, a repeated fact, over-represented), with why, and the funnel counts
+    of those reasons. Rows of a withheld draw (``superseded``) take no part."""
+    final: dict[str, list[Any]] = {}
+    alone: dict[str, str] = {}  # rows of released units dropped on their own, with the reason
+    counts: dict[str, int] = {field: 0 for f in families for field in f.funnel.values()}
+    asked: set[str] = set()  # the facts asked so far (see Item.fact)
+    for f in families:
+        c = checked[f.name]
+        keep = [
+            r
+            for r in c.rows
+            if items[r.sample_id].unit not in incomplete
+            and r.sample_id not in failed
+            and r.sample_id not in superseded
+        ]
+        # an uncertain answer costs its row, not the unit (like an over-represented one)
+        mine = {r.sample_id: c.uncertain[r.sample_id] for r in keep if r.sample_id in c.uncertain}
+        mine.update(repeated_facts([items[r.sample_id] for r in keep if r.sample_id not in mine], asked))
+        keep = [r for r in keep if r.sample_id not in mine]
+        mine.update(f.balance(keep))
+        final[f.name] = [r for r in keep if r.sample_id not in mine]
+        alone.update(mine)
+        for why in mine.values():
+            if why in f.funnel:
+                counts[f.funnel[why]] += 1
+    return final, alone, counts
+
+
+def repeated_facts(rows: Sequence[Item], asked: set[str]) -> dict[str, str]:
+    """Rows asking a fact already asked (``asked`` grows), in manifest order: a release asks a
+    fact once, since a model that had read another row's answer would know it. The choice reads
+    the question only, never the gold, so it leaves no answer more or less likely."""
+    out = {}
+    for it in rows:
+        if not it.fact:
+            continue
+        if it.fact in asked:
+            out[it.sample_id] = REPEATED_FACT
+        asked.add(it.fact)
+    return out
+
+
+def shortfall(
+    items: dict[str, Item], released: Sequence[Item], withheld: dict[str, str], quota: int
+) -> dict[str, Any]:
+    """Released rows per question task planned, and the tasks short of ``quota`` with why."""
+    rows = Counter(it.task for it in released if it.asks)
+    planned = sorted({it.task for it in items.values() if it.asks})
+    held = Counter(items[s].task for s in withheld)
+    short = {}
+    for task in planned:
+        if rows[task] < quota:
+            why = f"{rows[task]} of {quota} rows"
+            short[task] = why + (
+                f" ({held[task]} withheld by the blind gate)" if held[task] else " (too few candidates)"
+            )
+    return {"task_rows": {t: rows[t] for t in planned}, "shortfall": short}
+
+
+def withheld_rows(questions: Sequence[Item], blind: gate.GateResult) -> dict[str, str]:
+    """The rows of the tasks and units the gate withheld, with the reason."""
+    out = {}
+    for it in questions:
+        if it.task in blind.withheld:
+            out[it.sample_id] = f"{WITHHELD}: task {it.task} leaks ({blind.withheld[it.task][0]})"
+        elif it.unit in blind.withheld_units:
+            out[it.sample_id] = f"{WITHHELD}: {blind.withheld_units[it.unit]}"
+    return out
+
+
+def blind_report(
+    blind: gate.GateResult,
+    gate_mode: Literal["enforce", "report"],
+    withheld: dict[str, str],
+    items: dict[str, Item],
+    drawn: dict[str, int],
+) -> BlindGate:
+    return BlindGate(
+        mode=gate_mode,
+        passed=blind.passed,
+        alpha=gate.ALPHA,
+        box_prior_max=gate.BOX_PRIOR_MAX,
+        tests=blind.tests,
+        min_leak=significance.MIN_LEAK,
+        failures=blind.failures,
+        withheld=blind.withheld,
+        withheld_units=blind.withheld_units,
+        withheld_rows=len(withheld),
+        withheld_by_family=dict(sorted(Counter(items[s].family for s in withheld).items())),
+        unverified=blind.unverified,
+        redrawn=dict(sorted(drawn.items())),
+        tasks=blind.tasks,
+        families=blind.families,
+    )
 
 
 def export_key(out: dict[str, str], name: str) -> str:

@@ -87,15 +87,15 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     for row in index["missions"]:
         assert (store / row["video"]).stat().st_size > 1024
         assert (store / row["task_data"]).is_file()
-    # the release lattice: 8 image rows and 4 video rows per released landmark, less the rows
-    # every blind solver answers and the visibility rows of an over-represented count; the card
+    # the release lattice: 8 image rows and 4 video rows per released landmark, less the rows of
+    # tasks the blind gate withheld and the visibility rows of an over-represented count; the card
     # carries the blind gate's table and verdict
     report = json.loads(out["qc_report"].read_text())
     n = report["funnel"]["released_landmarks"]
     assert n >= 1
     rows = len(out["image_qa"].read_text().splitlines()) + len(out["video_qa"].read_text().splitlines())
     funnel = report["funnel"]
-    blind = report["blind_gate"]["dropped_by_family"]
+    blind = report["blind_gate"]["withheld_by_family"]
     dualcog = blind.get("dualcog_image", 0) + blind.get("dualcog_video", 0)
     dropped = dualcog + funnel["count_balance_dropped"] + funnel["count_margin_dropped"]
     assert rows + dropped == 12 * n

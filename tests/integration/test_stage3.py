@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from category_family import LandmarkCategory
+from draw_family import DrawProbe
 from google.protobuf import json_format
 from PIL import Image
 from skyqa import keys, media
@@ -60,7 +61,7 @@ from services.qa_generator import app as qa_app, views
 from services.qa_generator.assets import render_env
 from services.qa_generator.observations import chosen, observed_units
 from services.qa_generator.pipeline import QAPlan, plan
-from services.qa_generator.release import ReleaseLeaks, completion, finish
+from services.qa_generator.release import completion, finish
 from services.renderer import app as renderer_app
 from services.renderer.jobs import completion_marker, renderer_for
 
@@ -373,11 +374,11 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     video = rows_of(s3_store, run["video_qa"])
     report = json.loads(s3_store.get(run["qc_report"]))
     n = report["funnel"]["released_landmarks"]
-    # rows every blind solver answers are dropped after the lattice is complete
+    # rows of the tasks the blind gate withholds leave after the lattice is complete
     blind = report["blind_gate"]
     f = report["funnel"]
-    by_family = blind["dropped_by_family"]
-    assert sum(by_family.values()) == blind["dropped_rows"]
+    by_family = blind["withheld_by_family"]
+    assert sum(by_family.values()) == blind["withheld_rows"] == f["blind_withheld"]
     dualcog = by_family.get("dualcog_image", 0) + by_family.get("dualcog_video", 0)
     dropped = dualcog + f["count_balance_dropped"] + f["count_margin_dropped"]
     assert n >= 1 and len(image) + len(video) + dropped == 12 * n
@@ -398,8 +399,8 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     }
     assert in_manifests == {r.sample_id for r in ledger if r.status == "released"}
     assert Counter(r.reason for r in ledger if r.status == "dropped") == Counter(report["drop_reasons"])
-    assert sum(r.blind == "all" for r in ledger) == blind["dropped_rows"]
-    assert all(r.reason == "every blind solver answers it" for r in ledger if r.blind == "all")
+    assert sum(r.status == "withheld" for r in ledger) == blind["withheld_rows"]
+    assert all(r.reason.startswith("withheld by the blind gate") for r in ledger if r.status == "withheld")
     gated = set(blind["tasks"])
     # a row the gate scored is a released question (or one it dropped) of a task it scored
     assert all(
@@ -617,8 +618,8 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
         assert s3_store.get(run[name]) == data, name
 
     # an enforced blind gate: a second landmark planted with the first one's description (a
-    # copy of it under another id) fails the release, the report says why, and the manifests
-    # already released stay as they were
+    # copy of it under another id) withholds both landmarks' rows, the report says why, and the
+    # rest of the release ships
     plan = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
     lm = image[0]["landmark_id"]
     valid = load_json(ValidInstancesFile, s3_store.get(plan.valid_instances))
@@ -642,11 +643,29 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
         rows = plan.rows[family]
         rows += [twin_of(row) for row in rows if row["landmark_id"] == lm]
     plan.landmarks.append("twin")
-    with pytest.raises(ReleaseLeaks, match=r"landmarks .*twin share the description"):
-        finish(plan, s3_store, "enforce")
-    failed = json.loads(s3_store.get(run["qc_report"]))["blind_gate"]
-    assert failed["mode"] == "enforce" and not failed["passed"]
-    assert any("ambiguous reference" in f for f in failed["failures"])
+    twinned, _ = finish(plan, s3_store, "enforce")
+    twin_gate = twinned.blind_gate
+    assert twin_gate.mode == "enforce" and not twin_gate.passed
+    assert set(twin_gate.withheld_units) == {lm, "twin"}
+    assert (
+        "share the description" in twin_gate.withheld_units["twin"]
+        and "ambiguous reference" in twin_gate.failures[-1]
+    )
+    left = {r["landmark_id"] for r in rows_of(s3_store, run["image_qa"])}
+    assert left == {r["landmark_id"] for r in image} - {lm}
+    # a task whose prompts give their answer away is withheld and the other tasks ship
+    hinted = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
+    for row in hinted.rows["dualcog_image"]:
+        if row["task_type"] == "env_how":
+            row["prompt_text"] += f" Hint: {row['answer_label'].lower()}."
+    leaky, _ = finish(hinted, s3_store, "enforce")
+    assert set(leaky.blind_gate.withheld) == {"env_how"}
+    assert any("question and option wording" in why for why in leaky.blind_gate.withheld["env_how"])
+    now = rows_of(s3_store, run["image_qa"])
+    assert now and {r["task_type"] for r in now} == {r["task_type"] for r in image} - {"env_how"}
+    assert leaky.shortfall == {} or all("withheld by the blind gate" in w for w in leaky.shortfall.values())
+    # the release as it was, from the plan as it was
+    finish(stored, s3_store, "enforce")
     assert s3_store.get(run["image_qa"]) == manifests["image_qa"]
 
 
@@ -704,6 +723,47 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
         "aircop_collab",
         "ultravr",
     }
+
+
+async def test_a_withheld_task_is_drawn_again_and_ships_its_fresh_draw(
+    run: dict[str, str], s3_store: S3BlobStore
+) -> None:
+    """A family whose first draw of one task leaks: the gate withholds that draw, the family
+    plans the task again with the next draw, and the release ships the fresh rows (the ledger
+    keeps the withheld ones, with why); a task that leaks in every draw stays withheld after
+    the last, and the rest of the release ships."""
+    run_id = run["run_id"]
+    stored = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
+    event = mission_pb2.MissionsCompleted(
+        run_id=run_id,
+        scene_id=stored.scene_id,
+        index=common_pb2.BlobRef(key=keys.missions_index(run_id)),
+        valid_instances=common_pb2.BlobRef(key=stored.valid_instances),
+    )
+    for family, last in ((DrawProbe(), 1), (DrawProbe(stubborn=True), 2)):
+        families = (*FAMILIES, family)
+        p = plan(event, s3_store, families)
+        report, out = finish(p, s3_store, "enforce", families)
+        gated = report.blind_gate
+        assert gated.redrawn == {"probe_leaky": last}
+        assert gated.tasks["probe_leaky"].draw == last and "probe_fair" not in gated.redrawn
+        shipped = rows_of(s3_store, out["probe_qa"])
+        ledger = [QCRow.model_validate_json(x) for x in s3_store.get(out["qc_rows"]).splitlines()]
+        first = [r for r in ledger if r.task == "probe_leaky" and "_draw" not in r.sample_id]
+        assert first and all(
+            r.status == "withheld" and "draw 0 of task probe_leaky leaked" in r.reason for r in first
+        )
+        assert {r["task"] for r in shipped} >= {"probe_fair"}
+        if not family.stubborn:
+            assert "probe_leaky" not in gated.withheld
+            fresh = [r for r in shipped if r["task"] == "probe_leaky"]
+            assert fresh and all(r["sample_id"].endswith("_draw1") for r in fresh)
+        else:
+            assert "probe_leaky" in gated.withheld and "probe_leaky" in report.shortfall
+            assert not [r for r in shipped if r["task"] == "probe_leaky"]
+            assert any("repeating the question" in why for why in gated.withheld["probe_leaky"])
+    # the release as it was
+    finish(stored, s3_store, "enforce")
 
 
 def decode(data: bytes) -> np.ndarray:

@@ -19,7 +19,7 @@ from skyqa import keys
 from skyqa.blob import BlobStore, LocalBlobStore
 from skyqa.bus import topology
 from skyqa.contracts.base import dump_json
-from skyqa.contracts.qa import BlindGate, Funnel, QCReport
+from skyqa.contracts.qa import BlindGate, Funnel, QCReport, SolverScore, TaskGate
 from skyqa.families import DUALCOG_IMAGE, Checked, release_files
 from skyqa.runtime import Service, Settings
 from skyqa.servers import NatsServer
@@ -29,7 +29,7 @@ from stage_helpers import Probe
 
 from services.gateway import app as gateway_app, sessions
 from services.qa_generator.gate import GateResult
-from services.qa_generator.release import BLIND_DROP, qc_rows
+from services.qa_generator.release import REPEATED_FACT, WITHHELD, qc_rows
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ROWS = 10_000
 SCENE = "tiny_town"
 TASKS = ("self_where", "env_where", "env_how")
-REASONS = ("landmark incomplete", BLIND_DROP, "answer box too small")
+REASONS = ("landmark incomplete", REPEATED_FACT, "answer box too small")
+SOLVERS = ("letter_prior", "text_model")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,7 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer
 def synthetic_release(store: BlobStore, run_id: str, n: int = ROWS, leaks: bool = False) -> dict[str, str]:
     """A release of ``n`` image rows over n/20 landmarks, one in ten dropped for a reason, the
     ledger written by the release's own code (:func:`qc_rows`). ``leaks``: the blind gate
-    failed in enforce mode, so no manifest is written and the clean rows are withheld."""
+    withheld every task, so no manifest is written and the clean rows are withheld."""
     rows = [
         image_row(
             sample_id=f"syn_{i:05d}",
@@ -65,16 +66,26 @@ def synthetic_release(store: BlobStore, run_id: str, n: int = ROWS, leaks: bool 
     ]
     dropped = {r.sample_id: REASONS[(i // 100) % 3] for i, r in enumerate(rows) if i % 10 == 9}
     items = {r.sample_id: DUALCOG_IMAGE.item(r) for r in rows}
-    solvers = {s: ["text_model", "letter_prior"] if why == BLIND_DROP else [] for s, why in dropped.items()}
+    solvers = {s: list(SOLVERS) if why == REPEATED_FACT else [] for s, why in dropped.items()}
     solvers |= {
         r.sample_id: ["letter_prior"] for i, r in enumerate(rows) if i % 7 == 0 and r.sample_id not in dropped
     }
-    everyone = sorted(s for s, why in dropped.items() if why == BLIND_DROP)
-    blind = GateResult({}, ["env_where: text_model scores 0.9"] if leaks else [], everyone, solvers)
-    shipped = {r.sample_id for r in rows} - set(dropped)
-    ledger = qc_rows(
-        [DUALCOG_IMAGE], {DUALCOG_IMAGE.name: Checked(rows)}, items, dropped, shipped, blind, "enforce"
-    )
+    score = SolverScore(score=0.25, ci=[0.2, 0.3], chance=0.25, p_value=1.0)
+    tasks = {
+        t: TaskGate(
+            kind="choice", rows=n // 3, best_solver="text_model", solvers=dict.fromkeys(SOLVERS, score)
+        )
+        for t in TASKS
+    }
+    withheld = {t: ["text_model scores 0.9"] for t in TASKS} if leaks else {}
+    blind = GateResult(tasks, {}, withheld, {}, len(TASKS), solvers)
+    shipped = set() if leaks else {r.sample_id for r in rows} - set(dropped)
+    why = dropped | {
+        r.sample_id: f"{WITHHELD}: task {r.task_type} leaks"
+        for r in rows
+        if leaks and r.sample_id not in dropped
+    }
+    ledger = qc_rows([DUALCOG_IMAGE], {DUALCOG_IMAGE.name: Checked(rows)}, items, why, shipped, blind)
     root = keys.run_prefix(run_id)
     out = release_files(run_id, SCENE, [DUALCOG_IMAGE])
     kept = [r for r in rows if r.sample_id in shipped]
@@ -98,12 +109,12 @@ def synthetic_release(store: BlobStore, run_id: str, n: int = ROWS, leaks: bool 
         blind_gate=BlindGate(
             mode="enforce",
             passed=not leaks,
-            margin=0.03,
             alpha=0.05,
             box_prior_max=0.15,
             failures=[],
-            dropped_rows=len(everyone),
-            tasks={},
+            withheld=withheld,
+            withheld_rows=n - len(dropped) if leaks else 0,
+            tasks=tasks,
         ),
         category_mix={"building": n // 20},
         checked_rows=n,
@@ -246,7 +257,7 @@ async def test_a_release_the_blind_gate_stopped_shows_its_withheld_rows(gateway:
     assert fun["rows"] == [
         {"stage": "rows checked", "count": 40},
         {"stage": "rows released", "count": 0},
-        {"stage": "rows withheld (blind gate failed)", "count": 40 - len(dropped)},
+        {"stage": "rows withheld by the blind gate", "count": 40 - len(dropped)},
     ]
     assert fun["blind_gate"]["passed"] is False
 

@@ -154,7 +154,7 @@ def test_roots_keep_the_capsule_clear_and_stand_on_the_ground() -> None:
     roots = grid_roots(KIN, wall, (-4.0, 8.0, -2.0, 2.0), lambda xy: np.zeros(len(xy)))
     xs = sorted({r.x for r in roots})
     assert xs == [-4.0, -2.0, 0.0, 4.0, 6.0, 8.0]  # 2 is within a radius of the wall
-    assert len(roots) == len(xs) * 3 * 8 and {r.z for r in roots} == {0.93}
+    assert len(roots) == len(xs) * 3 * 8 and {r.z for r in roots} == {0.98}  # 0.1 m above the ground
     assert sorted({r.yaw_deg for r in roots}) == [-180.0, -135.0, -90.0, -45.0, 0.0, 45.0, 90.0, 135.0]
     assert not overlaps(wall, np.array([[r.x, r.y, r.z] for r in roots]), KIN.capsule).any()
     assert path_clear(KIN, ["move_forward"] * 2, Root(-4.0, 0.0, 0.93), wall, 0.3)

@@ -1,10 +1,14 @@
 """The blind gate: solvers that never see a pixel, and the leaks they must catch.
 
-Each planted leak is a release that a real generator bug produced or could produce; the fair
-control is built the same way with the leak left out, so every test fails if its check goes.
+Each planted leak is one a real generator bug produced (issue #42's audit of a 40-landmark
+release) or could produce; the fair control is built the same way with the leak left out, so
+every test fails if its check goes. A leaking task is withheld with the reason that names its
+feature, and the fair tasks beside it pass.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -13,36 +17,246 @@ from skyqa.contracts.qa import ImageRow, Option, VideoRow
 from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO, Item
 from skyqa.families.dualcog_image.placement import LETTERS
 
-from services.qa_generator import gate, qc
+from services.qa_generator import gate, qc, significance
 
 pytestmark = pytest.mark.unit
 
 SPACE = ["Turn left", "Turn right", "Climb", "Descend"]
-N_LANDMARKS = 60
+N_UNITS = 40
+ROWS = 2 * N_UNITS
+Build = Callable[[np.random.Generator, int], tuple[str, list[str], int]]  # question, labels, gold index
 
 
-def release(
-    seed: int = 0,
-    letter: str | None = None,
-    never: str | None = None,
-    constant: str | None = None,
-    box: list[float] | None = None,
-    descriptions: dict[int, str] | None = None,
-) -> list[ImageRow]:
-    """Two env_how rows per landmark, balanced labels and letters unless a leak is planted."""
+def task_items(task: str, build: Build, seed: int = 0, units: int = N_UNITS, per_unit: int = 2) -> list[Item]:
+    """Rows of one task, ``per_unit`` per unit; ``build`` gives the question, the option labels
+    and the gold's index; the gold letter is drawn uniformly unless ``build`` placed it."""
     rng = np.random.default_rng(seed)
-    labels = [SPACE[i % 4] for i in range(2 * N_LANDMARKS)]
-    if never:
-        labels = [x if x != never else SPACE[(SPACE.index(x) + 1) % 4] for x in labels]
-    labels = [constant or labels[i] for i in rng.permutation(len(labels))]
-    letters = [i % 4 for i in rng.permutation(2 * N_LANDMARKS)]
-    rows = []
-    for i, gold in enumerate(labels):
-        lm = i // 2
+    out = []
+    for i in range(units * per_unit):
+        q, labels, gold = build(rng, i)
+        options = tuple((LETTERS[k], lab) for k, lab in enumerate(labels))
+        prompt = q + "\nOptions:\n" + "\n".join(f"{o}. {lab}" for o, lab in options)
+        out.append(
+            Item(
+                f"{task}{i}",
+                task,
+                f"{task}-u{i // per_unit}",
+                "4way",
+                "choice",
+                prompt,
+                options,
+                frozenset([LETTERS[gold]]),
+                family="test",
+                texts=tuple(labels),
+            )
+        )
+    return out
+
+
+def shuffled(rng: np.random.Generator, gold: str, others: list[str]) -> tuple[list[str], int]:
+    labels = [gold, *others]
+    order = [int(i) for i in rng.permutation(len(labels))]
+    return [labels[i] for i in order], order.index(0)
+
+
+def fair(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+    gold = SPACE[i % 4]
+    labels, at = shuffled(rng, gold, [x for x in SPACE if x != gold])
+    return "Image 1 shows the landmark. Which way should you fly?", labels, at
+
+
+def run(items: list[Item]) -> gate.GateResult:
+    return gate.run_gate(items, qc.letter_balance(items))
+
+
+def withheld_for(result: gate.GateResult, task: str, feature: str) -> bool:
+    return any(feature in why for why in result.withheld.get(task, []))
+
+
+# -- fair releases -----------------------------------------------------------------------------
+
+
+def test_a_fair_release_passes_and_reports_every_solver() -> None:
+    result = run(task_items("env_how", fair))
+    assert result.passed, result.failures
+    task = result.tasks["env_how"]
+    assert {"letter_prior", "label_prior", "text_model", "structure_model", "memory", "longest"} <= set(
+        task.solvers
+    )
+    for s in task.solvers.values():
+        assert s.chance == 0.25 and s.ci[0] <= s.score <= s.ci[1] and s.score < 0.4
+    assert task.label_chi2_p["4way"] > 0.05
+    assert task.status == "unverified" and task.detectable > significance.MIN_LEAK  # 120 rows
+
+
+def test_fair_releases_pass_at_the_stated_rate() -> None:
+    """Twelve fair tasks of random golds: the adjustment over the release keeps the chance of
+    withholding any of them under alpha (uncorrected, a sound release this size failed often)."""
+
+    def noisy(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        gold = SPACE[int(rng.integers(4))]
+        labels, at = shuffled(rng, gold, [x for x in SPACE if x != gold])
+        return "Which way should you fly?", labels, at
+
+    items = [it for k in range(12) for it in task_items(f"t{k}", noisy, seed=k, units=20)]
+    result = run(items)
+    assert result.passed, result.failures
+    raw = [t.p for g in result.tasks.values() for t in g.tests]
+    assert min(raw) < gate.ALPHA  # uncorrected, some test of this many rejects by chance
+
+
+# -- planted leaks, each caught with the feature that leaks ------------------------------------
+
+
+def test_neighbour_distractors_are_withheld_as_option_neighbourhood() -> None:
+    grid = [f"{r} {c}" for r in ("top", "middle", "bottom") for c in ("left", "centre", "right")]
+
+    def near(cell: str, other: str) -> int:
+        (r1, c1), (r2, c2) = cell.split(), other.split()
+        return abs(["top", "middle", "bottom"].index(r1) - ["top", "middle", "bottom"].index(r2)) + abs(
+            ["left", "centre", "right"].index(c1) - ["left", "centre", "right"].index(c2)
+        )
+
+    def neighbours(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        gold = grid[int(rng.integers(9))]
+        ranked = sorted((x for x in grid if x != gold), key=lambda x: (near(gold, x), x))
+        labels, at = shuffled(rng, gold, ranked[:3])
+        return "Where in UAV2's image is the red car?", labels, at
+
+    def anywhere(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        gold = grid[int(rng.integers(9))]
+        others = [grid[int(j)] for j in rng.permutation(9) if grid[int(j)] != gold][:3]
+        labels, at = shuffled(rng, gold, others)
+        return "Where in UAV2's image is the red car?", labels, at
+
+    result = run(task_items("leaky", neighbours) + task_items("fair", anywhere, seed=1))
+    assert "leaky" in result.withheld and "fair" not in result.withheld
+    assert withheld_for(result, "leaky", "neighbourhood") or withheld_for(result, "leaky", "option structure")
+
+
+def test_a_gold_rank_window_is_withheld_on_the_rank() -> None:
+    def window(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        gold = int(rng.integers(1, 9))
+        labels, at = shuffled(rng, str(gold), [str(gold - 1), str(gold + 1), str(gold + 2)])
+        return "How many vehicles can be made out in UAV3's view?", labels, at
+
+    result = run(task_items("counting", window))
+    assert withheld_for(result, "counting", "rank among numeric options"), result.failures
+
+
+def test_one_option_of_another_form_is_withheld_on_form() -> None:
+    def odd(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        places = ["the red tower", "the gray bridge", "the blue tank", "the tall mast", "the green tree"]
+        picked = [places[int(j)] for j in rng.permutation(5)[:4]]
+        labels, at = shuffled(
+            rng,
+            f"it had reached {picked[0]}",
+            [f"to avoid {picked[1]}", f"to see {picked[2]}", f"to pass {picked[3]}"],
+        )
+        return "Why did you turn left at 12 s?", labels, at
+
+    result = run(task_items("causal", odd))
+    assert withheld_for(result, "causal", "option form") or withheld_for(result, "causal", "wording")
+
+
+def test_a_fact_asked_in_several_units_is_withheld_on_memory() -> None:
+    """The same question about the scene, asked in several missions, has the same answer:
+    read from the other missions' rows (issue #42: "closest to the gray billboard?")."""
+    things = ["gray billboard", "red tower", "blue tank", "white mast", "green kiosk", "tall crane"]
+    names = ["water tower", "office block", "church", "bridge", "fountain", "stadium", "depot"]
+    closest = {t: names[(k * 3) % len(names)] for k, t in enumerate(things)}
+
+    def repeated(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        asked = things[int(rng.integers(len(things)))]
+        others = [n for n in names if n != closest[asked]]
+        labels, at = shuffled(rng, closest[asked], [others[int(j)] for j in rng.permutation(len(others))[:3]])
+        return f"Which landmark is closest to the {asked}?", labels, at
+
+    result = run(task_items("recall", repeated))
+    assert withheld_for(result, "recall", "a fact answered in another unit"), result.failures
+
+
+def test_wording_that_decides_the_answer_is_withheld_on_wording() -> None:
+    space = ["farther", "closer", "about as far", "out of view"]
+
+    def worded(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        motion = ["descended", "climbed", "turned left", "turned right"][i % 4]
+        gold = space[i % 4]  # the motion named in the question decides the answer
+        labels, at = shuffled(rng, gold, [x for x in space if x != gold])
+        return f"After you {motion}, how far is the water tower compared with before?", labels, at
+
+    result = run(task_items("proximity", worded))
+    assert withheld_for(result, "proximity", "wording") or withheld_for(
+        result, "proximity", "similar question"
+    )
+
+
+def test_a_shared_description_withholds_its_units() -> None:
+    items = task_items("t", fair)
+    named = [
+        Item(
+            **{**it.__dict__, "description": "gray office tower" if it.unit in ("t-u3", "t-u7") else it.unit}
+        )
+        for it in items
+    ]
+    result = run(named)
+    assert set(result.withheld_units) == {"t-u3", "t-u7"}
+    assert "ambiguous reference" in result.withheld_units["t-u3"] and "t" not in result.withheld
+
+
+def test_gold_always_a_is_withheld_on_the_answer_position() -> None:
+    def always_a(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        gold = SPACE[i % 4]
         others = [x for x in SPACE if x != gold]
-        others = [others[j] for j in rng.permutation(3)]
-        pos = LETTERS.index(letter) if letter else letters[i]
-        order = [*others[:pos], gold, *others[pos:]]
+        return "Which way should you fly?", [gold, *[others[int(j)] for j in rng.permutation(3)]], 0
+
+    result = run(task_items("env_how", always_a))
+    assert withheld_for(result, "env_how", "answer position (gold letter)")
+
+
+def test_a_label_that_is_never_the_answer_is_withheld_with_its_name() -> None:
+    def never(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        gold = SPACE[i % 3]  # "Descend" is offered, never the answer
+        labels, at = shuffled(rng, gold, [x for x in SPACE if x != gold])
+        return "Which way should you fly?", labels, at
+
+    result = run(task_items("env_how", never))
+    assert withheld_for(result, "env_how", "never the answer: Descend")
+
+
+def test_a_selection_by_a_rule_is_withheld_as_avoid_that_rule() -> None:
+    """Rows kept only where the longest option is wrong (what dropping the rows a solver
+    answers does): avoiding the longest option now beats chance."""
+    words = ["go", "fly up", "turn back now", "circle the mast twice", "land on the roof"]
+
+    def planted(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        while True:
+            picked = [words[int(j)] for j in rng.permutation(5)[:4]]
+            at = int(rng.integers(4))
+            if max(picked, key=len) != picked[at]:
+                return "What should you do next?", picked, at
+
+    def kept(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        picked = [words[int(j)] for j in rng.permutation(5)[:4]]
+        return "What should you do next?", picked, int(rng.integers(4))
+
+    result = run(task_items("next", planted) + task_items("fair_next", kept, seed=3))
+    assert withheld_for(result, "next", "avoiding its pick beats chance"), result.failures
+    assert "fair_next" not in result.withheld
+
+
+# -- tasks of the DualCog families, seen through their own rows --------------------------------
+
+
+def image_release(box: list[float] | None = None) -> list[ImageRow]:
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(ROWS):
+        gold = SPACE[i % 4]
+        others = [x for x in SPACE if x != gold]
+        pos = int(rng.integers(4))
+        order = [*[others[int(j)] for j in rng.permutation(3)][:pos], gold]
+        order += [x for x in others if x not in order]
         x0, y0 = rng.uniform(0.0, 0.6, 2)
         w, h = rng.uniform(0.1, 0.4, 2)
         rows.append(
@@ -50,13 +264,13 @@ def release(
                 ImageRow,
                 sample_id=f"row{i}",
                 task_type="env_how",
-                landmark_id=f"lm{lm}",
-                landmark_description=(descriptions or {}).get(lm, f"landmark number {lm}"),
+                landmark_id=f"lm{i // 2}",
+                landmark_description=f"landmark number {i // 2}",
                 landmark_category="building",
                 difficulty="4way",
                 prompt_text="Image 1 shows the Front facade of the landmark. Which way should you fly?",
                 label_options=[Option(option_id=LETTERS[k], label=lab) for k, lab in enumerate(order)],
-                answer_option_id=LETTERS[pos],
+                answer_option_id=LETTERS[order.index(gold)],
                 answer_label=gold,
                 answer_bbox_xyxy_norm=box or [float(x0), float(y0), float(x0 + w), float(y0 + h)],
             )
@@ -64,74 +278,13 @@ def release(
     return rows
 
 
-def items(rows: list[ImageRow], video: list[VideoRow] | None = None) -> list[Item]:
-    return [DUALCOG_IMAGE.item(r) for r in rows] + [DUALCOG_VIDEO.item(r) for r in video or []]
-
-
-def run(rows: list[ImageRow], video: list[VideoRow] | None = None) -> gate.GateResult:
-    seen = items(rows, video)
-    return gate.run_gate(seen, qc.letter_balance(seen))
-
-
-def test_a_fair_release_passes_and_reports_every_solver() -> None:
-    result = run(release())
-    assert result.passed, result.failures
-    task = result.tasks["env_how"]
-    assert set(task.solvers) == {"letter_prior", "label_prior", "text_model"}
-    for s in task.solvers.values():
-        assert s.chance == 0.25 and s.ci[0] <= s.score <= s.ci[1] and s.score < 0.4
-    assert task.box_prior_acc50 is not None and task.box_prior_acc50 <= gate.BOX_PRIOR_MAX
-    assert task.label_chi2_p["4way"] > 0.05
-
-
-def test_gold_always_a_fails_on_the_answer_position() -> None:
-    result = run(release(letter="A"))
-    assert not result.passed
-    assert any("letter_prior scores 1.000" in f and "answer position" in f for f in result.failures)
-    assert any("gold letters fail" in f for f in result.failures)
-    # dropped: only rows the label prior gets right too (the most frequent label elsewhere)
-    solved = set(result.solved_by_all)
-    assert 0 < len(solved) < 0.5 * N_LANDMARKS * 2
-    # the per-row outcomes the QC ledger records: every gated row, with the solvers right on it
-    assert set(result.right_by) == {r.sample_id for r in release(letter="A")}
-    assert all("letter_prior" in result.right_by[s] for s in result.right_by)
-    answering = {name for names in result.right_by.values() for name in names}
-    assert all(set(result.right_by[s]) == answering for s in solved)
-    assert any(set(names) < answering for names in result.right_by.values())
-
-
-def test_rows_every_solver_answers_are_listed_for_dropping() -> None:
-    rows = release(letter="A", constant="Climb")
-    assert set(run(rows).solved_by_all) == {r.sample_id for r in rows}
-
-
-def test_a_label_that_is_never_the_answer_fails_with_its_name() -> None:
-    result = run(release(never="Descend"))
-    assert not result.passed
-    assert any("never the answer: Descend" in f and "gold label distribution" in f for f in result.failures)
-
-
-def test_a_constant_box_fails_on_landmark_placement() -> None:
-    result = run(release(box=[0.3, 0.3, 0.7, 0.7]))
+def test_a_constant_box_is_withheld_on_landmark_placement() -> None:
+    items = [DUALCOG_IMAGE.item(r) for r in image_release(box=[0.3, 0.3, 0.7, 0.7])]
+    result = run(items)
     assert result.tasks["env_how"].box_prior_acc50 == 1.0
-    assert any("constant box" in f and "landmark placement" in f for f in result.failures)
-
-
-def test_a_description_shared_by_two_landmarks_fails() -> None:
-    result = run(release(descriptions={3: "gray office tower", 7: "Gray office tower "}))
-    assert result.failures == [
-        "landmarks lm3, lm7 share the description 'gray office tower'; leaking feature: ambiguous reference"
-    ]
-
-
-def test_text_that_names_the_answer_is_learned_across_landmarks() -> None:
-    rows = release()
-    for r in rows:  # a prompt that gives the answer away, the way a template bug would
-        r.prompt_text += f" Hint: {r.answer_label.lower()}."
-    result = run(rows)
-    text = result.tasks["env_how"].solvers["text_model"]
-    assert text.score > 0.9 and text.p_value < gate.ALPHA
-    assert any("text_model" in f and "prompt and option text" in f for f in result.failures)
+    assert withheld_for(result, "env_how", "landmark placement")
+    fair_result = run([DUALCOG_IMAGE.item(r) for r in image_release()])
+    assert fair_result.passed, fair_result.failures
 
 
 def joint_rows(named: bool) -> list[VideoRow]:
@@ -166,9 +319,31 @@ def joint_rows(named: bool) -> list[VideoRow]:
     return rows
 
 
-def test_a_gold_option_that_names_its_parts_fails_on_option_structure() -> None:
-    leaky = gate.run_gate(items([], joint_rows(named=True)), {})
+def test_a_gold_option_that_names_its_parts_is_withheld_on_option_structure() -> None:
+    leaky = gate.run_gate([DUALCOG_VIDEO.item(r) for r in joint_rows(named=True)], {})
     best = leaky.tasks["self_instance_recognition_joint"].solvers["most_specific"]
-    assert best.score > 0.9 and any("most_specific" in f and "option structure" in f for f in leaky.failures)
-    fair = gate.run_gate(items([], joint_rows(named=False)), {})
-    assert not any("most_specific" in f for f in fair.failures), fair.failures
+    assert best.score > 0.9
+    assert withheld_for(leaky, "self_instance_recognition_joint", "the gold option names the others")
+    fair_result = gate.run_gate([DUALCOG_VIDEO.item(r) for r in joint_rows(named=False)], {})
+    assert not any("most_specific" in f for f in fair_result.failures), fair_result.failures
+
+
+# -- the statistics ----------------------------------------------------------------------------
+
+
+def test_benjamini_hochberg_matches_the_step_up_rule() -> None:
+    p = {"a": 0.001, "b": 0.008, "c": 0.039, "d": 0.041, "e": 0.9}
+    adjusted = significance.benjamini_hochberg(p)
+    assert adjusted["a"] == pytest.approx(0.005) and adjusted["b"] == pytest.approx(0.02)
+    assert adjusted["c"] == pytest.approx(0.05125) and adjusted["d"] == pytest.approx(0.05125)
+    assert adjusted["e"] == pytest.approx(0.9)
+
+
+def test_the_detectable_leak_shrinks_with_rows_and_marks_small_tasks_unverified() -> None:
+    small, large = significance.detectable(30, 0.25, 0.05), significance.detectable(400, 0.25, 0.05)
+    assert small > significance.MIN_LEAK >= large
+    # an exact test at that leak: 80 % of draws reject
+    rng = np.random.default_rng(0)
+    hits = rng.binomial(400, 0.25 + large, 4000)
+    rejected = np.mean([significance.upper(int(h), 400, 0.25) <= 0.05 for h in hits])
+    assert rejected >= significance.POWER - 0.03

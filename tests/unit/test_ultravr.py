@@ -15,12 +15,25 @@ from typing import Any
 import numpy as np
 import pytest
 from skyqa.blob import LocalBlobStore
-from skyqa.contracts.ultra import MeasuredObject, MeasuredView, SurveyTask, SurveyView
+from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.ultravr import UltraRow
 from skyqa.families.ultravr import FAMILY, objects as O
 from skyqa.families.ultravr.checks import check_rows
 from skyqa.families.ultravr.family import CANDIDATES_FILE as FAMILY_CANDIDATES
-from skyqa.families.ultravr.templates import CATEGORY, CLAIM_LABELS, POSITIONS, Candidate, View, candidates
+from skyqa.families.ultravr.templates import (
+    CATEGORY,
+    CLAIM_LABELS,
+    EXTREME_LABELS,
+    LABELS,
+    ORDER_LABELS,
+    POSITIONS,
+    PRESENCE_LABELS,
+    RATIO_SETS,
+    Candidate,
+    View,
+    candidates,
+)
+from ultravr_layouts import GREEN, RED, YELLOW, H, W, measured, random_layout, survey
 
 from services.evaluator.conditions import rows_for
 from services.evaluator.html_report import html_page
@@ -29,28 +42,6 @@ from services.evaluator.questions import Question
 from services.evaluator.runner import Cache, run_items
 
 pytestmark = pytest.mark.unit
-
-W, H = 1000, 800
-RED, WHITE, GREEN, YELLOW = [0.78, 0.14, 0.12], [0.92, 0.92, 0.9], [0.2, 0.55, 0.22], [0.93, 0.8, 0.18]
-
-
-def measured(iid: int, cls: str, box: list[int], **kw: Any) -> MeasuredObject:
-    x0, y0, x1, y1 = box
-    base: dict[str, Any] = {
-        "instance_id": iid,
-        "class_name": cls,
-        "category": "vehicle",
-        "pixels": (x1 - x0) * (y1 - y0),
-        "box": box,
-        "centroid": [(x0 + x1) / 2, (y0 + y1) / 2],
-        "axis_deg": 0.0 if x1 - x0 >= y1 - y0 else 90.0,
-        "elongation": max(x1 - x0, y1 - y0) / max(1, min(x1 - x0, y1 - y0)),
-        "lit_rgb": WHITE,
-        "in_frame": 1.0,
-        "occluded": 0.0,
-    }
-    return MeasuredObject(**{**base, **kw})
-
 
 # three cars upper-left (a red horizontal, a white vertical, a white horizontal), one white
 # horizontal car lower-right, two trees, a truck whose centre is 10 px from the vertical split
@@ -73,6 +64,20 @@ def view() -> View:
     return View(O.objects_of(LAYOUT, W, H), W, H)
 
 
+UL_LR = "cars in the upper-left region and the number of cars in the lower-right region"
+UL_TO_LR = "cars in the upper-left region to the number of cars in the lower-right region"
+
+
+def drawn(seeds: int = 40) -> list[Candidate]:
+    """The layout's candidates over many draws of the numeric windows and false claims (one
+    draw asks a numeric gold with one window, or not at all)."""
+    out: dict[tuple[str, str, tuple[str, ...]], Candidate] = {}
+    for seed in range(seeds):
+        for c in candidates(view(), claim_offset=0, rng=np.random.default_rng(seed)):
+            out.setdefault((c.task, c.question, c.options), c)
+    return list(out.values())
+
+
 def find(found: list[Candidate], task: str, *words: str) -> Candidate:
     return next(c for c in found if c.task == task and all(w in c.question for w in words))
 
@@ -91,31 +96,42 @@ def test_objects_carry_quadrant_orientation_colour_and_visibility() -> None:
 
 def test_comparison_counts_and_distractors_follow_the_layout() -> None:
     v = view()
-    found = candidates(v, step_size=1, claim_offset=0)
-    diffs = [c for c in found if c.task == "count_difference" and c.question.count("cars") == 2]
-    c = next(
+    candidates(v, claim_offset=0)
+    found = drawn()
+    diffs = [
         c
-        for c in diffs
-        if "cars in the upper-left region and the number of cars in the lower-right" in c.question
-    )
-    assert c.gold == "2" and {c.rank for c in diffs if c.question == c.question} >= {0, 1, 2}
-    values = [int(x) for x in c.options]
-    assert values == [values[0] + i for i in range(4)] and values.index(2) == c.rank and min(values) >= 1
+        for c in found
+        if c.task == "count_difference"
+        and c.question.startswith(f"What is the absolute difference between the number of {UL_LR}")
+    ]
+    # 3 cars and 1: the difference 2 in a window of four consecutive counts within 1..6, at
+    # every rank that window allows (below it only 1)
+    assert {c.gold for c in diffs} == {"2"} and {c.rank for c in diffs} == {0, 1}
+    for c in diffs:
+        values = [int(x) for x in c.options]
+        assert values == [values[0] + i for i in range(4)] and values.index(2) == c.rank
+        assert min(values) >= 1 and max(values) <= 6
+    c = diffs[0]
     # the GT-CoT: boxes, count, boxes, count, the difference; counts are the lists' lengths
     ops = [s.operation for s in c.steps]
     assert ops == ["GND", "QUA", "GND", "QUA", "INF"]
     assert len(json.loads(c.steps[0].answer)) == 3 and c.steps[1].answer == "3" and c.steps[3].answer == "1"
-    ratio = find(found, "count_ratio", "cars in the upper-left", "cars in the lower-right")
-    assert ratio.gold == "3:1"
-    # ascending by value, the gold at each rank the distractors allow
-    ratios = [c for c in found if c.task == "count_ratio" and c.question == ratio.question]
-    assert {c.options.index("3:1") for c in ratios} == {c.rank for c in ratios} and len(ratios) >= 2
-    for c in ratios:  # no option is another's reciprocal, and 1:1 (never the gold) is never offered
-        shares = [int(a) / int(b) for a, b in (o.split(":") for o in c.options)]
-        assert "1:1" not in c.options and not any(abs(x * y - 1) < 1e-9 for x in shares for y in shares)
-        assert shares == sorted(shares)
-    order = find(found, "count_order", "more cars")
-    assert "lower-right region has more" in order.gold or "upper-left region has more" in order.gold
+    # the ratio: one of the fixed option sets that hold it (never options built from the gold)
+    ratios = [
+        c
+        for c in found
+        if c.task == "count_ratio" and c.question.startswith(f"What is the ratio of the number of {UL_TO_LR}")
+    ]
+    assert {c.gold for c in ratios} == {"3:1"} and {c.options for c in ratios} == {
+        s for s in RATIO_SETS if "3:1" in s
+    }
+    assert all(c.options.index("3:1") == c.rank for c in ratios)
+    order = find(found, "count_order", "first the upper-left region and second the lower-right", "more cars")
+    assert order.gold == ORDER_LABELS[0] and order.options == ORDER_LABELS
+    flipped = find(
+        found, "count_order", "first the lower-right region and second the upper-left", "more cars"
+    )
+    assert flipped.gold == ORDER_LABELS[1]
     # the truck near the split line makes every count of trucks or vehicles there ambiguous
     assert not [c for c in found if re.search(r"trucks? in the upper", c.question)]
     assert v.removed[O.NEAR_BOUNDARY] > 0 and v.removed[O.BELOW_FLOOR] > 0
@@ -123,25 +139,42 @@ def test_comparison_counts_and_distractors_follow_the_layout() -> None:
 
 
 def test_logical_verification_patterns_follow_the_layout() -> None:
-    found = candidates(view(), step_size=1, claim_offset=0)
+    found = drawn()
     both = find(
-        found, "presence_pattern", "horizontally oriented cars", "lower-right region and in the upper-left"
+        found,
+        "presence_pattern",
+        "first the lower-right region and second the upper-left",
+        "horizontally oriented cars",
     )
-    assert both.gold == "In both regions"
+    assert both.gold == PRESENCE_LABELS[0] and both.options == PRESENCE_LABELS
     only = find(
-        found, "presence_pattern", "vertically oriented cars", "lower-right region and in the upper-left"
+        found,
+        "presence_pattern",
+        "first the lower-right region and second the upper-left",
+        "vertically oriented cars",
     )
-    assert only.gold == "Only in the upper-left region"
+    assert only.gold == "No in the first region, yes in the second"
+    # the same fact named the other way round
+    other = find(
+        found,
+        "presence_pattern",
+        "first the upper-left region and second the lower-right",
+        "vertically oriented cars",
+    )
+    assert other.gold == "Yes in the first region, no in the second"
     assert [s.operation for s in only.steps] == ["GND", "PER", "GND", "PER", "INF"]
     claims = [c for c in found if c.task == "claim_pattern" and c.evidence["bundle"] == "car::"]
-    assert sorted(c.kind for c in claims) == ["0", "1", "2", "3"]
-    true = next(c for c in claims if c.gold == "Both claims are true")
+    assert {c.kind for c in claims} == set(CLAIM_LABELS)
+    true = next(c for c in claims if c.gold == CLAIM_LABELS[0])
     assert "exactly 4 cars" in true.question and "the upper-left region has more" in true.question
     assert [s.answer for s in true.steps[-3:-1]] == ["4", "upper-left"]
+    # a false count is one of the counts next to the true one, above or below it
+    wrong = {c.evidence["claimed"]["count"] for c in claims if c.gold == CLAIM_LABELS[2]}
+    assert wrong == {3, 5}
 
 
 def test_relational_inference_extremes_and_named_objects() -> None:
-    found = candidates(view(), step_size=1, claim_offset=0)
+    found = candidates(view(), claim_offset=0)
     # extremes along y are compared along x, between two regions of the same column
     rel = find(
         found,
@@ -149,7 +182,8 @@ def test_relational_inference_extremes_and_named_objects() -> None:
         "the bottommost car in the upper-left",
         "the bottommost tree in the lower-left",
     )
-    assert rel.gold == "It is to the right of it" and rel.evidence["first"]["instance"] == 3
+    assert rel.gold == EXTREME_LABELS[1] and rel.evidence["first"]["instance"] == 3
+    assert rel.options == EXTREME_LABELS and "Compared horizontally" in rel.question
     assert not [
         c
         for c in found
@@ -158,31 +192,11 @@ def test_relational_inference_extremes_and_named_objects() -> None:
     missing = find(
         found, "extreme_relation", "the leftmost car in the upper-left", "the leftmost car in the upper-right"
     )
-    assert missing.gold == "There is no car in the upper-right region"
+    assert missing.gold == "There is no such object in the second region"
     pos = find(found, "relative_position", "the red car in the upper-left region relative to the yellow bus")
-    assert pos.gold == "upper-left" and pos.options == (
-        "upper-left",
-        "upper-right",
-        "lower-left",
-        "lower-right",
-    )
+    assert pos.gold == POSITIONS[0] == "Above and to the left of it" and pos.options == POSITIONS
     # two white cars upper-left: "the white car in the upper-left region" names nobody
     assert not [c for c in found if "the white car in the upper-left" in c.question]
-
-
-def survey(objects: list[MeasuredObject]) -> SurveyTask:
-    return SurveyTask(
-        scene_id="s",
-        survey_id="s_survey_000",
-        center=[0, 0, 0],
-        gsd_m=0.05,
-        width=W,
-        height=H,
-        fov_deg=90,
-        views=[SurveyView(view="nadir", pose=[0, 0, 25, 90, -90, 0])],
-        seed=1,
-        measured=[MeasuredView(image="survey/view_00.jpg", objects=objects)],
-    )
 
 
 def row_of(c: Candidate, slot: int = 0) -> UltraRow:
@@ -193,7 +207,7 @@ def row_of(c: Candidate, slot: int = 0) -> UltraRow:
 
 
 def test_the_qc_second_path_accepts_the_rows_and_catches_tampering() -> None:
-    found = candidates(view(), step_size=1, claim_offset=0)
+    found = drawn()
     rows = [row_of(c, k) for k, c in enumerate(found)]
     assert check_rows(rows, {"s_survey_000": survey(LAYOUT)}) == {}
     c = next(c for c in found if c.task == "count_difference" and c.gold == "2")
@@ -210,7 +224,7 @@ def test_the_qc_second_path_accepts_the_rows_and_catches_tampering() -> None:
         row.sample_id: "its survey task is missing or malformed"
     }
     # a presence row whose perceived list is emptied no longer supports its pattern
-    presence = row_of(next(c for c in found if c.task == "presence_pattern" and c.gold == "In both regions"))
+    presence = row_of(next(c for c in found if c.task == "presence_pattern" and c.gold == PRESENCE_LABELS[0]))
     steps = [s.model_copy() for s in presence.reasoning_steps]
     steps[1].answer = "[]"
     emptied = presence.model_copy(update={"reasoning_steps": steps})
@@ -245,11 +259,7 @@ class Scripted:
 
 
 async def test_s4_and_s5_score_a_responder_whose_early_step_is_wrong(tmp_path: Path) -> None:
-    c = next(
-        c
-        for c in candidates(view(), step_size=1, claim_offset=0)
-        if c.task == "count_difference" and c.rank == 1 and "number of cars in the upper-left" in c.question
-    )
+    c = next(c for c in drawn() if c.task == "count_difference" and c.rank == 1 and UL_LR in c.question)
     row = row_of(c)
     q = Question(FAMILY, row, row.sample_id)
     store = LocalBlobStore(tmp_path)
@@ -279,7 +289,7 @@ async def test_s4_and_s5_score_a_responder_whose_early_step_is_wrong(tmp_path: P
 
 
 def test_few_shot_examples_show_other_units_complete_trajectories() -> None:
-    found = [c for c in candidates(view(), step_size=1, claim_offset=0) if c.task == "count_ratio"]
+    found = [c for c in drawn() if c.task == "count_ratio"]
     rows = [row_of(c, k) for k, c in enumerate(found[:3])]
     rows[1] = rows[1].model_copy(update={"unit": "other_view"})
     qs = [Question(FAMILY, r, r.sample_id) for r in rows]
@@ -304,7 +314,7 @@ def test_native_images_go_to_a_model_at_their_own_size(tmp_path: Path) -> None:
 
     buf = io.BytesIO()
     img.save(buf, "JPEG")
-    row = row_of(candidates(view(), 1, 0)[0])
+    row = row_of(candidates(view(), claim_offset=0)[0])
     store.put(f"runs/r/{row.image}", buf.getvalue(), "image/jpeg")
     responder = ModelResponder("m", object(), store, "runs/r", {})  # type: ignore[arg-type]
     q = Question(FAMILY, row, row.sample_id)
@@ -418,7 +428,7 @@ def test_bad_survey_jobs_are_refused_with_the_reason() -> None:
 
 
 def test_the_workbench_marks_every_grounded_box_on_the_row_image() -> None:
-    rows = [row_of(c, k) for k, c in enumerate(candidates(view(), step_size=1, claim_offset=0))]
+    rows = [row_of(c, k) for k, c in enumerate(drawn(4))]
     for r in rows:
         marks = FAMILY.marks(r)
         assert {m.path for m in marks} <= {r.image}
@@ -433,7 +443,7 @@ def test_the_workbench_marks_every_grounded_box_on_the_row_image() -> None:
 
 
 def test_the_sample_export_types_each_ground_truth_as_its_format_says() -> None:
-    rows = [row_of(c, k) for k, c in enumerate(candidates(view(), step_size=1, claim_offset=0))]
+    rows = [row_of(c, k) for k, c in enumerate(drawn(4))]
     out = FAMILY.exports(rows)["ultravr_samples"]
     assert isinstance(out, bytes)
     samples = json.loads(out)["samples"]
@@ -469,12 +479,8 @@ class WrongLastStep(Scripted):
 
 
 async def test_s5_never_shows_the_answer_and_budgets_whole_rollouts(tmp_path: Path) -> None:
-    found = candidates(view(), step_size=1, claim_offset=0)
-    c = next(
-        c
-        for c in found
-        if c.task == "count_difference" and c.rank == 1 and "number of cars in the upper-left" in c.question
-    )
+    found = drawn()
+    c = next(c for c in found if c.task == "count_difference" and c.rank == 1 and UL_LR in c.question)
     row = row_of(c)
     q = Question(FAMILY, row, row.sample_id)
     store = LocalBlobStore(tmp_path)
@@ -520,22 +526,6 @@ def test_the_airsim_backend_gets_no_survey_it_cannot_render() -> None:
     scan.validate(req)
 
 
-def random_layout(rng: np.random.Generator, w: int = 8192, h: int = 6144) -> list[MeasuredObject]:
-    """Objects of every small class, scattered, each clear, in a random orientation and colour."""
-    sizes = {"car": (60, 24), "truck": (110, 36), "bus": (160, 40), "tree": (60, 60),
-             "shipping_container": (90, 36), "storage_tank": (120, 120)}  # fmt: skip
-    colours = [RED, WHITE, [0.15, 0.3, 0.8], [0.1, 0.1, 0.1]]
-    out: list[MeasuredObject] = []
-    for cls, (a, b) in sizes.items():
-        for _ in range(int(rng.integers(0, 12 if cls == "car" else 5))):
-            bw, bh = (a, b) if rng.random() < 0.5 or a == b else (b, a)
-            x, y = int(rng.integers(0, w - bw)), int(rng.integers(0, h - bh))
-            lit = GREEN if cls == "tree" else colours[int(rng.integers(len(colours)))]
-            box = [x, y, x + bw, y + bh]
-            out.append(measured(len(out) + 1, cls, box, lit_rgb=lit, elongation=max(bw, bh) / min(bw, bh)))
-    return out
-
-
 def test_a_release_over_many_layouts_gives_no_pixel_free_rule_an_edge(tmp_path: Path) -> None:
     """The family's own planning over 80 random views: every row passes the second-path QC, the
     gold's letter is uniform per task, and a rule fitted on half the views that reads a numeric
@@ -568,26 +558,19 @@ def test_a_release_over_many_layouts_gives_no_pixel_free_rule_an_edge(tmp_path: 
     for r in rows:
         by_task[r.task].append(r)
     assert set(by_task) == set(CATEGORY)
-    # options come in the task's own order whatever the answer (the gold is never the odd one out)
-    canonical: dict[str, Callable[[list[str]], bool]] = {
-        "claim_pattern": lambda labels: labels == list(CLAIM_LABELS),
-        "relative_position": lambda labels: labels == list(POSITIONS),
-        "presence_pattern": lambda labels: (
-            labels[0] == "In both regions" and labels[3] == "In neither region"
-        ),
-        "count_order": lambda labels: labels[2] == "Both regions have the same, non-zero number",
-        "extreme_relation": lambda labels: labels[0] in ("It is above it", "It is to the left of it"),
-    }
+    # a categorical task's four labels come in its own order in every row, whatever the answer
     for r in rows:
         labels = [o.label for o in r.options]
-        if r.task in canonical:
-            assert canonical[r.task](labels), (r.task, labels)
+        if r.task in LABELS:
+            assert labels == list(LABELS[r.task]), (r.task, labels)
         else:
             shares = [float(Fraction(lab.replace(":", "/"))) for lab in labels]
             assert shares == sorted(shares), (r.task, labels)
     for name, mine in by_task.items():
         letters = Counter(r.answer_option_id for r in mine)
-        assert max(letters.values()) - min(letters.get(x, 0) for x in "ABCD") <= 2, (name, letters)
+        # categorical golds are balanced exactly; a numeric gold's rank is drawn per window
+        slack = 2 if name in LABELS else len(mine) // 8
+        assert max(letters.values()) - min(letters.get(x, 0) for x in "ABCD") <= slack, (name, letters)
         if name in ("count_difference", "count_total"):
             # a 0 among the options could only be a difference's gold: none is ever offered
             assert all(int(o.label) >= 1 for r in mine for o in r.options)

@@ -221,7 +221,7 @@ class Funnel(Contract):
     released_landmarks: int
     image_rows: int
     video_rows: int
-    blind_dropped: int = 0  # rows every blind solver answered right, removed after the gate
+    blind_withheld: int = 0  # rows of tasks (or units) the blind gate withheld
     count_balance_dropped: int = 0  # visibility rows of a count the kind already has enough of
     count_margin_dropped: int = 0  # visibility rows whose count changes within the rule's margin
     # released rows of the task families that have no field above, by family
@@ -229,36 +229,80 @@ class Funnel(Contract):
 
 
 class SolverScore(Contract):
-    score: float  # accuracy, or mean set-F1 for multi-select tasks
+    score: float  # accuracy, or mean set-F1 for multi-select tasks, over the rows it answered
     ci: list[float]  # 95 %
     chance: float
-    p_value: float  # one-sided against chance + margin, Holm-adjusted over the task's solvers
+    # one-sided against chance, Bonferroni over the tests of its task (or family)
+    p_value: float
+    raw_p: float = 1.0  # the same, unadjusted
+    answered: int = 0  # rows it answered (a rule abstains where it does not apply)
+    below_p: float | None = None  # rules: unadjusted p of scoring below chance (avoiding it wins)
+
+
+class GateTest(Contract):
+    """One test of a task or family: its unadjusted p and the line that says what leaks."""
+
+    name: str
+    p: float
+    line: str
 
 
 class TaskGate(Contract):
     kind: Literal["choice", "multi", "count"]
+    family: str = ""
     rows: int
+    units: int = 0
+    chance: float = 0.0  # mean over its rows
+    # withheld: a test rejected after the release-wide adjustment; unverified: its test could
+    # not see a leak of the gate's minimum size; passed: neither
+    status: Literal["passed", "withheld", "unverified"] = "passed"
+    p_value: float = 1.0  # Bonferroni over its tests, then Benjamini-Hochberg over the release
+    raw_p: float = 1.0  # Bonferroni over its tests
+    detectable: float = 1.0  # the smallest leak over chance its test sees with 80 % power
     best_solver: str
     solvers: dict[str, SolverScore]
-    box_prior_acc50: float | None = None  # constant (mean) box, leave-one-landmark-out
+    tests: list[GateTest] = Field(default_factory=list)
+    box_prior_acc50: float | None = None  # constant (mean) box, leave-one-unit-out
     box_prior_p: float | None = None
     label_counts: dict[str, dict[str, int]] = Field(default_factory=dict)  # difficulty -> label -> golds
-    label_chi2_p: dict[str, float] = Field(default_factory=dict)  # difficulty -> uniformity p
+    label_chi2_p: dict[str, float] = Field(default_factory=dict)  # difficulty -> p against the options
+    failures: list[str] = Field(default_factory=list)
+    draw: int = 0  # the family's draw of these rows (a withheld draw is planned again)
+
+
+class FamilyGate(Contract):
+    """Each solver's hits pooled over a family's tasks: a habit shared by tasks too small to
+    show it alone."""
+
+    tasks: list[str]
+    solvers: dict[str, SolverScore]
+    p_value: float = 1.0
+    raw_p: float = 1.0
     failures: list[str] = Field(default_factory=list)
 
 
 class BlindGate(Contract):
-    """What solvers that never see a pixel score on the release, and whether it passed."""
+    """What solvers that never see a pixel score on the release, what it withheld and why."""
 
     mode: Literal["enforce", "report"]
-    passed: bool
-    margin: float
+    passed: bool  # nothing withheld
     alpha: float
     box_prior_max: float
+    correction: str = (
+        "Bonferroni within a task or family; Benjamini-Hochberg across tasks, then across "
+        "families pooled over the tasks left, each at half the level"
+    )
+    tests: int = 0  # tasks and families adjusted together
+    min_leak: float = 0.10  # below this detectable leak a task is unverified
     failures: list[str]
-    dropped_rows: int  # rows every answering blind solver got right
+    withheld: dict[str, list[str]] = Field(default_factory=dict)  # task -> reasons
+    withheld_units: dict[str, str] = Field(default_factory=dict)  # unit -> reason
+    withheld_rows: int = 0
+    withheld_by_family: dict[str, int] = Field(default_factory=dict)
+    unverified: list[str] = Field(default_factory=list)
+    redrawn: dict[str, int] = Field(default_factory=dict)  # task -> the draw released
     tasks: dict[str, TaskGate]
-    dropped_by_family: dict[str, int] = Field(default_factory=dict)  # the same rows, by family
+    families: dict[str, FamilyGate] = Field(default_factory=dict)
 
 
 class QCRow(Contract):
@@ -273,12 +317,12 @@ class QCRow(Contract):
     category: str
     difficulty: str
     kind: str
-    # withheld: clean, but the blind gate failed in enforce mode and nothing was released
+    # withheld: clean, but the blind gate withheld its task (or unit), or released nothing
     status: Literal["released", "dropped", "withheld"]
-    reason: str = ""  # why it was dropped
-    # how many of the blind solvers answered it: none, some, or all of those that answer its
-    # kind (it is then dropped); "not scored": the gate never asked it (dropped before the gate,
-    # not a question, or its task has rows of one unit, so no fold can learn from another)
+    reason: str = ""  # why it was dropped or withheld
+    # how many of the blind solvers answered it: none, some, or all of those that answered its
+    # row; "not scored": the gate never asked it (dropped before the gate, not a question, or
+    # its task has rows of one unit, so no fold can learn from another)
     blind: Literal["not scored", "none", "some", "all"]
     blind_right: list[str] = Field(default_factory=list)  # the solvers that answered it right
     prompt: str  # its opening (the first 400 characters), for listing
@@ -301,3 +345,6 @@ class QCReport(Contract):
     answer_letter_balance: dict[str, dict[str, float]]
     max_option_similarity: float
     duplicate_questions: int
+    task_quota: int = 0  # the rows each question task type should have (the scan's task_quota)
+    task_rows: dict[str, int] = Field(default_factory=dict)  # released rows per task planned
+    shortfall: dict[str, str] = Field(default_factory=dict)  # task -> why it has fewer than the quota

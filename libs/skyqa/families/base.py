@@ -51,6 +51,11 @@ class Item:
     category: str = ""
     texts: tuple[str, ...] = ()  # option labels that are words (not "Image 2"), for similarity
     family: str = ""  # the family's name; its option ids form one letter alphabet
+    # the fact the row asks, as a key two rows share exactly when their answers follow from the
+    # same scene geometry whatever unit shows it (the distance between two landmarks, not what a
+    # UAV of this group sees): a release asks each fact once, since a model that read another
+    # unit's answer would know it. "" when the answer belongs to the unit's own media.
+    fact: str = ""
 
     def problem(self) -> str | None:
         """What makes the gold unusable for its kind, or None: a single answer is exactly one
@@ -125,6 +130,10 @@ class PlanInputs:
     landmarks: list[ValidInstance]  # reviewed, ordered by instance id
     excluded: Mapping[str, str]  # units no family may release, with the reason
     missions: MissionIndex
+    # which draw of the questions to plan: 0 first; a task the blind gate withheld is planned
+    # again with the next, which must change only what is asked of the media (which candidate,
+    # which distractors, which letters), never the media or their renders
+    draw: int = 0
 
     @property
     def root(self) -> str:

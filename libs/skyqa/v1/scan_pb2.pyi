@@ -427,6 +427,7 @@ class ScanRequest(_message.Message):
     REASONING_FIELD_NUMBER: _builtins.int
     SURVEYS_FIELD_NUMBER: _builtins.int
     STILLS_FIELD_NUMBER: _builtins.int
+    TASK_QUOTA_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     scene_id: _builtins.str
     backend: _builtins.str
@@ -441,6 +442,11 @@ class ScanRequest(_message.Message):
     landmark_count: _builtins.int
     """UAV-DualCog's landmark_count: the largest candidates carried into the dataset (unset = profile
     default; the gateway refuses an explicit 0, like every value the defaults would replace)
+    """
+    task_quota: _builtins.int
+    """the rows every question task type of the release should have (unset: 30; 0: no quota); a
+    task short of it, or withheld by the blind gate, is named with its shortfall in the QC
+    report and the dataset card
     """
     @_builtins.property
     def bound(self) -> _common_pb2.MapBound: ...
@@ -496,11 +502,14 @@ class ScanRequest(_message.Message):
         reasoning: Global___ReasoningSettings | None = ...,
         surveys: Global___SurveySettings | None = ...,
         stills: Global___StillSettings | None = ...,
+        task_quota: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "lidar", b"lidar", "navigation", b"navigation", "reasoning", b"reasoning", "stills", b"stills", "surveys", b"surveys", "video", b"video"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_task_quota", b"_task_quota", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "lidar", b"lidar", "navigation", b"navigation", "reasoning", b"reasoning", "stills", b"stills", "surveys", b"surveys", "task_quota", b"task_quota", "video", b"video"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "reasoning", b"reasoning", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "stills", b"stills", "surveys", b"surveys", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_task_quota", b"_task_quota", "altitudes_m", b"altitudes_m", "backend", b"backend", "bound", b"bound", "camera", b"camera", "evaluation", b"evaluation", "fusion", b"fusion", "groups", b"groups", "landmark_count", b"landmark_count", "lidar", b"lidar", "navigation", b"navigation", "poses_per_job", b"poses_per_job", "profile", b"profile", "reasoning", b"reasoning", "review_mode", b"review_mode", "run_id", b"run_id", "scene_id", b"scene_id", "seed", b"seed", "spacing_x_m", b"spacing_x_m", "spacing_y_m", b"spacing_y_m", "stills", b"stills", "surveys", b"surveys", "task_quota", b"task_quota", "video", b"video", "yaw_deg", b"yaw_deg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__task_quota: _TypeAlias = _typing.Literal["task_quota"]  # noqa: Y015
+    _WhichOneofArgType__task_quota: _TypeAlias = _typing.Literal["_task_quota", b"_task_quota"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__task_quota) -> _WhichOneofReturnType__task_quota | None: ...
 
 Global___ScanRequest: _TypeAlias = ScanRequest  # noqa: Y015

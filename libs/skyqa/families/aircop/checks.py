@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 from PIL import Image
@@ -60,7 +61,8 @@ class Rebuilt:
                 box = _box(mask) if pixels else [0.0] * 4
                 view = v.model_copy(update={"pixels": pixels, "bbox_xyxy_norm": box})
                 share = float(lost[mask].mean()) if pixels else 0.0
-                row.append(F.Seen(u, obj, view, share, _state(view, share, q, task, req.degradation)))
+                s = F.Seen(u, obj, view, share, _state(view, share, q, task, req.degradation))
+                row.append(replace(s, doubtful=F.borderline(s, task.width, task.height)))
             seen.append(row)
         self.seen = seen
         self.names = F.unique_names(task, frames, masks)  # naming is the question's wording, not its answer
@@ -75,7 +77,7 @@ def _state(view: object, lost: float, q: F.ViewQuality, task: GroupTask, d: Degr
         return "occluded"
     if lost >= 0.5:
         return "lost"
-    if pixels < max(F.SMALL_MIN_PX, F.SMALL_SHARE * task.width * task.height):
+    if pixels < F.small_px(task.width, task.height):
         return "small"
     if q.quality < F.USABLE_QUALITY and d.kind != "masking":
         return "degraded"
@@ -122,7 +124,7 @@ def check_rows(
             v.fail(r.sample_id, "group views missing or unreadable")
             continue
         g = Group(task, facts.seen, facts.qualities, facts.names)
-        golds = {(q.question, q.options[0]) for q in BUILDERS[r.task](g) if _same(q, r)}
+        golds = {(q.question, q.gold) for q in BUILDERS[r.task](g) if _same(q, r)}
         if (r.question, r.answer_label) not in golds:
             v.fail(r.sample_id, "answer disagrees with the re-measured views")
     return v

@@ -11,13 +11,29 @@ An object in a view is, in this order of precedence:
 - ``small``: fewer pixels than ``SMALL_SHARE`` of the image (at least ``SMALL_MIN_PX``);
 - ``degraded``: the view's quality is ``Poor`` or worse from noise, blur, low light or
   compression (its degradation's kind is the cause; a mask elsewhere in the image hides nothing);
-- ``clear``: none of these; only then is it usable for detection.
+- ``clear``: none of these.
+
+One definition of "can be made out" serves every question type (:func:`made_out`):
+
+- an object is *made out* when it is ``clear`` and none of its measures lies within a margin of
+  a threshold above (``borderline``): only then is it counted, listed, placed in a quarter,
+  matched, or a UAV's view of it a help to others;
+- it is certainly *not made out* when it is out of view, occluded, lost or small, away from
+  the thresholds: it counts for nothing, and its state is the reason a UAV needs help;
+- it is *perhaps* made out when it is ``borderline`` (a person could judge the share hidden,
+  lost or in frame, or its size, either way), or ``degraded``: its view is rated Poor or worse,
+  so it cannot be relied on (a UAV with that view needs help, and is nobody's helper), yet a
+  person looking at the degraded image may still spot it. A question whose answer would change
+  if a *perhaps* object were counted (a count, a list, a comparison of views) is not asked; no
+  question is asked about a borderline object itself. So a blurred view rated Very poor is
+  never the answer "shows the most vehicles" nor counted as showing none: a person counting
+  from the blurred image would agree with neither.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -34,6 +50,9 @@ SMALL_MIN_PX = 40
 USABLE_QUALITY = 2  # Fair
 MIN_IN_FRAME = 0.5
 COLOUR_MIN_PX = 30
+# within these margins of a threshold a person could judge the state either way
+SHARE_MARGIN = 0.15  # of the occluded, lost and in-frame shares
+SIZE_MARGIN = 1.5  # a factor on the small threshold, either way
 
 
 @dataclass(frozen=True)
@@ -50,10 +69,12 @@ class Seen:
     view: ObjectView
     lost: float  # share of its box the view's masking covers
     state: State
+    doubtful: bool = False  # :func:`borderline`: its state is within a margin of a threshold
 
     @property
     def usable(self) -> bool:
-        return self.state == "clear"
+        """Made out for certain (see :func:`made_out`)."""
+        return made_out(self) is True
 
 
 def lost_share(box: list[float], d: Degradation) -> float:
@@ -66,6 +87,10 @@ def lost_share(box: list[float], d: Degradation) -> float:
     return w * h / area if area > 0 else 0.0
 
 
+def small_px(width: int, height: int) -> float:
+    return max(SMALL_MIN_PX, SMALL_SHARE * width * height)
+
+
 def state_of(view: ObjectView, q: ViewQuality, width: int, height: int) -> tuple[State, float]:
     lost = lost_share(view.bbox_xyxy_norm, q.degradation)
     if view.in_frame < MIN_IN_FRAME or (view.pixels == 0 and view.occluded < OCCLUDED):
@@ -74,11 +99,46 @@ def state_of(view: ObjectView, q: ViewQuality, width: int, height: int) -> tuple
         return "occluded", lost
     if lost >= 0.5:
         return "lost", lost
-    if view.pixels < max(SMALL_MIN_PX, SMALL_SHARE * width * height):
+    if view.pixels < small_px(width, height):
         return "small", lost
     if q.quality < USABLE_QUALITY and q.degradation.kind != "masking":  # a mask elsewhere hides nothing
         return "degraded", lost
     return "clear", lost
+
+
+def borderline(s: Seen, width: int, height: int) -> bool:
+    """A measure that decides the object's state lies within a margin of its threshold: a
+    person could judge it hidden, lost, out of frame or too small either way. Measures that an
+    earlier state already overrides (an object out of view has no size to judge) do not count."""
+
+    def near(v: float, at: float) -> bool:
+        return abs(v - at) < SHARE_MARGIN
+
+    v, px = s.view, small_px(width, height)
+    if near(v.in_frame, MIN_IN_FRAME):
+        return True
+    if s.state == "out_of_view":  # in frame without a pixel: hidden by what, or gone where, is unsure
+        return v.in_frame >= MIN_IN_FRAME
+    if near(v.occluded, OCCLUDED):
+        return True
+    if s.state == "occluded":
+        return False
+    if near(s.lost, 0.5):
+        return True
+    if s.state == "lost":
+        return False
+    return px / SIZE_MARGIN <= v.pixels < px * SIZE_MARGIN
+
+
+def made_out(s: Seen) -> bool | None:
+    """True: the object can be made out; False: it certainly cannot; None: perhaps (borderline,
+    or in a degraded view), so no count, list or comparison may depend on it. An object without
+    a pixel in the view is certainly not made out, whatever hides it."""
+    if s.view.pixels == 0:
+        return False
+    if s.doubtful or s.state == "degraded":
+        return None
+    return s.state == "clear"
 
 
 def perceive(task: GroupTask, qualities: list[ViewQuality]) -> list[list[Seen]]:
@@ -88,14 +148,10 @@ def perceive(task: GroupTask, qualities: list[ViewQuality]) -> list[list[Seen]]:
         row = []
         for obj, v in zip(task.objects, views, strict=True):
             state, lost = state_of(v, q, task.width, task.height)
-            row.append(Seen(u, obj, v, round(lost, 4), state))
+            seen = Seen(u, obj, v, round(lost, 4), state)
+            row.append(replace(seen, doubtful=borderline(seen, task.width, task.height)))
         out.append(row)
     return out
-
-
-def visible(seen: list[Seen]) -> list[Seen]:
-    """Objects a viewer can make out: not out of view, not mostly hidden or lost, not a speck."""
-    return [s for s in seen if s.state in ("clear", "degraded")]
 
 
 def colour_name(

@@ -6,15 +6,18 @@ Every view of a group is shown degraded by a recorded transform (``none`` includ
 run the kinds follow a seeded schedule so every kind appears once the run has seven views, with
 a seeded strength of 0.35 to 1. A row shows all of its group's views, labelled UAV1..UAVn. Per
 group and type the family keeps one question, the candidate whose gold the release has least
-of; options are shuffled onto letters cycling per type, distractors more similar than 0.85 to a
-kept option dropped. Rows release one by one.
+of, with options drawn so that the set does not point at its gold (:func:`choose`); the gold's
+letter cycles per type and the distractors take the other letters in a random order. Rows
+release one by one.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -33,12 +36,21 @@ from skyqa.families import mcq
 from skyqa.families.aircop.checks import check_rows
 from skyqa.families.aircop.export import aircop_questions
 from skyqa.families.aircop.facts import ViewQuality, perceive, unique_names
-from skyqa.families.aircop.questions import BUILDERS, Group, Question
+from skyqa.families.aircop.questions import (
+    BUILDERS,
+    MAX_OPTIONS,
+    RELEASED,
+    SPACES,
+    Group,
+    Question,
+)
 from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered
+from skyqa.families.options import lettered, singled_out
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.vocab.directions import similarity
 
 LETTERS = "ABCD"
+MIN_POOL = MAX_OPTIONS + 2
 OVER = "collaboration answer over-represented"
 SYSTEM = (
     "You are one of several drones observing the same area at the same moment; the images are "
@@ -75,13 +87,12 @@ class AirCop:
 
     def plan(self, inputs: PlanInputs) -> Planned[CollabRow]:
         out = Planned[CollabRow](rows=[])
-        used: Counter[tuple[str, str]] = Counter()
-        placed: Counter[str] = Counter()
         rng = np.random.default_rng([inputs.seed, 0xA1C0])
         schedule = ["none", "none", *KINDS[1:]]
         schedule = [schedule[i] for i in rng.permutation(len(schedule))]
         view = 0
-        for n, entry in enumerate(inputs.missions.groups):
+        groups: list[tuple[GroupTask, Group, list[str]]] = []
+        for entry in inputs.missions.groups:
             task = load_json(GroupTask, inputs.store.get(entry.task), "group task")
             final = keys.final_task(inputs.run_id, task.group_id)
             frames, masks, qualities, images = [], [], [], []
@@ -105,22 +116,23 @@ class AirCop:
                     )
                 )
             names = unique_names(task, frames, masks)
-            g = Group(task, perceive(task, qualities), qualities, names)
-            for t, asked in enumerate(COLLAB_TASKS):
-                stream = np.random.default_rng([inputs.seed, n, t])
-                found = [q for q in BUILDERS[asked](g) if len(_distinct(q.options)) >= 2]
-                order = [found[i] for i in stream.permutation(len(found))]
-                q = min(order, key=lambda c: used[(c.task, c.key)]) if order else None
-                if q is None:
-                    continue
-                used[(q.task, q.key)] += 1
-                options = _distinct(q.options)
-                slot = (placed[asked] + t) % len(options)
-                placed[asked] += 1
-                out.rows.append(
-                    self._row(inputs, f"{task.group_id}_{asked}", task, q, options, images, stream, slot)
-                )
+            groups.append((task, Group(task, perceive(task, qualities), qualities, names), images))
             out.missions[task.group_id] = task.group_id
+        # the gold's letter cycles per type from a seeded start: a type asked once or twice per
+        # release would otherwise have its gold at A in every release of a benchmark
+        start = np.random.default_rng([inputs.seed, 0x5107, inputs.draw]).integers(
+            len(LETTERS), size=len(COLLAB_TASKS)
+        )
+        placed: Counter[str] = Counter()
+        for c in choose([g for _, g, _ in groups], inputs.seed, inputs.draw):
+            task, _, images = groups[c.group]
+            asked = COLLAB_TASKS[c.kind]
+            slot = placed[asked] + int(start[c.kind])
+            placed[asked] += 1
+            opts, answer = lettered(c.labels, slot, LETTERS, c.rng)
+            out.rows.append(
+                self._row(inputs, f"{task.group_id}_{asked}", task, c.question, opts, answer, images)
+            )
         return out
 
     def _row(
@@ -129,14 +141,10 @@ class AirCop:
         sample_id: str,
         task: GroupTask,
         q: Question,
-        options: tuple[str, ...],
+        opts: list[Option],
+        answer: str,
         images: list[str],
-        rng: np.random.Generator,
-        slot: int,
     ) -> CollabRow:
-        others = [options[1:][i] for i in rng.permutation(len(options) - 1)]
-        labels = [*others[:slot], options[0], *others[slot:]]
-        opts = [Option(option_id=LETTERS[k], label=lab) for k, lab in enumerate(labels)]
         user = mcq.user_prompt(q.question, opts)
         n = len(task.uavs)
         return CollabRow(
@@ -152,8 +160,8 @@ class AirCop:
             image_labels=[u.uav for u in task.uavs],
             question=q.question,
             options=opts,
-            answer_option_id=LETTERS[labels.index(options[0])],
-            answer_label=options[0],
+            answer_option_id=answer,
+            answer_label=q.gold,
             evidence=dict(q.evidence),
             difficulty="easy" if n <= 3 else "medium" if n <= 5 else "hard",
             prompt_text=user,
@@ -248,13 +256,108 @@ class AirCop:
         )
 
 
-def _distinct(options: tuple[str, ...]) -> tuple[str, ...]:
-    """The gold and the distractors no more similar than 0.85 to any option kept before them."""
-    kept: list[str] = []
-    for o in options:
-        if o not in kept and all(similarity(o, k) <= MAX_SIMILARITY for k in kept):
-            kept.append(o)
-    return tuple(kept[: len(LETTERS)])
+@dataclass
+class Chosen:
+    group: int  # index of the group in the plan
+    kind: int  # index of the type in COLLAB_TASKS
+    question: Question
+    labels: list[str]  # the option texts, gold first
+    rng: np.random.Generator  # the (group, type) stream, which places the options next
+
+
+def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
+    """Per group and type one question, its options drawn (see :mod:`.questions`), in group
+    then type order; ``draw`` > 0 draws again (a task the blind gate withheld).
+
+    Candidates are tried in a seeded order, those whose gold the release has least of first
+    (among equals, a gold fewer groups can offer), so golds spread over their labels as far as
+    the groups allow. A candidate whose draw fails (a count window that would leave the range)
+    or whose drawn set is not :func:`fair` gives way to the next candidate with another gold:
+    never to one with the same gold, which would draw again for that gold until a set passed,
+    and make the sets a gold is asked with depend on which gold it is. Types in ``RELEASED`` draw
+    from a pool of the golds this type has in the whole release, so they are chosen first and
+    drawn once every group has its gold (a set that fails then gives way to a next candidate
+    whose gold is in the pool already)."""
+    used: Counter[tuple[str, str]] = Counter()
+    found = {
+        (n, t): list(BUILDERS[asked](g)) for n, g in enumerate(groups) for t, asked in enumerate(COLLAB_TASKS)
+    }
+    # per type, how many groups offer each gold: a gold few groups offer goes first among equals
+    offered = Counter((t, key) for (_, t), qs in found.items() for key in {c.key for c in qs})
+    orders: dict[tuple[int, int], list[Question]] = {}
+    streams: dict[tuple[int, int], np.random.Generator] = {}
+    picked: dict[tuple[int, int], tuple[int, list[str]]] = {}
+    for (n, t), qs in found.items():
+        asked = COLLAB_TASKS[t]
+        streams[n, t] = stream = np.random.default_rng([seed, n, t, draw])
+        order = [qs[i] for i in stream.permutation(len(qs))]
+        orders[n, t] = order = sorted(order, key=lambda c: (used[c.task, c.key], offered[t, c.key]))
+        failed: set[str] = set()
+        for i, c in enumerate(order):
+            if c.key in failed:
+                continue
+            labels = [] if asked in RELEASED else c.draw(stream, ())
+            if labels is not None and (asked in RELEASED or fair(c.question, labels)):
+                picked[n, t] = (i, labels)
+                _count(used, c, 1)
+                break
+            failed.add(c.key)
+    for kind in sorted(RELEASED):
+        t = COLLAB_TASKS.index(kind)
+        mine = sorted((n, i) for (n, tt), (i, _) in picked.items() if tt == t)
+        golds = {orders[n, t][i].key for n, i in mine}
+        possible = {c.key for (_, tt), order in orders.items() if tt == t for c in order}
+        pool = release_pool(SPACES[kind], golds, possible, np.random.default_rng([seed, t, 0x9001, draw]))
+        for n, i in mine:
+            del picked[n, t]
+            _count(used, orders[n, t][i], -1)
+            failed = set()
+            for j, c in enumerate(orders[n, t][i:], start=i):
+                if c.key in failed:
+                    continue
+                labels = c.draw(streams[n, t], pool)
+                if labels is not None and fair(c.question, labels):
+                    picked[n, t] = (j, labels)
+                    _count(used, c, 1)
+                    break
+                failed.add(c.key)
+    return [
+        Chosen(n, t, orders[n, t][i], labels, streams[n, t]) for (n, t), (i, labels) in sorted(picked.items())
+    ]
+
+
+def _count(used: Counter[tuple[str, str]], q: Question, by: int) -> None:
+    used[q.task, q.key] += by
+
+
+def release_pool(
+    space: Sequence[str], golds: set[str], possible: set[str], rng: np.random.Generator
+) -> list[str]:
+    """The keys a type draws distractors from, the same for every row of the type whichever its
+    gold: its golds in the release, topped up to ``MIN_POOL`` with keys other candidates of the
+    release had as gold (in the space's order). A label offered but never the answer can be
+    ruled out without looking, so keys no candidate had join only in a release whose candidates
+    have fewer than ``MAX_OPTIONS`` keys (a release of a group or two, too small for any test to
+    see it): then up to ``MIN_POOL`` in a seeded order. Two more than the options a row shows,
+    so rows differ in their sets: a pool of exactly four would give every row the same set, and
+    if its words single an option out, no row could be asked."""
+    pool = [k for k in space if k in golds]
+    more = [k for k in space if k in possible and k not in golds]
+    if len(pool) + len(more) < MAX_OPTIONS:
+        rest = [k for k in space if k not in golds and k not in possible]
+        more += [rest[int(i)] for i in rng.permutation(len(rest))]
+    return pool + more[: max(0, MIN_POOL - len(pool))]
+
+
+def fair(question: str, labels: Sequence[str]) -> bool:
+    """A set a text-only reader cannot tell the gold in by its form: two to four distinct
+    options, no option standing apart in its words (``options.singled_out``), no two more alike
+    than ``MAX_SIMILARITY``. Decided from the set alone, never from which member is the gold."""
+    if not 2 <= len(labels) <= len(LETTERS) or len(set(labels)) != len(labels):
+        return False
+    if singled_out(question, labels) is not None:
+        return False
+    return all(similarity(a, b) <= MAX_SIMILARITY for a, b in itertools.combinations(labels, 2))
 
 
 FAMILY = AirCop()

@@ -1,67 +1,106 @@
 """The 14 AirCopBench question types over one UAV group, each answered by a rule on what the
 renderer measured and what the view's recorded degradation did (:mod:`.facts`).
 
-A builder yields candidate questions, the gold option first; the family picks among them and
-shuffles the options. Options come from the same group (its UAVs, its objects, its causes, counts
-near the gold) so none can be ruled out by its words alone. A question is only asked where its
-answer holds with a margin (counts two apart, heights 25 % apart, box centres off region edges).
+A builder yields candidate questions: the gold, the key its label class is balanced by, and how
+to draw its options. The family picks one candidate per group and type and draws its options
+so that the option set says nothing about which member is the gold (:mod:`..options`):
+
+- counts: a window of four consecutive values from 1 up with the gold at a uniformly drawn rank;
+- UAVs: drawn from the group's UAVs (the asking one excepted), whichever is the gold;
+- image quarters: all four, every time;
+- quality levels, states and causes (:data:`SPACES`): drawn from the labels that are golds of
+  this type elsewhere in the release (:data:`RELEASED`), the same pool for every row;
+- kinds of object: drawn from every list of as many of the area's kinds;
+- objects to share: drawn from the other objects of the gold's category that need not be sent.
+
+Option texts of one type share one form ("it is ..., so no" for every usability option, two
+words for every quarter), and no question repeats an option's words (matching points at its
+object as the "leftmost car", never by a quarter). A drawn set whose form still singles an
+option out (``options.singled_out``), or that holds two options more alike than
+``MAX_SIMILARITY``, is not asked, whichever of its members the gold is.
+
+A question is only asked where its answer holds with a margin a person can see: counts two
+apart, heights and distances 25 % apart, pixels 50 % apart, boxes off the lines between the
+image's quarters, and
+nothing it depends on perhaps made out (:func:`.facts.made_out`). There is no "about equal"
+or "none of them" option: where the two leading UAVs are too close to tell, nothing is asked.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from skyqa.contracts.aircop import GroupTask
 from skyqa.contracts.collab import CollabTask
 from skyqa.degrade import LEVELS
-from skyqa.families.aircop.facts import Seen, ViewQuality, visible
+from skyqa.families import options as O
+from skyqa.families.aircop.facts import Seen, ViewQuality, made_out
 
 Evidence = dict[str, str | int | float | bool | list[str] | list[int] | list[float]]
-REGION_MARGIN = 0.04  # a box centre this close to a region border is not placed
-RATIO = 1.25
-TIE = 1.10  # two values this close have no single winner
-TIED = "no single one: two are about equal"
-NOBODY = "none of the others sees it clearly"
+# gold first; None: not asked with this draw. The second argument is the release's pool of
+# keys for the types in RELEASED (the golds of the type elsewhere), empty for the others.
+Draw = Callable[[np.random.Generator, Sequence[str]], list[str] | None]
+REGION_MARGIN = 0.05  # of the image: how far a box keeps off the lines between quarters
+RATIO = 1.25  # heights and distances: the leader this far beyond the next
+PX_RATIO = 1.5  # an object's pixels in the helper's view this many times any other's
+COUNT_MARGIN = 2  # the view with the most vehicles shows this many more than any other
 MAX_OPTIONS = 4
+
+# the quarters of the image: the UAVs of a group aim at the area's centre, so a finer grid's
+# middle cell would be most objects' answer (58 % of grounding golds with a 3 x 3 grid), while
+# quarters are about equally likely; every row offers all four, alike in form
+REGIONS = ("top left", "top right", "bottom left", "bottom right")
+# every option text of a type in one form: the object as "it", the verdict last
+USABLE = {
+    "clear": "it is clearly visible, so yes",
+    "occluded": "it is mostly hidden, so no",
+    "small": "it is too small to see well, so no",
+    "out_of_view": "it is outside the frame, so no",
+    "lost": "it lies in a lost part of the view, so no",
+    "degraded": "it is too degraded to rely on, so no",
+}
+WHEN = {
+    "clear": "it is clearly visible, so no",
+    "occluded": "it is mostly hidden, so yes",
+    "small": "it is too small to see well, so yes",
+    "out_of_view": "it is outside the frame, so yes",
+    "lost": "it lies in a lost part of the view, so yes",
+    "degraded": "it is too degraded to rely on, so yes",
+}
+# a state's cause, or for a degraded view its degradation's kind; no two start alike
 CAUSE = {
     "clear": "nothing: it is clearly visible",
-    "occluded": "it is hidden behind another object",
-    "small": "it is too small or too far away",
-    "out_of_view": "it is outside the field of view",
-    "lost": "part of the image is lost",
-}
-KIND_CAUSE = {
-    "noise": "sensor noise",
-    "blur": "blur",
-    "low_light": "low light",
+    "occluded": "another object hiding it",
+    "small": "its small size in the view",
+    "out_of_view": "lying outside the frame",
+    "lost": "a lost part of the view",
+    "noise": "sensor noise over the view",
+    "blur": "blur over the whole view",
+    "low_light": "low light over the view",
     "compression": "compression artefacts",
-    "masking": "part of the image is lost",
-}
-NO = "No: it sees it clearly"
-YES = {
-    "occluded": "Yes: it is hidden",
-    "small": "Yes: it is too small",
-    "out_of_view": "Yes: it is out of view",
-    "lost": "Yes: part of its image is lost",
-    "degraded": "Yes: the image is degraded",
-}
-USABLE = {
-    "clear": "Yes: it is clearly visible",
-    "occluded": "No: it is mostly hidden",
-    "small": "No: it is too small",
-    "out_of_view": "No: it is out of the frame",
-    "lost": "No: that part of the image is lost",
-    "degraded": "No: the image is too degraded",
 }
 WHY = {
-    "occluded": "{obj} is hidden in {a}'s view, while {b} sees it unoccluded",
-    "small": "{obj} is too small in {a}'s view, while it is larger in {b}'s",
-    "out_of_view": "{obj} is outside {a}'s view, while {b} captures it",
-    "lost": "part of {a}'s image is lost where {obj} is, while {b}'s shows it",
-    "degraded": "{a}'s image is too degraded to make out {obj}, while {b}'s is clear",
+    "occluded": "because another object hides it",
+    "small": "because it is too small to make out",
+    "out_of_view": "because it lies outside the frame",
+    "lost": "because part of the view is lost",
+    "degraded": "because the view is too degraded",
 }
+# the types whose options are drawn from the golds of the type elsewhere in the release, and
+# each one's label space (its keys, in the order a pool too small is topped up from)
+SPACES: dict[str, tuple[str, ...]] = {
+    "quality_assessment": LEVELS,
+    "usability_assessment": tuple(USABLE),
+    "causal_assessment": tuple(CAUSE),
+    "when_to_collaborate": tuple(WHEN),
+    "why_to_collaborate": tuple(WHY),
+}
+RELEASED = frozenset(SPACES)
 
 
 @dataclass(frozen=True)
@@ -69,8 +108,9 @@ class Question:
     task: CollabTask
     uav: str
     question: str
-    options: tuple[str, ...]  # the gold first
-    key: str  # the gold's class, for balancing across groups
+    gold: str
+    key: str  # the gold's label class: balanced across groups; the release pool's member
+    draw: Draw
     evidence: Evidence = field(default_factory=dict)
 
 
@@ -91,73 +131,114 @@ class Group:
         self.labels = [u.uav for u in task.uavs]
 
     def cause(self, s: Seen) -> str:
-        if s.state == "degraded":
-            return KIND_CAUSE[self.q[s.uav].degradation.kind]
-        return CAUSE[s.state]
-
-    def uav_options(self, gold: int, ranked: list[int]) -> tuple[str, ...]:
-        """The gold UAV and the next ones of ``ranked`` (closest competitors first)."""
-        rest = [self.labels[k] for k in ranked if k != gold][: MAX_OPTIONS - 1]
-        return (self.labels[gold], *rest)
+        """The key of :data:`CAUSE` for the object's state."""
+        return self.q[s.uav].degradation.kind if s.state == "degraded" else s.state
 
 
-def _count_options(gold: int) -> tuple[str, ...]:
-    near = [gold + 1, gold - 1, gold + 2, gold - 2, gold + 3]
-    return tuple(str(v) for v in [gold, *[v for v in near if v >= 0][: MAX_OPTIONS - 1]])
+# ---- option draws ----------------------------------------------------------------------------
 
 
-def _plural(name: str, n: int) -> str:
+def numeric(gold: int, lo: int = 0) -> Draw:
+    """Four consecutive counts from ``lo`` up, the gold at a uniformly drawn rank."""
+
+    def draw(rng: np.random.Generator, pool: Sequence[str]) -> list[str] | None:
+        w = O.window(gold, MAX_OPTIONS, rng, lo=lo)
+        return None if w is None else [str(gold), *(str(v) for v in w if v != gold)]
+
+    return draw
+
+
+def among(gold: str, pool: Sequence[str]) -> Draw:
+    """Distractors drawn uniformly from ``pool``, a set fixed before the gold is (the group's
+    UAVs): up to three, fewer when the pool is smaller."""
+
+    def draw(rng: np.random.Generator, _: Sequence[str]) -> list[str] | None:
+        k = min(MAX_OPTIONS, len(set(pool)))
+        return O.from_pool(gold, pool, k, rng) if k >= 2 else None
+
+    return draw
+
+
+def released(key: str, text: Callable[[str], str]) -> Draw:
+    """Distractors drawn uniformly from the release's golds of this type, each key as ``text``."""
+
+    def draw(rng: np.random.Generator, pool: Sequence[str]) -> list[str] | None:
+        k = min(MAX_OPTIONS, len(set(pool)))
+        keys = O.from_pool(key, pool, k, rng) if k >= 2 and key in pool else None
+        return None if keys is None else [text(x) for x in keys]
+
+    return draw
+
+
+# ---- what a view shows: counts and lists that no "perhaps" object could change ----------------
+
+
+def _made_out(seen: list[Seen], keep: Callable[[Seen], bool]) -> tuple[list[Seen], list[Seen]]:
+    """The objects ``keep`` selects that are made out, and those perhaps made out."""
+    picked = [s for s in seen if keep(s)]
+    return [s for s in picked if made_out(s) is True], [s for s in picked if made_out(s) is None]
+
+
+def _alike(s: Seen, t: Seen) -> bool:
+    return s.obj.class_name == t.obj.class_name
+
+
+def _kindred(s: Seen, t: Seen) -> bool:
+    return s.obj.category == t.obj.category
+
+
+def _vehicle(s: Seen) -> bool:
+    return s.obj.category == "vehicle"
+
+
+def _plural(name: str) -> str:
     name = name.replace("_", " ")
-    if n == 1:
-        return f"1 {name}"
-    return f"{n} {name}es" if name.endswith(("s", "sh", "ch")) else f"{n} {name}s"
+    return f"{name}es" if name.endswith(("s", "sh", "ch")) else f"{name}s"
 
 
-def _summary(seen: list[Seen]) -> str:
-    return _listed(Counter(s.obj.class_name for s in visible(seen)))
-
-
-def _listed(counts: Counter[str]) -> str:
-    parts = [_plural(c, n) for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n > 0]
-    if not parts:
-        return "no object of the area"
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
-def _near_lists(counts: Counter[str], classes: list[str]) -> list[str]:
-    """Lists one count off the true one, or with a class of the area added: what a careless
-    look would report."""
-    out = []
-    for c in sorted(counts):
-        out += [_listed(counts + Counter({c: 1})), _listed(counts - Counter({c: 1}))]
-    out += [_listed(counts + Counter({c: 1})) for c in classes if c not in counts]
-    return out
+def _kinds_label(kinds: frozenset[str], order: list[str]) -> str:
+    names = [_plural(c) for c in order if c in kinds]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def scene_description(g: Group) -> Iterator[Question]:
-    classes = sorted({o.class_name for o in g.task.objects})
+    """The kinds of object of the area a UAV makes out, among lists of as many kinds of the
+    area (every such list as likely a distractor): lists of different lengths would let the
+    length point at the gold (views make out few kinds more often than many). The kinds of the
+    area are listed by how many of its objects have them, so lists of the same kinds read the
+    same."""
+    counts = Counter(o.class_name for o in g.task.objects)
+    order = sorted(counts, key=lambda c: (-counts[c], c))
     for u, seen in enumerate(g.seen):
-        counts = Counter(s.obj.class_name for s in visible(seen))
-        gold = _summary(seen)
-        others = [_summary(s) for k, s in enumerate(g.seen) if k != u]
-        options = tuple(dict.fromkeys([gold, *others, *_near_lists(counts, classes)]))[:MAX_OPTIONS]
-        if len(options) >= 2:
-            q = f"Which list matches the objects of the area that {g.labels[u]} can make out?"
-            yield Question("scene_description", g.labels[u], q, options, "summary", {"summary": gold})
+        sure, perhaps = _made_out(seen, lambda s: True)
+        kinds = frozenset(s.obj.class_name for s in sure)
+        if not kinds or not {s.obj.class_name for s in perhaps} <= kinds:
+            continue  # nothing to list, or a kind perhaps made out would change the list
+        alike = [_kinds_label(frozenset(c), order) for c in itertools.combinations(order, len(kinds))]
+        gold = _kinds_label(kinds, order)
+        q = f"Which kinds of object of the area can be made out in {g.labels[u]}'s view?"
+        ev: Evidence = {"kinds": sorted(kinds)}
+        yield Question("scene_description", g.labels[u], q, gold, gold, among(gold, alike), ev)
 
 
-def _vehicles(seen: list[Seen]) -> int:
-    return sum(1 for s in visible(seen) if s.obj.category == "vehicle")
+COMPARED: dict[str, tuple[str, Callable[[Seen], bool]]] = {
+    "vehicles": ("Which UAV's view shows the most vehicles?", _vehicle),
+    "objects": ("Which UAV's view shows the most objects of the area?", lambda s: True),
+}
 
 
 def scene_comparison(g: Group) -> Iterator[Question]:
-    counts = [_vehicles(s) for s in g.seen]
-    ranked = sorted(range(len(counts)), key=lambda k: (-counts[k], k))
-    if len(ranked) >= 2 and counts[ranked[0]] >= counts[ranked[1]] + 2:
-        q = "Which UAV's view shows the most vehicles?"
-        yield Question(
-            "scene_comparison", "", q, g.uav_options(ranked[0], ranked), "uav", {"vehicles": counts}
-        )
+    """The view that makes out the most vehicles (or objects), ``COUNT_MARGIN`` ahead of what
+    any other view shows even if everything it perhaps makes out were counted."""
+    for what, (q, keep) in COMPARED.items():
+        bounds = [_made_out(s, keep) for s in g.seen]
+        lo = [len(sure) for sure, _ in bounds]
+        hi = [len(sure) + len(perhaps) for sure, perhaps in bounds]
+        best = max(range(len(lo)), key=lambda k: (lo[k], -k))
+        if len(lo) >= 2 and all(lo[best] >= hi[k] + COUNT_MARGIN for k in range(len(lo)) if k != best):
+            ev: Evidence = {what: lo, "at_most": hi}
+            gold = g.labels[best]
+            yield Question("scene_comparison", "", q, gold, gold, among(gold, g.labels), ev)
 
 
 POSTURES: dict[str, tuple[str, Callable[[Group, int], float]]] = {
@@ -170,62 +251,58 @@ POSTURES: dict[str, tuple[str, Callable[[Group, int], float]]] = {
 
 
 def observing_posture(g: Group) -> Iterator[Question]:
-    """The UAV lowest or farthest, 25 % beyond the next; "no single one" when the two leading
-    are within 10 % of each other (between the two margins nothing is asked)."""
+    """The UAV lowest or farthest, ``RATIO`` beyond the next: closer than that, a person
+    cannot tell from the views which one it is, and nothing is asked."""
     for name, (q, value) in POSTURES.items():
         values = [value(g, k) for k in range(len(g.labels))]
         ranked = sorted(range(len(values)), key=lambda k: (values[k], k))
         a, b = abs(values[ranked[0]]), abs(values[ranked[1]])
-        ev: Evidence = {"posture": name, "values": [round(abs(v), 2) for v in values]}
-        uavs = g.uav_options(ranked[0], ranked)
         if max(a, b) >= RATIO * min(a, b):
-            yield Question("observing_posture", "", q, (*uavs[: MAX_OPTIONS - 1], TIED), "uav", ev)
-        elif max(a, b) <= TIE * min(a, b):
-            yield Question("observing_posture", "", q, (TIED, *uavs[: MAX_OPTIONS - 1]), "tied", ev)
+            ev: Evidence = {"posture": name, "values": [round(abs(v), 2) for v in values]}
+            gold = g.labels[ranked[0]]
+            yield Question("observing_posture", "", q, gold, gold, among(gold, g.labels), ev)
 
 
 def object_recognition(g: Group) -> Iterator[Question]:
     for u, seen in enumerate(g.seen):
-        kinds = sorted({s.obj.class_name for s in visible(seen)})
-        if kinds:
-            q = f"How many different kinds of object of the area can be made out in {g.labels[u]}'s view?"
-            yield Question(
-                "object_recognition", g.labels[u], q, _count_options(len(kinds)), "count", {"kinds": kinds}
-            )
+        sure, perhaps = _made_out(seen, lambda s: True)
+        kinds = sorted({s.obj.class_name for s in sure})
+        if not kinds or not {s.obj.class_name for s in perhaps} <= set(kinds):
+            continue  # none made out (see object_counting), or one perhaps made out would change it
+        q = f"How many different kinds of object of the area can be made out in {g.labels[u]}'s view?"
+        n = len(kinds)
+        yield Question(
+            "object_recognition", g.labels[u], q, str(n), str(n), numeric(n, lo=1), {"kinds": kinds}
+        )
 
 
 def object_counting(g: Group) -> Iterator[Question]:
+    """How many vehicles of the area a view makes out, when it makes out some and none is
+    perhaps made out. Counts start at 1, options too: most views that make out nothing are
+    views of nothing (hidden, lost, blurred), and a count that is often 0 would make the
+    smallest of four options the likeliest wherever the options start at 0."""
     for u, seen in enumerate(g.seen):
-        n = _vehicles(seen)
+        sure, perhaps = _made_out(seen, _vehicle)
+        if perhaps or not sure:
+            continue  # none made out, or one perhaps made out would change the count
+        n = len(sure)
         q = f"How many vehicles of the area can be made out in {g.labels[u]}'s view?"
-        yield Question("object_counting", g.labels[u], q, _count_options(n), "count", {"vehicles": n})
-
-
-ROWS, COLS = ("top", "middle", "bottom"), ("left", "centre", "right")
+        yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=1), {"vehicles": n})
 
 
 def region(box: list[float]) -> str | None:
-    """The third (vertically and horizontally) of the image the box centre lies in, or None when
-    it is within ``REGION_MARGIN`` of a border between thirds."""
-    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    for v in (cx, cy):
-        if min(abs(v - 1 / 3), abs(v - 2 / 3)) < REGION_MARGIN:
+    """The quarter of the image the box lies in ("top left" .. "bottom right"), or None when
+    its centre is within ``REGION_MARGIN`` of a line between quarters or the box reaches more
+    than that across one (a person would not say which quarter it is in)."""
+    out = []
+    for lo, hi, words in ((box[1], box[3], ("top", "bottom")), (box[0], box[2], ("left", "right"))):
+        centre = (lo + hi) / 2
+        if abs(centre - 0.5) < REGION_MARGIN or (
+            hi > 0.5 + REGION_MARGIN if centre < 0.5 else lo < 0.5 - REGION_MARGIN
+        ):
             return None
-    row, col = ROWS[min(2, int(cy * 3))], COLS[min(2, int(cx * 3))]
-    return "centre" if (row, col) == ("middle", "centre") else f"{row} {col}"
-
-
-def _region_options(gold: str) -> tuple[str, ...]:
-    every = [f"{r} {c}" if (r, c) != ("middle", "centre") else "centre" for r in ROWS for c in COLS]
-    gr = gold.split() if gold != "centre" else ["middle", "centre"]
-
-    def far(x: str) -> int:
-        xr = x.split() if x != "centre" else ["middle", "centre"]
-        return abs(ROWS.index(xr[0]) - ROWS.index(gr[0])) + abs(COLS.index(xr[1]) - COLS.index(gr[1]))
-
-    # the neighbouring regions first: a distractor across the image is too easy to rule out
-    rest = sorted((x for x in every if x != gold), key=lambda x: (far(x), every.index(x)))
-    return (gold, *rest[: MAX_OPTIONS - 1])
+        out.append(words[centre > 0.5])
+    return " ".join(out)
 
 
 def object_grounding(g: Group) -> Iterator[Question]:
@@ -236,38 +313,62 @@ def object_grounding(g: Group) -> Iterator[Question]:
             if name and place:
                 q = f"Where in {g.labels[u]}'s image is the {name}?"
                 ev: Evidence = {"instance_id": s.obj.instance_id, "box": s.view.bbox_xyxy_norm}
-                yield Question("object_grounding", g.labels[u], q, _region_options(place), place, ev)
+                yield Question("object_grounding", g.labels[u], q, place, place, among(place, REGIONS), ev)
+
+
+# how the matching question points at its object in the first view: one word each, none of
+# which is a word of the quarter options (a question that said "top left" would make the option
+# repeating it stand out, and point at it whenever the two views are alike)
+POINTERS: dict[str, tuple[int, int]] = {
+    "leftmost": (0, -1),
+    "rightmost": (0, 1),
+    "topmost": (1, -1),
+    "bottommost": (1, 1),
+}
+EXTREME_MARGIN = 0.05  # of the image: the pointed-at object this far beyond any rival
+
+
+def _centre(s: Seen, axis: int) -> float:
+    box = s.view.bbox_xyxy_norm
+    return (box[axis] + box[axis + 2]) / 2
 
 
 def object_matching(g: Group) -> Iterator[Question]:
-    """An object pointed at by class and region in one view, found by region in another."""
+    """An object pointed at in one view as the leftmost (rightmost, topmost, bottommost) of its
+    class there, by a margin over every other object of its class the view perhaps shows, and
+    the quarter it lies in in another view."""
     for a, seen in enumerate(g.seen):
-        for s in seen:
-            here = region(s.view.bbox_xyxy_norm) if s.usable else None
-            same = [t for t in seen if t.usable and t.obj.class_name == s.obj.class_name]
-            if here is None or sum(1 for t in same if region(t.view.bbox_xyxy_norm) == here) != 1:
+        for k, s in enumerate(seen):
+            if not s.usable:
                 continue
+            rivals = [
+                t
+                for t in seen
+                if t is not s and made_out(t) is not False and t.obj.class_name == s.obj.class_name
+            ]
             cls = s.obj.class_name.replace("_", " ")
-            for b, other in enumerate(g.seen):
-                t = other[seen.index(s)]
-                there = region(t.view.bbox_xyxy_norm) if b != a and t.usable else None
-                if there is None:
+            for pointer, (axis, sign) in POINTERS.items():
+                if any(sign * (_centre(s, axis) - _centre(t, axis)) < EXTREME_MARGIN for t in rivals):
                     continue
-                q = (
-                    f"The {cls} in the {here} of {g.labels[a]}'s image: where is the same {cls} "
-                    f"in {g.labels[b]}'s image?"
-                )
-                ev: Evidence = {"instance_id": s.obj.instance_id, "from": g.labels[a], "to": g.labels[b]}
-                yield Question("object_matching", g.labels[b], q, _region_options(there), there, ev)
+                for b, other in enumerate(g.seen):
+                    there = region(other[k].view.bbox_xyxy_norm) if b != a and other[k].usable else None
+                    if there is None:
+                        continue
+                    q = (
+                        f"The {pointer} {cls} in {g.labels[a]}'s image: where is the same {cls} "
+                        f"in {g.labels[b]}'s image?"
+                    )
+                    ev: Evidence = {"instance_id": s.obj.instance_id, "from": g.labels[a], "to": g.labels[b]}
+                    draw = among(there, REGIONS)
+                    yield Question("object_matching", g.labels[b], q, there, there, draw, ev)
 
 
 def quality_assessment(g: Group) -> Iterator[Question]:
     for u, q in enumerate(g.q):
         gold = LEVELS[q.quality]
-        rest = sorted((x for x in LEVELS if x != gold), key=lambda x: (abs(LEVELS.index(x) - q.quality), x))
         text = f"How would you rate the image quality of {g.labels[u]}'s view?"
         ev: Evidence = {"degradation": q.degradation.kind, "quality": q.quality, "limited_by": q.limited_by}
-        yield Question("quality_assessment", g.labels[u], text, (gold, *rest[:3]), gold, ev)
+        yield Question("quality_assessment", g.labels[u], text, gold, gold, released(gold, str), ev)
 
 
 def _targets(g: Group) -> list[int]:
@@ -276,127 +377,123 @@ def _targets(g: Group) -> list[int]:
 
 
 def usability_assessment(g: Group) -> Iterator[Question]:
-    values = list(USABLE.values())
     for k in _targets(g):
         for u, seen in enumerate(g.seen):
             s = seen[k]
-            gold = USABLE[s.state]
-            # a "No" gold always has the "Yes" beside it, and the reverse
-            rest = sorted(
-                (x for x in values if x != gold), key=lambda x: (not x.startswith("Yes"), values.index(x))
-            )
+            if s.doubtful:
+                continue  # its state could be judged either way
             q = f"Can the {g.names[s.obj.instance_id]} be reliably detected in {g.labels[u]}'s image?"
             ev: Evidence = {"state": s.state}
-            yield Question(
-                "usability_assessment",
-                g.labels[u],
-                q,
-                (gold, *rest[: MAX_OPTIONS - 1]),
-                gold.split(":")[0],
-                ev,
-            )
-
-
-def _cause_options(g: Group, gold: str) -> tuple[str, ...]:
-    pool = [*CAUSE.values(), *KIND_CAUSE.values()]
-    present = Counter(g.cause(s) for seen in g.seen for s in seen)
-    rest = sorted(dict.fromkeys(x for x in pool if x != gold), key=lambda x: (-present[x], pool.index(x)))
-    return (gold, *rest[: MAX_OPTIONS - 1])
+            draw = released(s.state, USABLE.__getitem__)
+            yield Question("usability_assessment", g.labels[u], q, USABLE[s.state], s.state, draw, ev)
 
 
 def causal_assessment(g: Group) -> Iterator[Question]:
     for k in _targets(g):
         for u, seen in enumerate(g.seen):
             s = seen[k]
-            gold = g.cause(s)
+            if s.doubtful:
+                continue
+            key = g.cause(s)
             q = f"What most limits detecting the {g.names[s.obj.instance_id]} in {g.labels[u]}'s image?"
-            yield Question(
-                "causal_assessment", g.labels[u], q, _cause_options(g, gold), s.state, {"state": s.state}
-            )
+            draw = released(key, CAUSE.__getitem__)
+            yield Question("causal_assessment", g.labels[u], q, CAUSE[key], key, draw, {"state": s.state})
 
 
 def _helpers(g: Group, k: int, u: int) -> list[int]:
-    """Other UAVs that see object ``k`` clearly, most pixels first."""
+    """Other UAVs that make object ``k`` out, most pixels first."""
     ok = [b for b in range(len(g.seen)) if b != u and g.seen[b][k].usable]
     return sorted(ok, key=lambda b: (-g.seen[b][k].view.pixels, b))
 
 
+def _needs_help(s: Seen) -> bool:
+    """The UAV certainly cannot rely on its view of the object: not made out, or its view rated
+    Poor or worse, and no margin in doubt."""
+    return not s.doubtful and s.state != "clear"
+
+
 def when_to_collaborate(g: Group) -> Iterator[Question]:
+    """No when the UAV makes the object out; yes (with its state) when it certainly cannot and
+    another UAV does (when none does, asking would not help: not a collaboration question)."""
     for k in _targets(g):
         for u, seen in enumerate(g.seen):
-            s, helpers = seen[k], _helpers(g, k, u)
+            s = seen[k]
+            if not (s.usable or (_needs_help(s) and _helpers(g, k, u))):
+                continue
             name = g.names[s.obj.instance_id]
-            if s.usable:
-                gold = NO
-            elif helpers:
-                gold = YES.get(s.state, YES["degraded"])
-            else:
-                continue  # no other UAV could help: not a collaboration question
-            rest = [x for x in (NO, *YES.values()) if x != gold][: MAX_OPTIONS - 1]
             q = f"Should {g.labels[u]} ask another UAV for information about the {name}?"
-            ev: Evidence = {"state": s.state}
-            yield Question("when_to_collaborate", g.labels[u], q, (gold, *rest), gold.split(":")[0], ev)
+            draw = released(s.state, WHEN.__getitem__)
+            yield Question(
+                "when_to_collaborate", g.labels[u], q, WHEN[s.state], s.state, draw, {"state": s.state}
+            )
 
 
 def who_to_collaborate(g: Group) -> Iterator[Question]:
-    """The other UAV that sees the object clearly with the most pixels, 25 % ahead of the next
-    clear one; "none" when no other sees it clearly; "no single one" when the two best are
-    within 10 % (between the margins nothing is asked)."""
+    """The other UAV that makes the object out with the most pixels, ``PX_RATIO`` times any
+    other UAV that does or perhaps does; the options are the other UAVs of the group."""
     for k in _targets(g):
         for u, seen in enumerate(g.seen):
-            if seen[k].usable:
-                continue
             helpers = _helpers(g, k, u)
-            px = [g.seen[b][k].view.pixels for b in helpers]
-            others = [b for b in range(len(g.seen)) if b != u]
-            ranked = [g.labels[b] for b in [*helpers, *[b for b in others if b not in helpers]]]
-            if not helpers:
-                gold, rest, key = NOBODY, [*ranked[: MAX_OPTIONS - 2], TIED], "nobody"
-            elif len(helpers) > 1 and px[0] <= TIE * px[1]:
-                gold, rest, key = TIED, [*ranked[: MAX_OPTIONS - 2], NOBODY], "tied"
-            elif len(helpers) == 1 or px[0] >= RATIO * px[1]:
-                gold, rest, key = ranked[0], [*ranked[1 : MAX_OPTIONS - 2], NOBODY, TIED], "uav"
-            else:
+            if not _needs_help(seen[k]) or not helpers:
                 continue
+            best = helpers[0]
+            rivals = [
+                g.seen[b][k].view.pixels
+                for b in range(len(g.seen))
+                if b not in (u, best) and (g.seen[b][k].state == "clear" or g.seen[b][k].doubtful)
+            ]
+            if any(g.seen[best][k].view.pixels < PX_RATIO * px for px in rivals):
+                continue  # two UAVs see it about as well: no single answer a person would agree on
             name = g.names[seen[k].obj.instance_id]
             q = f"Which UAV should {g.labels[u]} collaborate with to see the {name} clearly?"
             ev: Evidence = {"state": seen[k].state, "pixels": [row[k].view.pixels for row in g.seen]}
-            yield Question("who_to_collaborate", g.labels[u], q, (gold, *rest)[:MAX_OPTIONS], key, ev)
+            gold, others = g.labels[best], [x for b, x in enumerate(g.labels) if b != u]
+            yield Question("who_to_collaborate", g.labels[u], q, gold, gold, among(gold, others), ev)
 
 
 def what_to_collaborate(g: Group) -> Iterator[Question]:
+    """The object the asking UAV cannot rely on but the helper makes out, among objects of its
+    category the helper has no reason to send: those the asking UAV makes out itself, and
+    those the helper cannot make out either (never another object the helper could usefully
+    send). The options name objects of one category, so the category (vehicles are hidden more
+    often than buildings) does not point at the gold; where no other object of the category
+    qualifies, nothing is asked."""
     targets = _targets(g)
     for k in targets:
         for u, seen in enumerate(g.seen):
             helpers = _helpers(g, k, u)
-            if seen[k].usable or not helpers:
+            if not _needs_help(seen[k]) or not helpers:
                 continue
             b = helpers[0]
-            # what the helper could share but the asker already sees clearly: no need to send
-            known = [j for j in targets if j != k and seen[j].usable and g.seen[b][j].usable]
-            if len(known) < 2:
+            other = g.seen[b]
+            needless = [
+                j
+                for j in targets
+                if j != k
+                and _kindred(seen[k], seen[j])
+                and not (seen[j].doubtful or other[j].doubtful)
+                and (seen[j].usable or not other[j].usable)
+            ]
+            if not needless:
                 continue
             q = f"What should {g.labels[b]} share with {g.labels[u]}: the position of which object?"
-            options = tuple(
-                f"the {g.names[g.task.objects[j].instance_id]}" for j in (k, *known[: MAX_OPTIONS - 1])
-            )
-            yield Question("what_to_collaborate", g.labels[u], q, options, "target", {"helper": g.labels[b]})
+            names = [f"the {g.names[g.task.objects[j].instance_id]}" for j in (k, *needless)]
+            ev: Evidence = {"helper": g.labels[b]}
+            key = g.task.objects[k].class_name
+            yield Question("what_to_collaborate", g.labels[u], q, names[0], key, among(names[0], names), ev)
 
 
 def why_to_collaborate(g: Group) -> Iterator[Question]:
     for k in _targets(g):
         for u, seen in enumerate(g.seen):
             helpers = _helpers(g, k, u)
-            if seen[k].usable or not helpers:
+            if not _needs_help(seen[k]) or not helpers:
                 continue
             b, name = helpers[0], f"the {g.names[seen[k].obj.instance_id]}"
-            fill = {"obj": name, "a": g.labels[u], "b": g.labels[b]}
-            gold = WHY[seen[k].state].format(**fill)
-            rest = [WHY[x].format(**fill) for x in WHY if x != seen[k].state][: MAX_OPTIONS - 1]
+            state = seen[k].state
             q = f"Why should {g.labels[u]} collaborate with {g.labels[b]} about {name}?"
-            yield Question(
-                "why_to_collaborate", g.labels[u], q, (gold, *rest), seen[k].state, {"state": seen[k].state}
-            )
+            draw = released(state, WHY.__getitem__)
+            yield Question("why_to_collaborate", g.labels[u], q, WHY[state], state, draw, {"state": state})
 
 
 BUILDERS: dict[str, Callable[[Group], Iterator[Question]]] = {

@@ -1,27 +1,36 @@
-"""How many visibility rows of each count a release keeps."""
+"""Which visibility rows a release keeps, so that no count is more likely than another."""
 
 from __future__ import annotations
 
 import hashlib
 
+OUTSIDE = "visible count not shown by every mission kind"
+SURPLUS = "visible count over-represented"
 
-def count_surplus(rows: list[tuple[str, str, int]]) -> list[str]:
-    """Ids of visibility-count rows to leave out so no count is over-represented.
 
-    ``rows`` are (sample id, mission kind, visible count). The planner spreads counts with an
-    occlusion-free estimate, yet what renders still clusters (short atomic missions are in view
-    once whatever the camera does), and a blind "most frequent count" then beats chance. Per
-    mission kind, each count keeps at most ceil(n / k) rows for n rows and k distinct counts;
-    which ones is decided by a hash of the sample id, so it is stable across refreshes.
+def count_surplus(rows: list[tuple[str, str, int]]) -> dict[str, str]:
+    """Ids of visibility-count rows to leave out, with the reason, so that per mission kind
+    every count is as frequent as every other, over one count space shared by the kinds.
+
+    ``rows`` are (sample id, mission kind, visible count). What renders clusters (a short
+    atomic mission tracking its landmark is in view once, whatever the landmark), so a blind
+    "most frequent count" (per mission kind, which the row states) or the median beats one
+    over the number of counts. Kept: the counts every mission kind shows, and of each such
+    count in a kind as many rows as the kind's rarest count of them has; a count only one kind
+    shows could be ruled out for the other. Which rows of a count are kept is decided by a hash
+    of the sample id, so it is stable across refreshes.
     """
     by_kind: dict[str, dict[int, list[str]]] = {}
     for sample_id, kind, count in rows:
         by_kind.setdefault(kind, {}).setdefault(count, []).append(sample_id)
-    out: list[str] = []
+    shared = set.intersection(*(set(counts) for counts in by_kind.values())) if by_kind else set()
+    out: dict[str, str] = {}
     for counts in by_kind.values():
-        n = sum(len(ids) for ids in counts.values())
-        cap = -(-n // len(counts))
-        for ids in counts.values():
+        cap = min((len(counts[c]) for c in shared), default=0)
+        for count, ids in counts.items():
+            if count not in shared:
+                out.update(dict.fromkeys(ids, OUTSIDE))
+                continue
             ranked = sorted(ids, key=lambda s: hashlib.sha256(f"count:{s}".encode()).hexdigest())
-            out += ranked[cap:]
-    return sorted(out)
+            out.update(dict.fromkeys(ranked[cap:], SURPLUS))
+    return dict(sorted(out.items()))

@@ -1,6 +1,7 @@
 """QC of the video rows: structure, behavior intervals that tile the video, and each visible
 count re-derived from the mission's stored segmentation frames (not the renderer's per-frame
-flags).
+flags). A mission whose video never shows its landmark failed: its row fails, which costs the
+landmark (a question about a landmark the video does not show is not asked).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from skyqa.contracts.qa import VideoRow
 from skyqa.families.frames import per_frame
 from skyqa.families.structure import Verdict, check_options
 from skyqa.geometry import visibility as vis
+
+NEVER_SEEN = "the landmark never appears in its mission video (the mission failed)"
 
 
 def check_video_rows(
@@ -45,6 +48,9 @@ def check_video_rows(
             v.fail(r.sample_id, "segmentation frames missing or unreadable")
             continue
         expected = [[a / r.fps, (b + 1) / r.fps] for a, b in vis.sightings(seen, r.fps)]
+        if not expected:
+            v.fail(r.sample_id, NEVER_SEEN)
+            continue
         gold = r.gold_environment_answer
         ivs = gold.get("visible_intervals_sec", [])
         same = (

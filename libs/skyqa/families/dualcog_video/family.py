@@ -1,5 +1,11 @@
 """UAV-DualCog's video family: 2 rows per completed mission, 2 missions per landmark (flight
-behavior recognition with temporal localization; landmark visibility counting with intervals)."""
+behavior recognition with temporal localization; landmark visibility counting with intervals).
+
+A landmark one of whose missions never shows it (the renderer counted no sighting) is not
+asked about: that mission failed, and its unit needs the rows of both missions. Released
+visibility counts are evened out per mission kind over the counts every kind shows
+(:func:`.balance.count_surplus`), so neither the most frequent count nor the median of the
+other rows answers one."""
 
 from __future__ import annotations
 
@@ -12,12 +18,12 @@ import numpy as np
 from skyqa import keys
 from skyqa.answers import Parsed
 from skyqa.contracts import ValidInstance, load_json
-from skyqa.contracts.missions import ComposedSegments, ConstraintReport, TaskData
+from skyqa.contracts.missions import ComposedSegments, ConstraintReport, MissionIndexRow, TaskData
 from skyqa.contracts.qa import Funnel, ReasoningStep, VideoRow
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.dualcog_video import evaluation
-from skyqa.families.dualcog_video.balance import count_surplus
+from skyqa.families.dualcog_video.balance import OUTSIDE, SURPLUS, count_surplus
 from skyqa.families.dualcog_video.checks import check_video_rows, pixel_shares
 from skyqa.families.dualcog_video.export import dualcog_manifest
 from skyqa.families.dualcog_video.tasks import joint_row, visibility_row
@@ -25,7 +31,7 @@ from skyqa.families.views import reference_overlay
 from skyqa.vocab.behaviors import element_label, load_library
 
 AMBIGUOUS = "visible count within the margin of the sighting rule"
-SURPLUS = "visible count over-represented"
+NOT_SEEN = "mission {mission} never shows the landmark (visible count 0): the mission failed"
 
 
 class DualCogVideo:
@@ -45,7 +51,11 @@ class DualCogVideo:
     unit_rows: int | None = 4
     rows_field: str | None = "video_rows"
     funnel: Mapping[str, str] = MappingProxyType(
-        {AMBIGUOUS: "count_margin_dropped", SURPLUS: "count_balance_dropped"}
+        {
+            AMBIGUOUS: "count_margin_dropped",
+            SURPLUS: "count_balance_dropped",
+            OUTSIDE: "count_balance_dropped",
+        }
     )
 
     def hold(self, landmarks: Sequence[ValidInstance]) -> Mapping[str, str]:
@@ -69,12 +79,19 @@ class DualCogVideo:
             }
         )
         out = Planned[VideoRow](rows=[])
+        tasks = {
+            m.traj_id: load_json(TaskData, store.get(m.task_data), "task data")
+            for m in inputs.missions.missions
+        }
+        for m in inputs.missions.missions:
+            if tasks[m.traj_id].task_tracks.environmental_awareness.visible_count == 0:
+                out.skipped.setdefault(m.instance_id, NOT_SEEN.format(mission=m.traj_id))
         for n, m in enumerate(inputs.missions.missions):
-            if m.instance_id not in by_id or m.instance_id in inputs.excluded:
+            if m.instance_id not in by_id or m.instance_id in inputs.excluded or m.instance_id in out.skipped:
                 continue
             vi = by_id[m.instance_id]
             composed = composed_all[m.traj_id]
-            task = load_json(TaskData, store.get(m.task_data), "task data")
+            task = tasks[m.traj_id]
             report = load_json(
                 ConstraintReport,
                 store.get(keys.mission_file(run_id, m.traj_id, keys.CONSTRAINT_REPORT)),
@@ -143,7 +160,7 @@ class DualCogVideo:
             for r in rows
             if r.form == "env_visibility_reasoning"
         ]
-        return {s: SURPLUS for s in count_surplus(counts)}
+        return count_surplus(counts)
 
     def item(self, row: VideoRow) -> Item:
         options = tuple((o.option_id, o.label) for o in row.choice_options)  # none for counts
@@ -212,7 +229,8 @@ class DualCogVideo:
         return CardPart(
             funnel=[f"| video rows (4 per landmark, less dropped below) | {funnel.video_rows} |"],
             drops=[
-                "| visibility rows of an over-represented count (dropped) | "
+                "| visibility rows of an over-represented count, or of a count not every mission "
+                "kind shows (dropped) | "
                 f"{funnel.count_balance_dropped} |",
                 "| visibility rows whose count changes within the sighting rule's margin (dropped) | "
                 f"{funnel.count_margin_dropped} |",
@@ -232,6 +250,17 @@ class DualCogVideo:
                 ),
             ],
         )
+
+
+def failed_missions(missions: Sequence[MissionIndexRow], tasks: Mapping[str, TaskData]) -> dict[str, str]:
+    """Landmarks one of whose missions never shows them (no sighting in the renderer's count),
+    with the reason: the mission failed, and the landmark's unit needs the rows of both of its
+    missions, so it is not asked about at all (QC re-derives the count and fails the row too)."""
+    out: dict[str, str] = {}
+    for m in missions:
+        if tasks[m.traj_id].task_tracks.environmental_awareness.visible_count == 0:
+            out.setdefault(m.instance_id, NOT_SEEN.format(mission=m.traj_id))
+    return out
 
 
 def _visible_count(row: VideoRow) -> int:

@@ -24,7 +24,14 @@ from skyqa.contracts.ultra import MeasuredObject, SurveyTask
 from skyqa.contracts.ultravr import UltraRow
 from skyqa.families.structure import Verdict, check_options
 from skyqa.families.ultravr import objects as O
-from skyqa.families.ultravr.templates import CLAIM_LABELS, EXTREMES
+from skyqa.families.ultravr.templates import (
+    CLAIM_LABELS,
+    EXTREME_LABELS,
+    EXTREMES,
+    ORDER_LABELS,
+    POSITIONS,
+    PRESENCE_LABELS,
+)
 from skyqa.vocab.colours import clear_colour
 
 _REGION = re.compile(r"in the (upper|lower)-(left|right) region")
@@ -77,8 +84,8 @@ def _centre(box: list[float]) -> tuple[float, float]:
 def _expected(row: UltraRow, counts: list[int]) -> str | None:
     """The answer each task's rule gives from the trace's own facts."""
     steps = row.reasoning_steps
-    regions = [f"{m.group(1)}-{m.group(2)}" for s in steps if (m := _REGION.search(s.question))]
     task = row.task
+    truth = [(True, True), (True, False), (False, True), (False, False)]
     if task == "count_difference":
         return str(abs(counts[0] - counts[1]))
     if task == "count_total":
@@ -88,9 +95,7 @@ def _expected(row: UltraRow, counts: list[int]) -> str | None:
         return f"{f.numerator}:{f.denominator}"
     if task == "count_order":
         a, b = counts
-        if a == b:
-            return "Both regions have the same, non-zero number" if a else row.options[3].label
-        return f"The {regions[0] if a > b else regions[2]} region has more"
+        return ORDER_LABELS[0 if a > b else 1 if b > a else 2 if a else 3]
     if task == "claim_pattern":
         if steps[-3].answer != str(sum(counts)) or steps[-2].answer != O.REGIONS[int(np.argmax(counts))]:
             return "the claim evidence does not follow from the counts"
@@ -98,29 +103,21 @@ def _expected(row: UltraRow, counts: list[int]) -> str | None:
         if claimed is None:
             return None
         a_true, b_true = int(claimed.group(1)) == sum(counts), claimed.group(2) == steps[-2].answer
-        return CLAIM_LABELS[
-            [(True, True), (True, False), (False, True), (False, False)].index((a_true, b_true))
-        ]
+        return CLAIM_LABELS[truth.index((a_true, b_true))]
     if task == "presence_pattern":
         chosen = [_boxes(s.answer) for s in steps if s.operation == "PER"]
-        return {
-            (True, True): "In both regions",
-            (True, False): f"Only in the {regions[0]} region",
-            (False, True): f"Only in the {regions[-1]} region",
-            (False, False): "In neither region",
-        }[(bool(chosen[0]), bool(chosen[1]))]
+        return PRESENCE_LABELS[truth.index((bool(chosen[0]), bool(chosen[1])))]
     if task == "extreme_relation":
         e1, e2 = (None if steps[k].answer == "none" else json.loads(steps[k].answer) for k in (1, 3))
         if (steps[0].answer == "yes") != (e1 is not None) or (steps[2].answer == "yes") != (e2 is not None):
             return "an existence step does not match its box"
-        labels = [o.label for o in row.options]
         if e1 is None or e2 is None:
-            return labels[2] if e1 is None else labels[3]
-        axis = 1 if row.question.endswith("vertically?") else 0
-        return labels[0] if _centre(e1)[axis] < _centre(e2)[axis] else labels[1]
+            return EXTREME_LABELS[2] if e1 is None else EXTREME_LABELS[3]
+        axis = 1 if "Compared vertically" in row.question else 0
+        return EXTREME_LABELS[0] if _centre(e1)[axis] < _centre(e2)[axis] else EXTREME_LABELS[1]
     if task == "relative_position":
         (ax, ay), (bx, by) = (_centre(json.loads(steps[k].answer)) for k in (0, 1))
-        return f"{'upper' if ay < by else 'lower'}-{'left' if ax < bx else 'right'}"
+        return POSITIONS[2 * (ay >= by) + (ax >= bx)]
     return None
 
 

@@ -1,15 +1,20 @@
 """UltraVR-style ultra-resolution aerial reasoning: comparison, logical verification and
 relational inference questions about the run's survey views, each with a typed GT-CoT trace.
 
-A row's difficulty is how tiny its evidence is: the smallest object its answer rests on covers
-less than ``TINY`` of the image (hard), less than ``SMALL`` (medium), or more (easy).
+A row's difficulty is how tiny its evidence is: the smallest object its answer rests on (or, for
+an absence, of the kind that is absent) covers less than ``TINY`` of the image (hard), less
+than ``SMALL`` (medium), or more (easy) (:func:`.templates.difficulty`).
 
-Per view and task the family keeps up to ``PER_TASK`` candidates (:mod:`.templates`): for the
-numeric tasks the answer's rank among the (ascending) options cycles over the release, for the
-others the answer kind the release has least of is taken (seeded ties), and the gold's letter
-cycles per task. Rows release one by one; the unit is the survey view. What planning removed
-as ambiguous is counted by reason in ``ultravr_candidates.json``; every view's objects with
-their box, class, colour, orientation label, quadrant and visibility go to
+Per view and task the family keeps up to ``PER_TASK`` candidates (:mod:`.templates`), chosen so
+that nothing a model reads without the image goes with the gold (:func:`choose`): first what the
+question is about (a bundle, two classes), uniformly among those the view can ask about (for
+the tasks in ``COMPLETE``, only those that offer every label, so the choice does not depend on
+the gold); then the candidate whose gold label the release has least of at the row's
+difficulty, preferring labels its cues (bundle, regions, claimed number) have gone with least.
+A question text is asked once per release (gold-blind: two views of one survey would otherwise
+share a question and, often, its answer). Rows release one by one; the unit is the survey view.
+What planning removed as ambiguous is counted by reason in ``ultravr_candidates.json``; every
+view's objects with their box, class, colour, orientation label, quadrant and visibility go to
 ``ultravr_objects.jsonl``.
 """
 
@@ -30,7 +35,7 @@ from skyqa.contracts.qa import Funnel, Option, ReasoningStep
 from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.ultravr import CandidateFunnel, SurveyObjectRow, UltraRow, UltraStep
 from skyqa.errors import BlobNotFound, InvalidInput
-from skyqa.families import mcq
+from skyqa.families import mcq, options
 from skyqa.families.base import (
     CardPart,
     Checked,
@@ -45,12 +50,21 @@ from skyqa.families.base import (
 )
 from skyqa.families.ultravr.checks import check_rows
 from skyqa.families.ultravr.objects import REGIONS, norm_box, objects_of
-from skyqa.families.ultravr.templates import CATEGORY, DISPLAY, RANKED, Candidate, View, candidates
+from skyqa.families.ultravr.templates import (
+    CATEGORY,
+    COMPLETE,
+    DISPLAY,
+    LABELS,
+    RANKED,
+    Candidate,
+    View,
+    candidates,
+    difficulty,
+)
 from skyqa.steps import score_steps
 
 LETTERS = "ABCD"
 PER_TASK = 2
-TINY, SMALL = 2e-4, 1e-3  # evidence share of the image below which a row is hard, medium
 OVER = "ultra-resolution answer over-represented"
 CANDIDATES_FILE = "image_tasks/surveys/candidates.json"
 OBJECTS_FILE = "image_tasks/surveys/objects.jsonl"
@@ -111,8 +125,8 @@ class UltraVR:
 
     def plan(self, inputs: PlanInputs) -> Planned[UltraRow]:
         out = Planned[UltraRow](rows=[])
-        used: Counter[tuple[str, str]] = Counter()
-        placed: Counter[str] = Counter()
+        used: Counter[tuple[str, ...]] = Counter()
+        asked_before: set[str] = set()
         removed: Counter[str] = Counter()
         considered = 0
         objects_lines = []
@@ -141,25 +155,19 @@ class UltraVR:
                     objects_lines.append(row.model_dump_json())
                 rng = np.random.default_rng([inputs.seed, n, k, 0x17A])
                 v = View(objs, task.width, task.height)
-                found = candidates(v, step_size=1 + int(rng.integers(2)), claim_offset=int(rng.integers(6)))
+                found = candidates(v, claim_offset=int(rng.integers(6)), rng=rng)
                 considered += len(found) + sum(v.removed.values())
                 removed += v.removed
                 for asked in CATEGORY:
                     pool = [c for c in found if c.task == asked]
-                    order = [pool[i] for i in rng.permutation(len(pool))]
-                    taken: set[str] = set()
                     for j in range(PER_TASK):
-                        left = [c for c in order if c.question not in taken]
-                        if asked in RANKED:
-                            left = [c for c in left if c.rank == placed[asked] % 4]
-                        if not left:
+                        pool = [c for c in pool if c.question not in asked_before]
+                        c = choose(pool, used, rng, task.width, task.height)
+                        if c is None:
                             break
-                        c = min(left, key=lambda c: used[(asked, c.kind)])
-                        used[(asked, c.kind)] += 1
-                        taken.add(c.question)
+                        asked_before.add(c.question)
                         sample_id = f"{unit}_{asked}_{j}"
                         out.rows.append(self._row(inputs, sample_id, task, view.view, unit, image, c))
-                        placed[asked] += 1
             out.missions[task.survey_id] = task.survey_id
         report = CandidateFunnel(
             candidates=considered, removed=dict(sorted(removed.items())), rows=len(out.rows)
@@ -186,10 +194,6 @@ class UltraVR:
         labels = list(c.options)
         opts = [Option(option_id=LETTERS[i], label=lab) for i, lab in enumerate(labels)]
         user = mcq.user_prompt(c.question, opts)
-        # how tiny the evidence is: the smallest object the answer rests on, as a share of the image
-        share = min((o.pixels for o in c.objects), default=task.width * task.height) / (
-            task.width * task.height
-        )
         return UltraRow(
             sample_id=sample_id,
             scene_id=inputs.scene_id,
@@ -209,7 +213,7 @@ class UltraVR:
             answer_label=c.gold,
             reasoning_steps=list(c.steps),
             evidence={**c.evidence, "regions": list(REGIONS)},
-            difficulty="hard" if share < TINY else "medium" if share < SMALL else "easy",
+            difficulty=difficulty(c, task.width, task.height),
             prompt_text=user,
             user_prompt=user,
             system_prompt=SYSTEM,
@@ -359,6 +363,67 @@ class UltraVR:
                 ),
             ],
         )
+
+
+def choose(
+    pool: list[Candidate], used: Counter[tuple[str, ...]], rng: np.random.Generator, width: int, height: int
+) -> Candidate | None:
+    """One candidate of one task, or None when the pool has none to offer; counts it in ``used``.
+
+    Numeric tasks: each candidate's options were drawn holding its gold at a uniform rank; of
+    an option set the ranks are asked in turn (none a second time before every rank had its
+    turn), so that given the options every member was the gold equally often although small
+    counts are far more common than large ones (turns per option set only, not per difficulty
+    too: a set's last, partial turn favours its common values, and more sets, more such turns).
+
+    Categorical tasks: what the question is about (its group) is drawn uniformly before
+    anything depends on the gold, among the groups that offer every label of the task when the
+    task is in ``COMPLETE`` (a group that offers one label only would be asked only with it),
+    else among all; in it, the candidate whose label the release has least of at its
+    difficulty and over the task. Then, in both, the candidate whose cues went with its label
+    least; seeded ties."""
+    # options that single one out by form or by the question's words are not asked: decided
+    # from the question and the option set alone, so every member stays as likely the gold
+    pool = [c for c in pool if options.singled_out(c.question, c.options) is None]
+    if not pool:
+        return None
+    task = pool[0].task
+
+    def cell(c: Candidate, rank: int | None) -> tuple[str, ...]:
+        return ("cell", task, *c.options, str(rank))
+
+    def cues(c: Candidate) -> int:
+        return sum(used[("cue", task, cue, c.kind)] for cue in c.cues)
+
+    shuffled = [pool[int(i)] for i in rng.permutation(len(pool))]
+    if task in RANKED:
+        turn = [c for c in shuffled if used[cell(c, c.rank)] <= min(used[cell(c, r)] for r in range(4))]
+        if not turn:
+            return None
+        c = min(turn, key=lambda c: (used[cell(c, c.rank)], cues(c)))
+    else:
+        groups: dict[str, list[Candidate]] = {}
+        for x in shuffled:
+            groups.setdefault(x.group, []).append(x)
+        if task in COMPLETE:
+            every = set(LABELS[task])
+            groups = {g: cs for g, cs in groups.items() if {x.kind for x in cs} >= every}
+        if not groups:
+            return None
+        names = sorted(groups)
+        mine = groups[names[int(rng.integers(len(names)))]]
+
+        def balance(c: Candidate) -> int:
+            level = difficulty(c, width, height)
+            return used[("level", task, level, c.kind)] + used[("label", task, c.kind)]
+
+        c = min(mine, key=lambda c: (balance(c), cues(c)))
+        used[("level", task, difficulty(c, width, height), c.kind)] += 1
+        used[("label", task, c.kind)] += 1
+    used[cell(c, c.rank)] += 1
+    for cue in c.cues:
+        used[("cue", task, cue, c.kind)] += 1
+    return c
 
 
 FAMILY = UltraVR()

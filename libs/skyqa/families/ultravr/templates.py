@@ -1,9 +1,11 @@
 """UltraVR's three reasoning categories over one view's objects, each candidate with its
-distractors from the task's structure and a typed GT-CoT trace (GND, PER, QUA, INT, INF).
+options and a typed GT-CoT trace (GND, PER, QUA, INT, INF).
 
 - Comparison: two (bundle, region) tallies; the absolute difference, the total, the reduced
-  ratio, or which region has more. Numeric distractors are the neighbours of the answer at a
-  seeded step, placed so the answer's rank among the options is the one asked for.
+  ratio, or which region has more. Numeric options are four consecutive counts drawn with
+  :func:`skyqa.families.options.window` (ratios: one of the fixed :data:`RATIO_SETS`, drawn
+  with :func:`skyqa.families.options.exchangeable`), so the set is drawn alike whichever of
+  its members is the gold, never built around it.
 - Logical verification: presence of an orientation- or colour-restricted bundle in two regions
   (a four-way presence pattern), or the truth pattern of a count claim and a region-maximum
   claim over the four quadrants.
@@ -11,10 +13,16 @@ distractors from the task's structure and a typed GT-CoT trace (GND, PER, QUA, I
   (extremes along x are compared along y and vice versa), with "no such object" options; the
   relative position of two objects named by colour and class.
 
+Every categorical task has one fixed set of four labels, offered in every row in one order
+(two regions are "the first" and "the second", as the question orders them, never by name), so
+each label is offered as often as any other and a label prior learns nothing; the labels are
+alike in form and length and none alone repeats the question's words. Both orders of two
+regions or two objects are candidates, so which one is named first is not a cue.
+
 A candidate some step of which is not certain is removed, with the reason counted: an object
 near a region boundary, below the visibility floor, cut or hidden, an ambiguous orientation, a
 tie for an extreme or a maximum, a relation closer than ``RELATION_MARGIN``, a description that
-does not pick out one object.
+does not pick out one object, a numeric gold whose drawn window leaves the answer range.
 """
 
 from __future__ import annotations
@@ -27,7 +35,10 @@ from fractions import Fraction
 from itertools import permutations
 from typing import Any
 
+import numpy as np
+
 from skyqa.contracts.ultravr import AnswerFormat, UltraStep
+from skyqa.families import options as opts
 from skyqa.families.ultravr.objects import (
     NOUNS,
     ORIENTATIONS,
@@ -43,10 +54,12 @@ from skyqa.families.ultravr.objects import (
 
 EXTREME_MARGIN = 0.01  # of the image's size: the runner-up must be this much less extreme
 RELATION_MARGIN = 0.02  # of the image's size: two centres closer along an axis are ambiguous
+TINY, SMALL = 2e-4, 1e-3  # evidence share of the image below which a row is hard, medium
 NOT_UNIQUE_EXTREME = "extreme object not unique"
 NOT_UNIQUE_MAXIMUM = "region maximum not unique"
 TOO_CLOSE = "relation too close to call"
 NOT_UNIQUE_NAME = "description does not pick out one object"
+OUT_OF_RANGE = "numeric options outside the answer range"
 
 CATEGORY = {
     "count_difference": "comparison",
@@ -68,15 +81,71 @@ DISPLAY = {
     "extreme_relation": "Extreme-object relation",
     "relative_position": "Relative position",
 }
-# tasks whose options are values in ascending order: planning cycles the gold's rank among them
+# tasks whose options are values in ascending order (a window holding the gold)
 RANKED = frozenset({"count_difference", "count_total", "count_ratio"})
+# the answer range of the counting tasks: a gold outside it is not asked, an option never
+# leaves it. Small, so that every window of it is asked with each of its members as the gold
+# (planning balances the gold's rank per window, and a window holding a value views rarely
+# offer would stay unbalanced)
+COUNT_RANGE = {"count_difference": (1, 6), "count_total": (1, 8)}
+# a ratio's option sets: fixed, each closed under reversing its ratios (a:b and b:a are asked
+# equally often, whichever region is named first), so no option is built from the gold (the
+# nearest ratios of counts one off the gold's made the gold the one option all others derive
+# from) and a reversed ratio among the options says nothing. A gold is asked with one of the
+# sets holding it (:func:`skyqa.families.options.exchangeable`); a set is as common as its
+# rarest member allows, so its members are of similar frequency (1:2 is never with 3:4)
+RATIO_SETS = (
+    ("1:3", "1:2", "2:1", "3:1"),
+    ("1:4", "1:3", "3:1", "4:1"),
+    ("1:2", "2:3", "3:2", "2:1"),
+    ("2:3", "3:4", "4:3", "3:2"),
+)  # each ascending by value
+RATIOS = tuple(sorted({r for s in RATIO_SETS for r in s}, key=lambda r: Fraction(r.replace(":", "/"))))
+# categorical tasks: four labels, the same in every row and in this order; two regions or two
+# objects are "the first" and "the second" as the question names them
 CLAIM_LABELS = (
-    "Both claims are true",
-    "Only claim A is true",
-    "Only claim B is true",
-    "Neither claim is true",
+    "Claim A is true, claim B is true",
+    "Claim A is true, claim B is false",
+    "Claim A is false, claim B is true",
+    "Claim A is false, claim B is false",
 )
-POSITIONS = ("upper-left", "upper-right", "lower-left", "lower-right")
+PRESENCE_LABELS = (
+    "Yes in the first region, yes in the second",
+    "Yes in the first region, no in the second",
+    "No in the first region, yes in the second",
+    "No in the first region, no in the second",
+)
+ORDER_LABELS = (
+    "The first region has more than the second",
+    "The second region has more than the first",
+    "The first region has as many as the second, not zero",
+    "The first region has none, nor has the second",
+)
+EXTREME_LABELS = (
+    "The first one is higher, or further left",
+    "The first one is lower, or further right",
+    "There is no such object in the first region",
+    "There is no such object in the second region",
+)
+# (upper, left), (upper, right), (lower, left), (lower, right); in image words that share
+# nothing with the region names ("upper-left") the question uses to name the two objects
+POSITIONS = (
+    "Above and to the left of it",
+    "Above and to the right of it",
+    "Below and to the left of it",
+    "Below and to the right of it",
+)
+LABELS = {
+    "count_order": ORDER_LABELS,
+    "presence_pattern": PRESENCE_LABELS,
+    "claim_pattern": CLAIM_LABELS,
+    "extreme_relation": EXTREME_LABELS,
+    "relative_position": POSITIONS,
+}
+# tasks asked only about a group (what the question counts) that offers every label in the
+# view: then which group a row asks about does not depend on its gold ("diagonally oriented
+# trucks" would otherwise mostly be asked where there are none)
+COMPLETE = frozenset({"presence_pattern", "claim_pattern", "extreme_relation", "count_order"})
 
 
 @dataclass(frozen=True)
@@ -84,14 +153,21 @@ class Candidate:
     task: str
     question: str
     gold: str
-    # all four, in the order they are shown: numbers and ratios ascending, labels in the task's
-    # own order, so the gold's place is its value's rank or its answer kind, both balanced
+    # all four, in the order they are shown: numbers and ratios ascending (a window holding the
+    # gold at a uniform rank), labels in the task's own order
     options: tuple[str, ...]
     steps: tuple[UltraStep, ...]
     evidence: dict[str, Any]
     objects: tuple[Obj, ...]  # the objects the answer rests on
-    kind: str  # which of the task's answer kinds the gold is (what planning balances)
+    kind: str  # the gold's label: what planning balances
     rank: int | None = None  # numeric tasks: the answer's rank among the options
+    group: str = ""  # what the question is about (a bundle, two classes): drawn before the gold
+    # words of the question a gold could go with (a bundle, a region, a claimed number):
+    # planning spreads each one's rows over the labels
+    cues: tuple[str, ...] = ()
+    # what had to be searched for where the answer rests on an absence (a region with none of
+    # what the question names): the clear objects of that kind anywhere in the view
+    sought: tuple[Obj, ...] = ()
 
     @property
     def category(self) -> str:
@@ -112,6 +188,15 @@ class View:
         return "none" if o is None else json.dumps(norm_box(o, self.width, self.height))
 
 
+def difficulty(c: Candidate, width: int, height: int) -> str:
+    """How tiny the evidence is: the smallest object the answer rests on, or of the kind whose
+    absence it rests on, as a share of the image (an absence is as hard to see as what is
+    absent: calling it easy would make "easy" mean "none", and "medium" mean "no such
+    object")."""
+    share = min((o.pixels for o in (*c.objects, *c.sought)), default=width * height) / (width * height)
+    return "hard" if share < TINY else "medium" if share < SMALL else "easy"
+
+
 def _step(question: str, answer: str, operation: str, fmt: AnswerFormat) -> UltraStep:
     return UltraStep(question=question, answer=answer, operation=operation, answer_format=fmt)
 
@@ -130,38 +215,31 @@ def bundles(objects: list[Obj]) -> list[Bundle]:
     return out
 
 
-def _numeric(gold: int, rank: int, step: int) -> tuple[str, ...] | None:
-    """Four counts ``step`` apart, ascending, the gold at ``rank``; None when one would be below
-    1 (a 0 among the options would only ever be a difference's gold, and give it away)."""
-    values = [gold + (i - rank) * step for i in range(4)]
-    if min(values) < 1:
+def count_window(task: str, gold: int, rng: np.random.Generator) -> tuple[int, tuple[str, ...]] | None:
+    """Four consecutive counts within the task's answer range, holding ``gold`` at a uniformly
+    drawn rank, and that rank; None when the drawn window leaves the range (see
+    :func:`skyqa.families.options.window`: a gold near an end is asked less often, so that
+    given the window every member is as likely the gold)."""
+    lo, hi = COUNT_RANGE[task]
+    values = opts.window(gold, 4, rng, lo=lo, hi=hi)
+    if values is None:
         return None
-    return tuple(str(v) for v in values)
+    return values.index(gold), tuple(str(v) for v in values)
+
+
+def ratio_window(gold: str, rng: np.random.Generator) -> tuple[int, tuple[str, ...]] | None:
+    """One of :data:`RATIO_SETS` holding ``gold``, drawn exchangeably, and the gold's rank in
+    it; None when no set holds the gold or the draw does not ask it."""
+    most = max(Counter(r for s in RATIO_SETS for r in s).values())
+    picked = opts.exchangeable(gold, lambda x: [s for s in RATIO_SETS if x in s], most, rng)
+    if picked is None:
+        return None
+    return picked.index(gold), tuple(picked)
 
 
 def _ratio(a: int, b: int) -> str:
     f = Fraction(a, b)
     return f"{f.numerator}:{f.denominator}"
-
-
-def _ratio_options(a: int, b: int, rank: int) -> tuple[str, ...] | None:
-    """The reduced ratio a:b and the three nearest wrong ones with a count one or two off,
-    ascending by value, the gold at ``rank``; None when no three put it there."""
-    gold = Fraction(a, b)
-    offsets = ((1, 0), (0, 1), (-1, 0), (0, -1), (2, 0), (0, 2))
-    near = [Fraction(a + da, b + db) for da, db in offsets if a + da > 0 and b + db > 0]
-    # no 1:1 (the gold never is: its counts differ) and no two options each other's reciprocal
-    # (the reversed ratio would single the gold out as one of a pair)
-    kept: list[Fraction] = []
-    for w in near:
-        if w != gold and w != 1 and all(w != 1 / o for o in (gold, *kept)) and w not in kept:
-            kept.append(w)
-    below = sorted((w for w in kept if w < gold), key=lambda w: gold - w)
-    above = sorted((w for w in kept if w > gold), key=lambda w: w - gold)
-    if len(below) < rank or len(above) < 3 - rank:
-        return None
-    picked = sorted([*below[:rank], gold, *above[: 3 - rank]])
-    return tuple(f"{f.numerator}:{f.denominator}" for f in picked)
 
 
 def _count_steps(view: View, *tallies: tuple[Bundle, str, Tally]) -> list[UltraStep]:
@@ -182,7 +260,11 @@ def _count_steps(view: View, *tallies: tuple[Bundle, str, Tally]) -> list[UltraS
     return out
 
 
-def comparison(view: View, step_size: int) -> Iterator[Candidate]:
+def _two(r1: str, r2: str) -> str:
+    return f"Consider two regions, first the {r1} region and second the {r2} region."
+
+
+def comparison(view: View, rng: np.random.Generator) -> Iterator[Candidate]:
     pairs: list[tuple[Bundle, str, Bundle, str]] = []
     for b in bundles(view.objects):
         pairs += [(b, r1, b, r2) for r1, r2 in permutations(REGIONS, 2)]
@@ -202,52 +284,62 @@ def comparison(view: View, step_size: int) -> Iterator[Candidate]:
         what1, what2 = f"{a.words} in the {r1} region", f"{b.words} in the {r2} region"
         evidence = {"first": _ev(a, r1, t1), "second": _ev(b, r2, t2)}
         objs = t1.members + t2.members
+        group = f"{a.key()}|{b.key()}"
+        cues = (f"first={a.key()}", f"second={b.key()}", f"regions={r1}|{r2}")
+        sought = (_sought(view, a) if not t1.count else ()) + (_sought(view, b) if not t2.count else ())
         d = abs(t1.count - t2.count)
-        for rank in range(4):
-            options = _numeric(d, rank, step_size)
-            if options is not None:
+        drawn = count_window("count_difference", d, rng)
+        if drawn is None:
+            view.removed[OUT_OF_RANGE] += 1
+        else:
+            yield Candidate(
+                "count_difference",
+                f"What is the absolute difference between the number of {what1} and the number of {what2}?",
+                str(d),
+                drawn[1],
+                (
+                    *counted,
+                    _step("What is the absolute difference of the two counts?", str(d), "INF", "integer"),
+                ),
+                evidence,
+                objs,
+                str(d),
+                drawn[0],
+                group,
+                cues,
+                sought,
+            )
+        if a != b or r1 < r2:  # a total is the same question in either order
+            total = t1.count + t2.count
+            drawn = count_window("count_total", total, rng)
+            if drawn is None:
+                view.removed[OUT_OF_RANGE] += 1
+            else:
                 yield Candidate(
-                    "count_difference",
-                    f"What is the absolute difference between the number of {what1} and the number of "
-                    f"{what2}?",
-                    str(d),
-                    options,
-                    (
-                        *counted,
-                        _step("What is the absolute difference of the two counts?", str(d), "INF", "integer"),
-                    ),
+                    "count_total",
+                    f"How many {what1} and {what2} are there in total?",
+                    str(total),
+                    drawn[1],
+                    (*counted, _step("What is the sum of the two counts?", str(total), "INF", "integer")),
                     evidence,
                     objs,
-                    str(rank),
-                    rank,
+                    str(total),
+                    drawn[0],
+                    group,
+                    cues,
+                    sought,
                 )
-        if a != b or r1 < r2:
-            total = t1.count + t2.count
-            for rank in range(4):
-                options = _numeric(total, rank, step_size)
-                if options is not None:
-                    yield Candidate(
-                        "count_total",
-                        f"How many {what1} and {what2} are there in total?",
-                        str(total),
-                        options,
-                        (*counted, _step("What is the sum of the two counts?", str(total), "INF", "integer")),
-                        evidence,
-                        objs,
-                        str(rank),
-                        rank,
-                    )
         if t1.count and t2.count and t1.count != t2.count:
             gold = _ratio(t1.count, t2.count)
-            for rank in range(4):
-                ratios = _ratio_options(t1.count, t2.count, rank)
-                if ratios is None:
-                    continue
+            drawn = ratio_window(gold, rng)
+            if drawn is None:
+                view.removed[OUT_OF_RANGE] += 1
+            else:
                 yield Candidate(
                     "count_ratio",
                     f"What is the ratio of the number of {what1} to the number of {what2}, in lowest terms?",
                     gold,
-                    ratios,
+                    drawn[1],
                     (
                         *counted,
                         _step(
@@ -256,35 +348,40 @@ def comparison(view: View, step_size: int) -> Iterator[Candidate]:
                     ),
                     evidence,
                     objs,
-                    str(rank),
-                    rank,
+                    gold,
+                    drawn[0],
+                    group,
+                    cues,
+                    sought,
                 )
-        if a == b and r1 < r2:
-            labels = (
-                f"The {r1} region has more",
-                f"The {r2} region has more",
-                "Both regions have the same, non-zero number",
-                f"Neither region has any {a.words}",
-            )
+        if a == b:  # both orders: which region is named first says nothing
             kind = 0 if t1.count > t2.count else 1 if t2.count > t1.count else 2 if t1.count else 3
-            gold = labels[kind]
+            gold = ORDER_LABELS[kind]
             yield Candidate(
                 "count_order",
-                f"Which region has more {a.words}: the {r1} region or the {r2} region?",
+                f"{_two(r1, r2)} Which of them has more {a.words}?",
                 gold,
-                labels,
+                ORDER_LABELS,
                 (*counted, _step("Which count is larger?", gold, "INF", "option_label")),
                 evidence,
                 objs,
-                str(kind),
+                gold,
+                group=a.key(),
+                cues=(f"bundle={a.key()}", f"first={r1}", f"second={r2}"),
+                sought=sought,
             )
+
+
+def _sought(view: View, b: Bundle) -> tuple[Obj, ...]:
+    """The clear objects of the bundle's classes anywhere in the view."""
+    return tuple(o for o in view.objects if o.class_name in b.classes and o.problem is None)
 
 
 def _ev(b: Bundle, region: str, t: Tally) -> dict[str, Any]:
     return {"bundle": b.key(), "region": region, "instances": [o.instance_id for o in t.members]}
 
 
-def logical(view: View, claim_offset: int) -> Iterator[Candidate]:
+def logical(view: View, claim_offset: int, rng: np.random.Generator) -> Iterator[Candidate]:
     present = sorted({o.class_name for o in view.objects})
     for c in present:
         base = Bundle((c,), NOUNS[c][1])
@@ -292,23 +389,18 @@ def logical(view: View, claim_offset: int) -> Iterator[Candidate]:
         colours = sorted({o.colour for o in view.objects if o.class_name == c and o.colour})
         restricted += [Bundle((c,), NOUNS[c][1], colour=col) for col in colours if len(colours) >= 2]
         for bundle in restricted:
-            for r1, r2 in ((a, b) for a, b in permutations(REGIONS, 2) if a < b):
+            # both orders: "only in the first" and "only in the second" are one fact named either way
+            for r1, r2 in permutations(REGIONS, 2):
                 t1, t2 = tally(view.objects, bundle, r1), tally(view.objects, bundle, r2)
                 all1, all2 = tally(view.objects, base, r1), tally(view.objects, base, r2)
                 bad = t1.problem or t2.problem or all1.problem or all2.problem
                 if bad:
                     view.removed[bad] += 1
                     continue
-                labels = (
-                    "In both regions",
-                    f"Only in the {r1} region",
-                    f"Only in the {r2} region",
-                    "In neither region",
-                )
                 kind = [(True, True), (True, False), (False, True), (False, False)].index(
                     (t1.count > 0, t2.count > 0)
                 )
-                gold = labels[kind]
+                gold = PRESENCE_LABELS[kind]
                 attr = "orientation" if bundle.orientation else "colour"
                 steps = []
                 for region, every, chosen in ((r1, all1, t1), (r2, all2, t2)):
@@ -333,13 +425,16 @@ def logical(view: View, claim_offset: int) -> Iterator[Candidate]:
                 )
                 yield Candidate(
                     "presence_pattern",
-                    f"Are there any {bundle.words} in the {r1} region and in the {r2} region?",
+                    f"{_two(r1, r2)} Are there any {bundle.words} in the first, and in the second?",
                     gold,
-                    labels,
+                    PRESENCE_LABELS,
                     tuple(steps),
                     {"first": _ev(bundle, r1, t1), "second": _ev(bundle, r2, t2)},
                     all1.members + all2.members,
-                    str(kind),
+                    gold,
+                    group=bundle.key(),
+                    cues=(f"bundle={bundle.key()}", f"first={r1}", f"second={r2}"),
+                    sought=(_sought(view, base) if not all1.count or not all2.count else ()),
                 )
     for bundle in bundles(view.objects):
         tallies = [tally(view.objects, bundle, r) for r in REGIONS]
@@ -356,10 +451,16 @@ def logical(view: View, claim_offset: int) -> Iterator[Candidate]:
             continue
         best = REGIONS[counts.index(top)]
         other = REGIONS[(counts.index(top) + 1 + claim_offset % 3) % 4]
+        # the false count: the other member of a pair of counts one or two apart that holds
+        # the true one at a uniform place, so a false claim is as often above as below it
+        pair = opts.window(total, 2, rng, lo=1, step=1 + claim_offset % 2)
+        if pair is None:
+            view.removed[OUT_OF_RANGE] += 1
+            continue
+        wrong_total = pair[0] if pair[1] == total else pair[1]
         steps = _count_steps(view, *((bundle, r, t) for r, t in zip(REGIONS, tallies, strict=True)))
         steps.append(_step(f"How many {bundle.words} are there in all?", str(total), "INT", "integer"))
         steps.append(_step(f"Which region has the most {bundle.words}?", best, "INT", "relation"))
-        wrong_total = total + (1 + claim_offset % 2) * (1 if total < 2 or claim_offset % 2 else -1)
         for a_true in (True, False):
             for b_true in (True, False):
                 n = total if a_true else wrong_total
@@ -379,7 +480,9 @@ def logical(view: View, claim_offset: int) -> Iterator[Candidate]:
                         "claimed": {"count": n, "region": region},
                     },
                     tuple(o for t in tallies for o in t.members),
-                    str(kind),
+                    gold,
+                    group=bundle.key(),
+                    cues=(f"bundle={bundle.key()}", f"count={n}", f"region={region}"),
                 )
 
 
@@ -437,25 +540,19 @@ def relational(view: View) -> Iterator[Candidate]:
                 if isinstance(e1, str) or isinstance(e2, str):
                     view.removed[NOT_UNIQUE_EXTREME] += 1
                     continue
-                words = ("above", "below") if axis == 1 else ("to the left of", "to the right of")
                 n1, n2 = NOUNS[c1][0], NOUNS[c2][0]
-                missing1, missing2 = (
-                    f"There is no {n1} in the {r1} region",
-                    f"There is no {n2} in the {r2} region",
-                )
                 if e1 is None:
-                    gold = missing1
+                    kind = 2
                 elif e2 is None:
-                    gold = missing2
+                    kind = 3
                 else:
                     delta = e1.centre[axis] - e2.centre[axis]
                     size = view.width if axis == 0 else view.height
                     if abs(delta) < RELATION_MARGIN * size:
                         view.removed[TOO_CLOSE] += 1
                         continue
-                    gold = f"It is {words[0] if delta < 0 else words[1]} it"
-                labels = (f"It is {words[0]} it", f"It is {words[1]} it", missing1, missing2)
-                kind = labels.index(gold)
+                    kind = 0 if delta < 0 else 1
+                gold = EXTREME_LABELS[kind]
                 first = f"the {which} {n1} in the {r1} region"
                 second = f"the {which} {n2} in the {r2} region"
                 steps = (
@@ -478,10 +575,10 @@ def relational(view: View) -> Iterator[Candidate]:
                 axis_word = "vertically" if axis == 1 else "horizontally"
                 yield Candidate(
                     "extreme_relation",
-                    f"Consider {first} and {second}. Where is the first one relative to the second, "
-                    f"{axis_word}?",
+                    f"Consider {first} (the first one) and {second} (the second one). Compared "
+                    f"{axis_word}, where is the first one?",
                     gold,
-                    labels,
+                    EXTREME_LABELS,
                     steps,
                     {
                         "first": {
@@ -498,7 +595,10 @@ def relational(view: View) -> Iterator[Candidate]:
                         },
                     },
                     tuple(o for o in (e1, e2) if o is not None),
-                    str(kind),
+                    gold,
+                    group=f"{c1}|{c2}",
+                    cues=(f"first={c1}", f"second={c2}", f"regions={r1}|{r2}", f"extreme={which}"),
+                    sought=_sought(view, b1 if e1 is None else b2) if e1 is None or e2 is None else (),
                 )
     named = _named(view)
     # two objects of one region: regions the question names would otherwise decide the answer
@@ -510,7 +610,7 @@ def relational(view: View) -> Iterator[Candidate]:
             view.removed[TOO_CLOSE] += 1
             continue
         side, level = ("left" if dx < 0 else "right"), ("upper" if dy < 0 else "lower")
-        gold = f"{level}-{side}"
+        gold = POSITIONS[2 * (level == "lower") + (side == "right")]
         steps = (
             _step(f"What are the coordinates of {d1}?", view.box(o1), "GND", "bbox"),
             _step(f"What are the coordinates of {d2}?", view.box(o2), "GND", "bbox"),
@@ -535,6 +635,8 @@ def relational(view: View) -> Iterator[Candidate]:
             },
             (o1, o2),
             gold,
+            group=ra,
+            cues=(f"first={o1.class_name}", f"second={o2.class_name}", f"region={ra}"),
         )
 
 
@@ -556,5 +658,12 @@ def _named(view: View) -> dict[str, tuple[Obj, str]]:
     return out
 
 
-def candidates(view: View, step_size: int, claim_offset: int) -> list[Candidate]:
-    return [*comparison(view, step_size), *logical(view, claim_offset), *relational(view)]
+def candidates(view: View, claim_offset: int, rng: np.random.Generator | None = None) -> list[Candidate]:
+    """Every candidate of the view; ``rng`` draws the numeric windows and false claims (seeded
+    from the view when planning; a fixed seed otherwise)."""
+    draw = rng if rng is not None else np.random.default_rng(0)
+    return [
+        *comparison(view, draw),
+        *logical(view, claim_offset, draw),
+        *relational(view),
+    ]

@@ -26,7 +26,7 @@ from skyqa.families import mcq
 from skyqa.families.frames import per_frame
 from skyqa.families.structure import Verdict
 from skyqa.families.urbanvideo import words as W
-from skyqa.families.urbanvideo.questions import caption_text, leg_blocker
+from skyqa.families.urbanvideo.questions import caption_text, progress_steps, step_label
 
 Derive = Callable[[NavRow, NavigationTask], str | None]
 REACHED_M = 14.0  # the planner stops 12 m outside a landmark's footprint
@@ -94,8 +94,16 @@ def _next_action(row: NavRow, task: NavigationTask) -> str | None:
 
 
 def _sequence(row: NavRow, task: NavigationTask) -> str | None:
-    after = task.segments[int(row.evidence["segment"])].end_frame + 1  # type: ignore[arg-type]
-    return W.PAST[moved(task.poses[after], task.poses[after + 1])] if after + 1 < len(task.poses) else None
+    """The move before the one under way at the cut, from the states: back from the cut while
+    the drone moves as it does there, then the move before."""
+    t = row.clip_end_frame
+    if t + 1 >= len(task.poses):
+        return None
+    now = moved(task.poses[t], task.poses[t + 1])
+    f = t
+    while f > 0 and moved(task.poses[f - 1], task.poses[f]) == now:
+        f -= 1
+    return W.PAST[moved(task.poses[f - 1], task.poses[f])] if f > 0 else None
 
 
 def _position(row: NavRow, task: NavigationTask) -> str | None:
@@ -112,11 +120,9 @@ def _layout(row: NavRow, task: NavigationTask) -> str | None:
 
 
 def _proximity(row: NavRow, task: NavigationTask) -> str | None:
-    seg = task.segments[int(row.evidence["segment"])]  # type: ignore[arg-type]
+    a, b = int(row.evidence["start"]), int(row.evidence["end"])  # type: ignore[arg-type]
     lid = str(row.evidence["landmark"])
-    d = [
-        _to_box(task, lid, np.array([p.x, p.y, p.z])) for p in task.poses[seg.start_frame : seg.end_frame + 2]
-    ]
+    d = [_to_box(task, lid, np.array([p.x, p.y, p.z])) for p in task.poses[a : b + 1]]
     tol = max(3.0, 0.1 * d[0])
     if min(d) < min(d[0], d[-1]) - tol:
         return W.PROXIMITY[3]
@@ -169,8 +175,9 @@ def _progress(row: NavRow, task: NavigationTask) -> str | None:
     """The step: how many route landmarks the drone has reached, in order, by the states (within
     ``REACHED_M`` of a landmark's footprint circle counts as reached)."""
     t = row.clip_end_frame
+    steps = progress_steps(task.instruction)
     if t + 1 >= len(task.poses) or moved(task.poses[t], task.poses[t + 1]) == "hover":
-        return "the route is complete"
+        return step_label(len(steps) - 1)
     done, since = 0, 0
     for lid in task.route[:-1]:
         lm = next(x for x in task.landmarks if x.landmark_id == lid)
@@ -180,8 +187,7 @@ def _progress(row: NavRow, task: NavigationTask) -> str | None:
         if not near:
             break
         done, since = done + 1, since + near[0]
-    steps = W.route_steps(task.instruction)
-    return steps[done] if done < len(steps) else None
+    return step_label(done) if done < len(steps) - 1 else None
 
 
 def _counterfactual(row: NavRow, task: NavigationTask) -> str | None:
@@ -248,20 +254,12 @@ def why(task: NavigationTask, index: int) -> str:
     return "arrive"
 
 
-def _reason_words(task: NavigationTask, index: int, plan: bool) -> str:
-    s = task.segments[index]
-    blocker = leg_blocker(task, s.leg)
-    words = W.plan_text if plan else W.reason_text
-    name = _name(task, blocker) if blocker else ""
-    return words(why(task, index), _name(task, s.toward), name, task.goal_part)
-
-
 def _causal(row: NavRow, task: NavigationTask) -> str | None:
-    return _reason_words(task, int(row.evidence["segment"]), plan=False)  # type: ignore[arg-type]
+    return W.WHY[why(task, int(row.evidence["segment"]))]  # type: ignore[arg-type]
 
 
 def _planning(row: NavRow, task: NavigationTask) -> str | None:
-    return _reason_words(task, int(row.evidence["next"]), plan=True)  # type: ignore[arg-type]
+    return W.plan_text(why(task, int(row.evidence["next"])))  # type: ignore[arg-type]
 
 
 def _bearing_off(p: NavState, target: list[float]) -> float:

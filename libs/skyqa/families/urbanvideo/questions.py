@@ -2,35 +2,62 @@
 geometry: the planned segments and their reasons, the per-frame drone states, the landmarks'
 boxes, the renderer's per-frame visibility and the planner's judged alternatives.
 
-A builder returns every question of its type the mission supports (a candidate), gold option
-first; the family keeps one per type, balancing gold answers across missions. Questions asked
-"now" show the video cut at a segment's last frame. Every answer needs a margin (angles 15
-degrees from a boundary, distances and durations 30 % apart, boxes 5 % of the width from a
-third) and every landmark an option names was seen in the frames the row shows, unless the
-question is about what was not in view.
+A builder yields every question of its type the mission supports (a candidate), gold option
+first; the family keeps some per type, balancing gold answers across missions. Questions asked
+"now" show the video cut at that moment. Every answer needs a margin (angles 15 degrees from a
+boundary, distances and durations 30 % apart, boxes 5 % of the width from a third) and every
+landmark an option names was seen in the frames the row shows, unless the question is about
+what was not in view.
+
+What a model could answer without the video is kept out by construction (no-pixel solvers
+trained on other missions' rows are the release gate's net, not the method):
+
+- option sets are exchangeable. A type whose answers come from one fixed vocabulary
+  (:data:`VOCABULARY`: actions, reasons, plan steps, positions) offers the gold and labels
+  drawn uniformly from the labels the plan offers (:func:`from_vocabulary`), and the family
+  makes each offered label the answer equally often (per difficulty, and per goal or route
+  where the question quotes the instruction); a design with pairs never offered together, or
+  sets filtered by their wording, would leave some labels in fewer sets, and a balanced gold
+  then more often one of those. A type whose options are landmarks draws one of the alike
+  sets (:func:`skyqa.families.options.singled_out`, decided from the set alone) of a universe
+  that does not depend on the gold, equally likely whichever member is the gold (:func:`draw`);
+- a question's words never decide its answer class: no motion named (a climb leaves most
+  distances as they were), no time that tells the flight's phase where the answer is a class
+  (the moment asked about is the end of the video shown), duration compares flights of one
+  kind, a counterfactual's way is balanced per answer by the family;
+- a fact of the scene's geometry that several missions could ask (which landmark is nearest
+  another, how two landmarks lie) carries a key (:attr:`Question.fact`) and is asked once;
+  a question whose words hold no moment (an instruction quoted) is asked by one mission;
+- a landmark is named only when its description is unique among the mission's landmarks
+  (:attr:`Mission.unique`), in questions and options alike.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from functools import lru_cache
+from itertools import combinations, pairwise
 
 import numpy as np
 from numpy.typing import NDArray
 
 from skyqa.contracts.navigation import NavigationTask, NavSegment
 from skyqa.contracts.urbanvideo import NavTask
+from skyqa.families import options as O
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.families.urbanvideo import words as W
 from skyqa.vocab.directions import similarity
 
 MIN_SEEN = 3  # frames a landmark must be visible in to count as seen
 WINDOW_S = 2.0  # a Scene Recall moment
+PROXIMITY_S = 3.0  # the window a Proximity question asks about
 ANGLE_MARGIN = 15.0
 RATIO = 1.3
 THIRD_MARGIN = 0.05
+K = 4  # options a row offers where its universe allows
 Evidence = dict[str, str | int | float | bool | list[str] | list[float]]
 
 
@@ -42,6 +69,17 @@ class Question:
     options: tuple[str, ...]  # the gold first
     key: str  # the gold's class, for balancing across missions
     evidence: Evidence = field(default_factory=dict)
+    # the scene fact the answer follows from whatever mission asks it ("" when the answer is the
+    # mission's own): rows sharing it are one question, asked once per release
+    fact: str = ""
+    # the class of the question's wording whose answers the family balances (a counterfactual's
+    # way): within it every answer is asked equally often, so the words decide nothing
+    stratum: str = ""
+    # the question's words when they name the mission's goal or instruction and no moment: two
+    # missions flying to one goal would ask identical questions of like flights (whose answers
+    # agree more often than chance), so one mission asks it; not a fact (the answer is the
+    # video's), so within a mission it may repeat
+    wording: str = ""
 
 
 class Mission:
@@ -58,6 +96,37 @@ class Mission:
         self.at = np.array([[p.x, p.y, p.z] for p in task.poses])
         self.goal = task.route[-1]
         self.part = task.goal_part
+        # landmarks a description names unambiguously: one landmark of the mission has it (two
+        # "green tree"s on the way make "the green tree" a guess, whatever the answer)
+        shared = Counter(_norm(d) for d in self.names.values())
+        self.unique = frozenset(lid for lid, d in self.names.items() if shared[_norm(d)] == 1)
+        # per fixed-vocabulary type and difficulty, the labels the plan can give as answers about
+        # equally often (set by the family from every mission's candidates); a label offered but
+        # seldom the answer would be ruled out without looking
+        self.allowed: dict[tuple[str, str], frozenset[str]] = {}
+        # the landmarks some mission of the plan flies to (set by the family; None: any)
+        self.routed: frozenset[str] | None = None
+
+    def labels(self, task: str, every: Sequence[str], frame: int) -> list[str]:
+        """The labels of a fixed-vocabulary type this plan offers in a row showing the video up
+        to ``frame`` (all, unless the family kept only those it can ask as answers about equally
+        often at that row's difficulty: see :attr:`allowed`)."""
+        kept = self.allowed.get((task, self.stratum(task, frame)))
+        return [x for x in every if kept is None or x in kept]
+
+    def wording(self, question: str) -> str:
+        return _norm(question)
+
+    def stratum(self, task: str, frame: int) -> str:
+        """What a row shows of its answer's circumstances without the video, which a type of
+        fixed vocabulary balances its answers within: the difficulty (the video's length), and
+        whether the mission is a goal or a route when the question quotes its instruction."""
+        level = difficulty(frame, self.fps)
+        return f"{level}/{self.task.kind}" if task in QUOTES else level
+
+    def named(self, *lids: str) -> bool:
+        """Every landmark id given ("" for none) has a description of its own in the mission."""
+        return all(not lid or lid in self.unique for lid in lids)
 
     def seen(self, lid: str, a: int = 0, b: int | None = None) -> int:
         frames = self.task.visibility.get(lid, [])
@@ -86,12 +155,22 @@ class Mission:
     def leg_blocker(self, s: NavSegment) -> str:
         return self.names.get(leg_blocker(self.task, s.leg), "")
 
-    def reason(self, s: NavSegment) -> str:
-        return W.reason_text(s.reason, self.names[s.toward], self.leg_blocker(s), self.part)
+    def moment(self, s: NavSegment, rng: np.random.Generator) -> int | None:
+        """A frame strictly inside the segment, drawn uniformly; None for a segment too short to
+        have one. Naming it, not the span, hides how long the segment lasted."""
+        if s.end_frame - s.start_frame < 2:
+            return None
+        return int(rng.integers(s.start_frame + 1, s.end_frame))
 
-    def span(self, s: NavSegment) -> str:
-        end = min(s.end_frame + 1, self.last)  # the last segment ends on the video's last frame
-        return f"from {W.seconds(s.start_frame, self.fps)} to {W.seconds(end, self.fps)}"
+
+def difficulty(end_frame: int, fps: float) -> str:
+    """A row's difficulty, by the seconds of video it shows."""
+    seconds = (end_frame + 1) / fps
+    return "easy" if seconds < 20 else "medium" if seconds < 45 else "hard"
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def leg_blocker(task: NavigationTask, leg: int) -> str:
@@ -121,22 +200,87 @@ def _quadrant(rel: float) -> str | None:
     return W.QUADRANTS[(0 if abs(rel) < 90.0 else 2) + (0 if rel > 0 else 1)]
 
 
-def _four(gold: str, pool: list[str]) -> tuple[str, ...] | None:
-    """The gold and up to three distractors from ``pool``, in its order, each no more similar
-    than QC allows to any option already taken; None below two distractors."""
-    chosen = [gold]
-    for p in dict.fromkeys(pool):
-        if len(chosen) == 4:
-            break
-        if all(similarity(p, c) <= MAX_SIMILARITY for c in chosen):
-            chosen.append(p)
-    return tuple(chosen) if len(chosen) >= 3 else None
+def alike(question: str, labels: Sequence[str]) -> bool:
+    """Options a row may offer together: distinct, no two more similar than QC allows, and
+    none singled out by its form, length or words shared with the question. Decided from the
+    set alone, never from which member is the gold."""
+    return (
+        len(set(labels)) == len(labels)
+        and O.singled_out(question, labels) is None
+        and not any(_close(a, b) for a, b in combinations(labels, 2))
+    )
+
+
+@lru_cache(maxsize=1 << 16)
+def _close(a: str, b: str) -> bool:
+    """Too similar to offer together (QC's bound); cached, as the same labels meet in many sets."""
+    return similarity(a, b) > MAX_SIMILARITY
+
+
+def sets_of(universe: Sequence[str], question: str, k: int = K) -> list[tuple[str, ...]]:
+    """Every ``k``-subset of ``universe`` (``k - 1`` when it has none) whose members are
+    :func:`alike`."""
+    return _sets(tuple(dict.fromkeys(universe)), question, k)
+
+
+@lru_cache(maxsize=4096)
+def _sets(labels: tuple[str, ...], question: str, k: int) -> list[tuple[str, ...]]:
+    for size in (k, k - 1):
+        out = [
+            c
+            for c in combinations(labels, size)
+            if not any(_close(a, b) for a, b in combinations(c, 2)) and O.singled_out(question, c) is None
+        ]
+        if out:
+            return out
+    return []
+
+
+def draw(
+    gold: str,
+    universe: Sequence[str],
+    question: str,
+    rng: np.random.Generator,
+    k: int = K,
+) -> tuple[str, ...] | None:
+    """The gold and its distractors: one of :func:`sets_of` ``universe`` holding the gold, drawn
+    so that every set is equally likely whichever of its members is the gold (a gold that few
+    sets hold is asked less often, never placed differently); None: not asked with this gold.
+    ``universe`` must not depend on the gold (every label the question could have as answer)."""
+    return pick(gold, sets_of(universe, question, k), rng) if gold in universe else None
+
+
+def from_vocabulary(
+    gold: str, labels: Sequence[str], rng: np.random.Generator, k: int = K
+) -> tuple[str, ...] | None:
+    """A fixed vocabulary's options: the gold and ``k - 1`` others drawn uniformly from the
+    labels the plan offers (all of them when they are ``k`` or fewer). Every ``k``-subset is
+    a candidate set, as many holding each label: the design stays exchangeable when the family
+    then balances the golds (a filter on the sets, or pairs never offered together, would
+    have some labels in fewer sets, and a balanced gold then more often one of those)."""
+    if gold not in labels:
+        return None
+    if len(labels) <= k:
+        return (gold, *(x for x in labels if x != gold))
+    drawn = O.from_pool(gold, list(labels), k, rng)
+    return None if drawn is None else tuple(drawn)
+
+
+def pick(gold: str, sets: Sequence[tuple[str, ...]], rng: np.random.Generator) -> tuple[str, ...] | None:
+    """One of ``sets`` holding the gold, gold first, by :func:`skyqa.families.options.exchangeable`
+    over the family of ``sets`` (which must not depend on the gold); None: not asked."""
+    holding = Counter(x for s in sets for x in s)
+    if not holding.get(gold):
+        return None
+    picked = O.exchangeable(gold, lambda x: [s for s in sets if x in s], max(holding.values()), rng)
+    return None if picked is None else (gold, *(x for x in picked if x != gold))
 
 
 # -- recall ------------------------------------------------------------------------------
 
 
 Flight = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # landmarks, turns, ways, per leg
+Edit = Callable[[Flight], Flight]
 
 
 def caption_text(
@@ -154,11 +298,12 @@ def caption_text(
 
 TURNED = {"left": "right", "right": "left", "": ""}
 AVOIDED = {"climb over": "go around", "go around": "climb over", "": ""}
+CAPTION_Q = "Which sequence sums up the drone's whole flight?"
 
 
-def trajectory_captioning(m: Mission) -> Iterator[Question]:
+def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     legs = sorted({s.leg for s in m.task.segments})
-    turns, ways, blockers = [], [], []
+    turns, ways, blockers, blocker_ids = [], [], [], []
     for leg in legs:
         first = next(s for s in m.task.segments if s.leg == leg)
         turned = first.reason == "face_landmark" and first.amount >= 20.0
@@ -166,6 +311,9 @@ def trajectory_captioning(m: Mission) -> Iterator[Question]:
         avoid = next((s for s in m.task.segments if s.leg == leg and s.blocked_by), None)
         ways.append("" if avoid is None else "climb over" if avoid.action == "ascend" else "go around")
         blockers.append("" if avoid is None else m.blocker(avoid))
+        blocker_ids.append("" if avoid is None else avoid.blocked_by)
+    if not m.named(*m.task.route, *blocker_ids):
+        return
 
     def caption(f: Flight) -> str:
         return caption_text([m.names[lid] for lid in f[0]], f[1], f[2], blockers)
@@ -173,80 +321,106 @@ def trajectory_captioning(m: Mission) -> Iterator[Question]:
     def reverse(f: Flight) -> Flight:
         return f[0][::-1], f[1], f[2]
 
-    def flip(k: int) -> Callable[[Flight], Flight]:
+    def flip(k: int) -> Edit:
         return lambda f: (f[0], tuple(TURNED[t] if j == k else t for j, t in enumerate(f[1])), f[2])
 
-    def swap(k: int) -> Callable[[Flight], Flight]:
+    def swap(k: int) -> Edit:
         return lambda f: (f[0], f[1], tuple(AVOIDED[w] if j == k else w for j, w in enumerate(f[2])))
 
-    def replace(i: int, lid: str) -> Callable[[Flight], Flight]:
-        return lambda f: ((*f[0][:i], lid, *f[0][i + 1 :]), f[1], f[2])
-
-    single: list[Callable[[Flight], Flight]] = [reverse] if len(legs) > 1 else []
-    single += [flip(k) for k, t in enumerate(turns) if t]
-    single += [swap(k) for k, w in enumerate(ways) if w]
-    single += [replace(i, lid) for i in range(len(legs)) for lid in m.names if lid not in m.task.route]
-
-    def both(a: Callable[[Flight], Flight], b: Callable[[Flight], Flight]) -> Callable[[Flight], Flight]:
-        return lambda f: b(a(f))
-
-    # one changed word in a long caption is too close to tell apart (QC's 0.85): edits of two
-    # changes each are tried after the single ones
-    edits = single + [both(a, b) for n, a in enumerate(single) for b in single[n + 1 :]]
-    # Options form a square: the flight, two single edits of it and both edits together. Each
-    # option then differs from two others by one edit and from one by two, so the gold is not
-    # the option that overlaps the rest most (which one-edit distractors all around it make it).
-    flown: Flight = (tuple(m.task.route), tuple(turns), tuple(ways))
-    for n, e1 in enumerate(edits):
-        for e2 in edits[n + 1 :]:
-            square = [caption(flown), caption(e1(flown)), caption(e2(flown)), caption(e2(e1(flown)))]
-            if len(set(square)) == 4 and all(
-                similarity(x, y) <= MAX_SIMILARITY for k, x in enumerate(square) for y in square[k + 1 :]
-            ):
-                q = "Which sequence sums up the drone's whole flight?"
-                yield Question(
-                    "trajectory_captioning",
-                    m.last,
-                    q,
-                    tuple(square),
-                    square[0],
-                    {"route": list(m.task.route)},
-                )
-                return
-
-
-def sequence_recall(m: Mission) -> Iterator[Question]:
-    segs = m.task.segments
-    for s, nxt in pairwise(segs):
-        if nxt.action == s.action:
-            continue
-        gold = W.PAST[nxt.action]
-        pool = [W.PAST[a] for a in W.PAST if a not in (nxt.action,)]
-        options = _four(gold, pool[s.index % len(pool) :] + pool[: s.index % len(pool)])
-        if options is None:
-            continue
-        q = f"What did the drone do right after what it did {m.span(s)}?"
-        yield Question(
-            "sequence_recall", m.last, q, options, nxt.action, {"segment": s.index, "next": nxt.index}
+    def transpose(i: int, j: int) -> Edit:
+        return lambda f: (
+            tuple(f[0][j if k == i else i if k == j else k] for k in range(len(f[0]))),
+            f[1],
+            f[2],
         )
 
+    def replace(i: int, lid: str) -> Edit:
+        return lambda f: ((*f[0][:i], lid, *f[0][i + 1 :]), f[1], f[2])
 
-def object_recall(m: Mission) -> Iterator[Question]:
-    seen = m.seen_in(0, m.last)
+    # Edits that undo themselves (reverse, transpose, flip, swap) keep a caption's words; one
+    # that puts another landmark in a route landmark's place does not, so it takes landmarks
+    # other missions fly to (:attr:`Mission.routed`): the gold then is not the one option
+    # naming only landmarks other missions' golds name.
+    others = [lid for lid in m.names if lid not in m.task.route and m.named(lid)]
+    single: list[Edit] = [reverse] if len(legs) > 1 else []
+    single += [transpose(i, j) for i, j in combinations(range(len(legs)), 2) if len(legs) > 2]
+    single += [flip(k) for k, t in enumerate(turns) if t]
+    single += [swap(k) for k, w in enumerate(ways) if w]
+    single += [
+        replace(i, lid) for i in range(len(legs)) for lid in others if m.routed is None or lid in m.routed
+    ]
+
+    def both(a: Edit, b: Edit) -> Edit:
+        return lambda f: b(a(f))
+
+    # Options form a square: the flight, two edits of it and both edits together. Each option
+    # then differs from two others by one edit and from one by two, so the gold is not the
+    # option that overlaps the rest most (which one-edit distractors all around it make it).
+    # One changed word in a long caption is too close to tell apart (QC's 0.85): squares of
+    # double edits are tried when no square of single ones is alike. Among the squares that
+    # are, one is drawn, so which edits a flight gets is not a habit of the family.
+    flown: Flight = (tuple(m.task.route), tuple(turns), tuple(ways))
+    for edits in (single, [both(a, b) for n, a in enumerate(single) for b in single[n + 1 :]]):
+        squares = []
+        for n, e1 in enumerate(edits):
+            for e2 in edits[n + 1 :]:
+                flights = (flown, e1(flown), e2(flown), e2(e1(flown)))
+                # a caption naming one landmark twice is no flight (the gold never does)
+                if any(len(set(f[0])) < len(f[0]) for f in flights):
+                    continue
+                square = tuple(caption(f) for f in flights)
+                if alike(CAPTION_Q, square):
+                    squares.append(square)
+            if len(squares) >= 64:
+                break
+        if squares:
+            square = squares[int(rng.integers(len(squares)))]
+            yield Question(
+                "trajectory_captioning", m.last, CAPTION_Q, square, square[0], {"route": list(m.task.route)}
+            )
+            return
+
+
+def sequence_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """What the drone did just before its current move, the video cut at a moment inside that
+    move: a time in the question would tell the phase of the flight (early on the drone turns),
+    the cut names the moment without words. Options drawn uniformly from the actions (never
+    the ones after the gold in a fixed order, which leaves the gold the one outside a run)."""
+    q = "What did the drone do just before the move it is making now?"
+    for s, nxt in pairwise(m.task.segments):
+        if nxt.action == s.action or (t := m.moment(nxt, rng)) is None:
+            continue
+        options = from_vocabulary(
+            W.PAST[s.action], m.labels("sequence_recall", list(W.PAST.values()), t), rng
+        )
+        if options is not None:
+            evidence: Evidence = {"segment": s.index, "next": nxt.index, "frame": t}
+            yield Question("sequence_recall", t, q, options, options[0], evidence)
+
+
+def object_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Which seen landmark stands nearest a seen one: a fact of the scene, whatever mission
+    asks it, so it carries the referent as its key (shared with Association's)."""
+    seen = [lid for lid in m.seen_in(0, m.last) if m.named(lid)]
     for lid in seen:
-        others = [o for o in m.names if o != lid]
-        near = _nearest({o: m.box_gap(lid, o) for o in others})
+        near = _nearest({o: m.box_gap(lid, o) for o in m.names if o != lid})
         if near is None or near not in seen:
             continue
-        options = _four(m.names[near], [m.names[o] for o in others])
+        q = f"Which of these landmarks stands closest to the {m.names[lid]}?"
+        options = draw(m.names[near], [m.names[o] for o in seen if o != lid], q, rng)
         if options is not None:
-            q = f"Which of these landmarks stands closest to the {m.names[lid]}?"
             yield Question(
-                "object_recall", m.last, q, options, options[0], {"landmark": lid, "nearest": near}
+                "object_recall",
+                m.last,
+                q,
+                options,
+                options[0],
+                {"landmark": lid, "nearest": near},
+                fact=f"nearest:{lid}",
             )
 
 
-def scene_recall(m: Mission) -> Iterator[Question]:
+def scene_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     """Over a window of ``WINDOW_S`` inside one segment (stepping a second): the one landmark
     in view for at least half of it, when at least two others show not a pixel in it."""
     size, step = round(WINDOW_S * m.fps), round(m.fps)
@@ -254,44 +428,71 @@ def scene_recall(m: Mission) -> Iterator[Question]:
         for a in range(s.start_frame, s.end_frame - size + 2, step):
             b = a + size - 1
             inside = [lid for lid in m.names if m.seen(lid, a, b) * 2 >= size]
-            outside = [lid for lid in m.names if not any(f.pixels for f in m.task.visibility[lid][a : b + 1])]
-            if len(inside) != 1 or len(outside) < 2:
+            outside = [
+                lid
+                for lid in m.names
+                if m.named(lid) and not any(f.pixels for f in m.task.visibility[lid][a : b + 1])
+            ]
+            if len(inside) != 1 or len(outside) < 2 or not m.named(inside[0]):
                 continue
-            options = _four(m.names[inside[0]], [m.names[o] for o in outside])
+            q = f"Which landmark was in view between {W.seconds(a, m.fps)} and {W.seconds(b + 1, m.fps)}?"
+            options = draw(m.names[inside[0]], [m.names[x] for x in [inside[0], *outside]], q, rng)
             if options is not None:
-                q = (f"Which landmark was in view while the drone {W.PAST[s.action]}, between "
-                     f"{W.seconds(a, m.fps)} and {W.seconds(b + 1, m.fps)}?")  # fmt: skip
                 evidence: Evidence = {"start": a, "end": b, "landmark": inside[0]}
                 yield Question("scene_recall", m.last, q, options, options[0], evidence)
 
 
-def start_end_position(m: Mission) -> Iterator[Question]:
+START_END_Q = "From which landmark's side did the drone start, and at which did it stop?"
+
+
+def _route_text(a: str, b: str) -> str:
+    return f"from the {a} to the {b}"
+
+
+def start_end_position(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Options form a square of two starts and two ends, four landmarks in all: each option
+    shares its start with one other and its end with another, whichever is the gold (never
+    "near misses" around the gold, which make it the option sharing most with the rest)."""
+    ids = [lid for lid in m.names if m.named(lid)]
     start = _nearest({lid: float(m.gap(lid, m.at[0])) for lid in m.names})
     end = _nearest({lid: float(m.gap(lid, m.at[-1])) for lid in m.names})
-    if start is None or end is None or len(m.names) < 2:
+    if start is None or end is None or start == end or start not in ids or end not in ids:
         return
     if m.seen(start, 0, min(m.last, int(5 * m.fps))) < 1 or not m.task.visibility[end][-1].visible:
         return
-    fmt = "from the {} to the {}"
-    gold = fmt.format(m.names[start], m.names[end])
-    ids = list(m.names)
-    pool = [fmt.format(m.names[a], m.names[b]) for a in ids for b in ids if (a, b) != (start, end)]
-    pool.sort(key=lambda t: (t.count(m.names[start]) + t.count(m.names[end])) * -1)  # near misses first
-    options = _four(gold, pool)
+
+    # every square of two starts and two ends, four distinct landmarks, whose options are alike
+    squares = [
+        sq
+        for starts in combinations(ids, 2)
+        for ends in combinations([x for x in ids if x not in starts], 2)
+        if alike(START_END_Q, sq := tuple(_route_text(m.names[a], m.names[b]) for a in starts for b in ends))
+    ]
+    gold = _route_text(m.names[start], m.names[end])
+    options = pick(gold, squares, rng)
     if options is not None:
-        q = "From which landmark's side did the drone start, and at which did it stop?"
-        yield Question("start_end_position", m.last, q, options, options[0], {"start": start, "end": end})
+        yield Question("start_end_position", m.last, START_END_Q, options, gold, {"start": start, "end": end})
 
 
 # -- perception --------------------------------------------------------------------------
 
 
-def proximity(m: Mission) -> Iterator[Question]:
-    for s in m.cuts():
-        if s.action not in ("fly_forward", "ascend", "descend"):
-            continue  # turning or tilting in place leaves every distance as it was: no question
-        for lid in m.seen_in(s.start_frame, s.end_frame):
-            d = m.gap(lid, m.at[s.start_frame : s.end_frame + 2])
+def proximity(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """How the distance to a landmark changed over a window of ``PROXIMITY_S`` (starting each
+    second), in one wording whatever the drone did: naming the motion would name the answer
+    (a climb leaves most distances about as they were), a segment's span would tell the motion
+    by its length. Over a fixed window a landmark can come closer, fall behind, stay as far
+    (the drone turning or tilting in place) or be passed."""
+    size = round(PROXIMITY_S * m.fps)
+    # the window ends where the video is cut: "the last seconds", no time in the question
+    # (which would tell the phase of the flight)
+    for a in range(round(m.fps), m.last - size, round(m.fps)):
+        b = a + size
+        labels = m.labels("proximity", W.PROXIMITY, b)
+        for lid in m.seen_in(a, b):
+            if not m.named(lid):
+                continue
+            d = m.gap(lid, m.at[a : b + 1])
             d0, d1, low = float(d[0]), float(d[-1]), float(d.min())
             tol = max(3.0, 0.1 * d0)
             if low < min(d0, d1) - tol:
@@ -302,37 +503,47 @@ def proximity(m: Mission) -> Iterator[Question]:
                 key = 0 if d1 < d0 else 1
             else:
                 continue
-            q = (f"How did the distance between the drone and the {m.names[lid]} change while it "
-                 f"{W.PAST[s.action]} {m.span(s)}?")  # fmt: skip
-            options = (W.PROXIMITY[key], *[p for i, p in enumerate(W.PROXIMITY) if i != key])
-            evidence: Evidence = {"landmark": lid, "segment": s.index, "start_m": round(d0, 2),
+            gold = W.PROXIMITY[key]
+            if gold not in labels:
+                continue
+            q = (f"How did the distance between the drone and the {m.names[lid]} change over the last "
+                 f"{PROXIMITY_S:.0f} seconds?")  # fmt: skip
+            evidence: Evidence = {"landmark": lid, "start": a, "end": b, "start_m": round(d0, 2),
                                   "end_m": round(d1, 2), "min_m": round(low, 2)}  # fmt: skip
-            yield Question("proximity", s.end_frame + 1, q, options, W.PROXIMITY[key], evidence)
+            options = (gold, *[x for x in labels if x != gold])
+            yield Question("proximity", b, q, options, gold, evidence)
 
 
-def duration(m: Mission) -> Iterator[Question]:
-    # named by what the flight was for, never by its times (which would give the answer away)
-    what = {
-        "approach_landmark": "the straight flight to the {}",
-        "avoid_obstacle": "the side step around {}",
-        "pass_obstacle": "the flight over {}",  # nosec B105: a reason code, not a password
-    }
+# named by what the flight was for, never by its times (which would give the answer away)
+DURATION_OF = {
+    "approach_landmark": "the straight flight to the {}",
+    "avoid_obstacle": "the side step around {}",
+    "pass_obstacle": "the flight over {}",  # nosec B105: a reason code, not a password
+}
+
+
+def duration(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Two forward flights of one kind, in a drawn order: flights of two kinds would let the
+    kind decide (a flight to a landmark outlasts a side step), a fixed order the position."""
     named = [
         (
             s,
-            what[s.reason].format(
+            DURATION_OF[s.reason].format(
                 m.names[s.toward] if s.reason == "approach_landmark" else W.obstacle(m.leg_blocker(s))
             ),
         )
         for s in m.task.segments
-        if s.action == "fly_forward" and s.reason in what
+        if s.action == "fly_forward"
+        and s.reason in DURATION_OF
+        and m.named(s.toward if s.reason == "approach_landmark" else leg_blocker(m.task, s.leg))
     ]
-    counts: dict[str, int] = {}
-    for _, phrase in named:
-        counts[phrase] = counts.get(phrase, 0) + 1
+    counts = Counter(phrase for _, phrase in named)
     segs = [s for s, phrase in named if counts[phrase] == 1]
     phrases = {s.index: phrase for s, phrase in named if counts[phrase] == 1}
-    for a, b in ((a, b) for a in segs for b in segs if a.index != b.index):  # both orders
+    for x, y in combinations(segs, 2):
+        if x.reason != y.reason:
+            continue
+        a, b = (x, y) if rng.random() < 0.5 else (y, x)
         na, nb = a.end_frame - a.start_frame + 1, b.end_frame - b.start_frame + 1
         ratio = max(na, nb) / min(na, nb)
         if ratio >= RATIO:
@@ -341,8 +552,11 @@ def duration(m: Mission) -> Iterator[Question]:
             key = 2
         else:
             continue
-        q = f"Which took longer: {phrases[a.index]}, or {phrases[b.index]}?"
-        options = (W.LONGER[key], *[p for i, p in enumerate(W.LONGER) if i != key])
+        labels = m.labels("duration", W.LONGER, min(max(a.end_frame, b.end_frame) + 1, m.last))
+        if W.LONGER[key] not in labels:
+            continue
+        q = f"Which lasted longer: {phrases[a.index]}, or {phrases[b.index]}?"
+        options = (W.LONGER[key], *[x for x in labels if x != W.LONGER[key]])
         yield Question(
             "duration",
             min(max(a.end_frame, b.end_frame) + 1, m.last),
@@ -353,11 +567,13 @@ def duration(m: Mission) -> Iterator[Question]:
         )
 
 
-def landmark_position(m: Mission) -> Iterator[Question]:
+def landmark_position(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     for s in m.cuts():
         t = s.end_frame + 1
         p = m.task.poses[t]
         for lid in m.seen_in(0, t):
+            if not m.named(lid):
+                continue
             lm_size = m.hi[lid] - m.lo[lid]
             if (
                 math.hypot(m.center[lid][0] - p.x, m.center[lid][1] - p.y)
@@ -367,8 +583,11 @@ def landmark_position(m: Mission) -> Iterator[Question]:
             label = _quadrant(_relative_bearing(m, lid, t))
             if label is None:
                 continue
+            labels = m.labels("landmark_position", W.QUADRANTS, t)
+            if label not in labels:
+                continue
             q = f"Where is the {m.names[lid]} relative to the drone now?"
-            options = (label, *[x for x in W.QUADRANTS if x != label])
+            options = (label, *[x for x in labels if x != label])
             yield Question(
                 "landmark_position",
                 t,
@@ -379,10 +598,15 @@ def landmark_position(m: Mission) -> Iterator[Question]:
             )
 
 
-def goal_detection(m: Mission) -> Iterator[Question]:
+def goal_detection(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Whether and where the goal is in view, asked each second (not only where a segment
+    ends, when the drone mostly faces the goal: the goal is off to one side while it turns)."""
+    if not m.named(m.goal):
+        return
     frames = m.task.visibility[m.goal]
-    for s in m.cuts():
-        t = s.end_frame + 1
+    # no word of the question in any option ("view" would be in "not in view" alone)
+    q = f"The drone is flying to the {m.names[m.goal]}. Can it see it now, and if so, where in the image?"
+    for t in range(round(m.fps), m.last, round(m.fps)):
         f = frames[t]
         if not f.visible:
             if f.pixels:
@@ -393,15 +617,20 @@ def goal_detection(m: Mission) -> Iterator[Question]:
             if min(abs(cx - 1 / 3), abs(cx - 2 / 3)) < THIRD_MARGIN:
                 continue
             key = 1 if cx < 1 / 3 else 2 if cx < 2 / 3 else 3
-        q = f"The drone is flying to the {m.names[m.goal]}. Is it in view now, and if so, where in the image?"
-        options = (W.IN_VIEW[key], *[x for i, x in enumerate(W.IN_VIEW) if i != key])
-        yield Question("goal_detection", t, q, options, W.IN_VIEW[key], {"frame": t, "landmark": m.goal})
+        gold, labels = W.IN_VIEW[key], m.labels("goal_detection", W.IN_VIEW, t)
+        if gold in labels:
+            options = (gold, *[x for x in labels if x != gold])
+            evidence: Evidence = {"frame": t, "landmark": m.goal}
+            yield Question("goal_detection", t, q, options, gold, evidence, wording=m.wording(q))
 
 
-def cognitive_map(m: Mission) -> Iterator[Question]:
+def cognitive_map(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """How two seen landmarks lie, facing the start's heading: the pair is the scene's, so it
+    carries a key and is asked once (another mission's row on the pair, from a heading close to
+    this one, would answer it)."""
     yaw = math.radians(m.task.poses[0].yaw_deg)
     fwd, left = np.array([math.cos(yaw), math.sin(yaw)]), np.array([-math.sin(yaw), math.cos(yaw)])
-    seen = m.seen_in(0, m.last)
+    seen = [lid for lid in m.seen_in(0, m.last) if m.named(lid)]
     for a in seen:
         for b in seen:
             if a == b:
@@ -411,53 +640,60 @@ def cognitive_map(m: Mission) -> Iterator[Question]:
             if max(abs(f), abs(lft)) < RATIO * min(abs(f), abs(lft)) or max(abs(f), abs(lft)) < 10.0:
                 continue
             key = (0 if f > 0 else 1) if abs(f) > abs(lft) else (2 if lft > 0 else 3)
+            labels = m.labels("cognitive_map", W.LAYOUT, m.last)
+            if W.LAYOUT[key] not in labels:
+                continue
             q = (f"Facing the way the drone faced when it started, where is the {m.names[b]} "
                  f"relative to the {m.names[a]}?")  # fmt: skip
-            options = (W.LAYOUT[key], *[x for i, x in enumerate(W.LAYOUT) if i != key])
+            options = (W.LAYOUT[key], *[x for x in labels if x != W.LAYOUT[key]])
             yield Question(
-                "cognitive_map", m.last, q, options, W.LAYOUT[key], {"reference": a, "landmark": b}
+                "cognitive_map",
+                m.last,
+                q,
+                options,
+                W.LAYOUT[key],
+                {"reference": a, "landmark": b},
+                fact="layout:" + ":".join(sorted((a, b))),
             )
 
 
 # -- reasoning ---------------------------------------------------------------------------
 
 
-def causal(m: Mission) -> Iterator[Question]:
-    reasons = {s.index: m.reason(s) for s in m.task.segments}
+def causal(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Why the drone is making its current move, the video cut at a moment inside it (a time in
+    the question would tell the phase of the flight), from a fixed vocabulary of reasons that
+    name no landmark: turning to the next landmark and flying to it are one reason, as for one
+    landmark each fits the other's segment. Options drawn uniformly from the vocabulary."""
+    q = "Why is the drone making the move it is making now?"
     for s in m.task.segments:
-        gold = reasons[s.index]
-        pool = [
-            r
-            for i, r in reasons.items()
-            if r != gold and m.task.segments[i].reason != s.reason and not _both_fit(s, m.task.segments[i])
-        ]
-        options = _four(gold, pool)
-        if options is None:
+        if (t := m.moment(s, rng)) is None:
             continue
-        q = f"Why did the drone do what it did {m.span(s)}?"
-        end = min(s.end_frame + 1, m.last)
-        yield Question("causal", end, q, options, s.reason, {"segment": s.index, "reason": s.reason})
+        options = from_vocabulary(W.WHY[s.reason], m.labels("causal", W.WHY_LABELS, t), rng)
+        if options is not None:
+            evidence: Evidence = {"segment": s.index, "reason": s.reason, "frame": t}
+            yield Question("causal", t, q, options, options[0], evidence)
 
 
-def _both_fit(a: NavSegment, b: NavSegment) -> bool:
-    """Turning to face a landmark, looking at it and flying to it serve one purpose; for the
-    same landmark, either reason fits the other's segment, so neither is the other's distractor."""
-    aims = {"face_landmark", "look_at_landmark", "approach_landmark"}
-    return a.toward == b.toward and a.reason in aims and b.reason in aims
+WAYS = {
+    "straight": "flown straight on at its height",
+    "over": "climbed over what was ahead",
+    "around_left": "flown around to the left",
+    "around_right": "flown around to the right",
+}
 
 
-def counterfactual(m: Mission) -> Iterator[Question]:
-    ways = {
-        "straight": "flown straight on at its height",
-        "over": "climbed over what was ahead",
-        "around_left": "flown around to the left",
-        "around_right": "flown around to the right",
-    }
+def counterfactual(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Could an unflown way have been flown. The way named is the question's stratum: the
+    family asks each way's "yes" and "no" equally often (the planner finds most ways clear,
+    some never blocked), so the wording tells nothing."""
     for alt in m.task.alternatives:
         chosen = next((a for a in m.task.alternatives if a.leg == alt.leg and a.chosen), None)
         # straight on is an unflown alternative only when blocked: asking it would give the
         # answer away
         if chosen is None or alt.chosen or chosen.seconds is None or alt.option == "straight":
+            continue
+        if not m.named(alt.toward):
             continue
         # where the planner judged the ways: after turning, tilting and any climb to a roof
         decided = next(
@@ -472,90 +708,155 @@ def counterfactual(m: Mission) -> Iterator[Question]:
         if decided is None:
             continue
         key = 0 if alt.feasible else 1
-        q = (f"At {W.seconds(decided.start_frame, m.fps)}, on its way to the {m.names[alt.toward]}, "
-             f"could the drone have {ways[alt.option]} instead?")  # fmt: skip
+        # the video ends where the ways were judged: no time in the question (which would tell
+        # the leg, and with it how likely a way is blocked)
+        q = (f"The drone is on its way to the {m.names[alt.toward]}. Could it have "
+             f"{WAYS[alt.option]} from here instead?")  # fmt: skip
         options = (W.COUNTERFACTUAL[key], *[x for i, x in enumerate(W.COUNTERFACTUAL) if i != key])
         yield Question("counterfactual", decided.start_frame, q, options, W.COUNTERFACTUAL[key],
-                       {"leg": alt.leg, "option": alt.option, "chosen": chosen.option})  # fmt: skip
+                       {"leg": alt.leg, "option": alt.option, "chosen": chosen.option},
+                       stratum=alt.option)  # fmt: skip
 
 
-def association(m: Mission) -> Iterator[Question]:
+def association(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Which seen landmark stands nearest the goal, out of view now: the same scene fact as
+    Object Recall's question about the goal, under the same key."""
+    if not m.named(m.goal):
+        return
     frames = m.task.visibility[m.goal]
+    near = _nearest({lid: m.box_gap(m.goal, lid) for lid in m.names if lid != m.goal})
+    if near is None or not m.named(near):
+        return
+    q = (f"The drone is flying to the {m.names[m.goal]}, which is out of view now. Which landmark "
+         "stands closest to it?")  # fmt: skip
     for s in m.cuts():
         t = s.end_frame + 1
-        if frames[t].pixels:
+        if frames[t].pixels or m.seen(near, 0, t) < MIN_SEEN:
             continue
-        near = _nearest({lid: m.box_gap(m.goal, lid) for lid in m.names if lid != m.goal})
-        if near is None or m.seen(near, 0, t) < MIN_SEEN:
-            continue
-        options = _four(m.names[near], [m.names[lid] for lid in m.names if lid not in (m.goal, near)])
+        pool = [m.names[lid] for lid in m.seen_in(0, t) if lid != m.goal and m.named(lid)]
+        options = draw(m.names[near], pool, q, rng)
         if options is not None:
-            q = (f"The drone is flying to the {m.names[m.goal]}, which is out of view now. Which landmark "
-                 "stands closest to it?")  # fmt: skip
-            yield Question("association", t, q, options, options[0], {"frame": t, "nearest": near})
+            yield Question(
+                "association",
+                t,
+                q,
+                options,
+                options[0],
+                {"frame": t, "nearest": near},
+                fact=f"nearest:{m.goal}",
+            )
 
 
 # -- navigation --------------------------------------------------------------------------
 
 
-def progress_evaluation(m: Mission) -> Iterator[Question]:
-    if m.task.kind != "route":
+def progress_steps(instruction: str) -> list[str]:
+    """The route's steps as numbered in the question, the stop last."""
+    return [*W.route_steps(instruction), "stop there"]
+
+
+def step_label(k: int) -> str:
+    return f"step {k + 1}"
+
+
+def progress_evaluation(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Which numbered step of the quoted route the drone is on: options "step N", alike in
+    form, any four of the route's steps drawn exchangeably (never the first ones in order,
+    which leave out the last and so name it whenever it is absent)."""
+    if m.task.kind != "route" or not m.named(*m.task.route):
         return
-    steps = [*W.route_steps(m.task.instruction), "the route is complete"]
+    steps = progress_steps(m.task.instruction)
     if len(steps) != len(m.task.route) + 1:
         return
+    listed = "; ".join(f"{step_label(k)}: {x}" for k, x in enumerate(steps))
+    q = f'The drone follows this route: "{m.task.instruction}" Its steps: {listed}. Which step is it on now?'
+    labels = [step_label(k) for k in range(len(steps))]
     for s in m.cuts():
         t, nxt = s.end_frame + 1, m.task.segments[s.index + 1]
         if nxt.leg != s.leg:
             continue  # between two steps: either answer would be fair
         key = len(m.task.route) if nxt.action == "hover" else s.leg
-        options = _four(steps[key], steps)
+        options = draw(labels[key], labels, q, rng)
         if options is not None:
-            q = f'The drone follows this route: "{m.task.instruction}" Which step is it on now?'
-            yield Question("progress_evaluation", t, q, options, f"step {key}", {"frame": t, "leg": s.leg})
-
-
-def high_level_planning(m: Mission) -> Iterator[Question]:
-    plans = {
-        s.index: W.plan_text(s.reason, m.names[s.toward], m.leg_blocker(s), m.part) for s in m.task.segments
-    }
-    for s in m.cuts():
-        nxt = m.task.segments[s.index + 1]
-        gold = plans[nxt.index]
-        pool = [
-            p
-            for i, p in plans.items()
-            if p != gold
-            and m.task.segments[i].reason != nxt.reason
-            and not _both_fit(nxt, m.task.segments[i])
-        ]
-        options = _four(gold, pool)
-        if options is not None:
-            q = f'The drone\'s task: "{m.task.instruction}" What should it do next from here?'
             yield Question(
-                "high_level_planning", s.end_frame + 1, q, options, nxt.reason, {"next": nxt.index}
+                "progress_evaluation",
+                t,
+                q,
+                options,
+                labels[key],
+                {"frame": t, "leg": s.leg},
+                wording=m.wording(q),
             )
 
 
-def action_generation(m: Mission) -> Iterator[Question]:
+def high_level_planning(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """The next step of the plan, from steps that name no landmark (options naming the goal the
+    question quotes beside ones naming obstacles would single it out), drawn uniformly. Not
+    asked right after the drone turned to face a landmark: looking at it and flying to it are
+    then both fair next steps."""
+    if not m.named(*m.task.route):
+        return
+    q = f'The drone\'s task: "{m.task.instruction}" What should it do next from here?'
     for s in m.cuts():
+        if s.reason == "face_landmark":
+            continue
         nxt = m.task.segments[s.index + 1]
-        gold = W.COMMAND[nxt.action]
-        # once facing a landmark, looking at it and flying to it are both fair next moves: the
-        # one the drone did not make is no distractor
-        fair = (
-            {"fly_forward", "rotate_camera_up", "rotate_camera_down"}
-            if s.reason == "face_landmark"
-            else set()
-        )
-        pool = [W.COMMAND[a] for a in W.COMMAND if a != nxt.action and not (nxt.action in fair and a in fair)]
-        options = _four(gold, pool[s.index % len(pool) :] + pool[: s.index % len(pool)])
+        labels = m.labels("high_level_planning", list(W.PLAN.values()), s.end_frame + 1)
+        options = from_vocabulary(W.plan_text(nxt.reason), labels, rng)
         if options is not None:
-            q = f'The drone\'s task: "{m.task.instruction}" What is its next control action?'
-            yield Question("action_generation", s.end_frame + 1, q, options, nxt.action, {"next": nxt.index})
+            yield Question(
+                "high_level_planning",
+                s.end_frame + 1,
+                q,
+                options,
+                options[0],
+                {"next": nxt.index},
+                wording=m.wording(q),
+            )
 
 
-BUILDERS: dict[NavTask, Callable[[Mission], Iterator[Question]]] = {
+def action_generation(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """The next control action, options drawn uniformly from the commands. Not asked right
+    after the drone turned to face a landmark: flying to it and tilting the camera to it are
+    then both fair next moves."""
+    if not m.named(*m.task.route):
+        return
+    q = f'The drone\'s task: "{m.task.instruction}" What is its next control action?'
+    for s in m.cuts():
+        if s.reason == "face_landmark":
+            continue
+        nxt = m.task.segments[s.index + 1]
+        labels = m.labels("action_generation", list(W.COMMAND.values()), s.end_frame + 1)
+        options = from_vocabulary(W.COMMAND[nxt.action], labels, rng)
+        if options is not None:
+            yield Question(
+                "action_generation",
+                s.end_frame + 1,
+                q,
+                options,
+                options[0],
+                {"next": nxt.index},
+                wording=m.wording(q),
+            )
+
+
+# the types whose question quotes the mission's instruction (a route's answers differ from a goal's)
+QUOTES = frozenset({"progress_evaluation", "high_level_planning", "action_generation"})
+# the types whose answers come from one fixed vocabulary: the family keeps, per plan, the labels
+# it can ask as answers about equally often (:attr:`Mission.allowed`)
+VOCABULARY: dict[NavTask, tuple[str, ...]] = {
+    "sequence_recall": tuple(W.PAST.values()),
+    "proximity": W.PROXIMITY,
+    "duration": W.LONGER,
+    "landmark_position": W.QUADRANTS,
+    "goal_detection": W.IN_VIEW,
+    "cognitive_map": W.LAYOUT,
+    "causal": W.WHY_LABELS,
+    "high_level_planning": tuple(W.PLAN.values()),
+    "action_generation": tuple(W.COMMAND.values()),
+}
+Builder = Callable[[Mission, np.random.Generator], Iterator[Question]]
+BUILDERS: dict[NavTask, Builder] = {
     "trajectory_captioning": trajectory_captioning,
     "sequence_recall": sequence_recall,
     "object_recall": object_recall,

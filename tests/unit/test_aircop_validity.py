@@ -1,0 +1,418 @@
+"""The collaboration rows cannot be answered from their text (skyqa issue #42): each leak the
+40-landmark audit found is planted or recreated here on seeded synthetic UAV groups (views
+described by their measurements, no rendering) and shown gone.
+
+- region options were the gold's grid neighbours: the gold was the one option adjacent to all;
+- count options were the window gold-1 .. gold+2: the second-smallest was always right;
+- a view rated Very poor was counted as showing its vehicles ("most vehicles", counting gold 6)
+  while the same view could not make them out for who/when-to-collaborate;
+- "no single one" / "none of the others" were fixed texts among UAV names, ties at 10 % (4 %
+  height differences decided), tied UAVs listed as wrong options;
+- one "No: ..." among three "Yes: ..." singled an option out by its form;
+- labels offered as options were never the answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+from skyqa.contracts.aircop import GroupObject, GroupTask, GroupUav, ObjectView
+from skyqa.contracts.collab import COLLAB_TASKS
+from skyqa.degrade import LEVELS, draw
+from skyqa.families import options as O
+from skyqa.families.aircop import facts as F
+from skyqa.families.aircop.family import LETTERS, MIN_POOL, Chosen, choose, fair, release_pool
+from skyqa.families.aircop.questions import (
+    BUILDERS,
+    CAUSE,
+    REGIONS,
+    SPACES,
+    USABLE,
+    WHEN,
+    WHY,
+    Group,
+    Question,
+    among,
+    numeric,
+    released,
+)
+from skyqa.families.structure import MAX_SIMILARITY
+from skyqa.vocab.directions import similarity
+
+pytestmark = pytest.mark.unit
+
+W, H = 480, 360
+CLASSES = [
+    ("car", "vehicle"),
+    ("truck", "vehicle"),
+    ("bus", "vehicle"),
+    ("house", "building"),
+    ("tree", "plant"),
+]
+COLOURS = ["red", "blue", "white", "gray", "green", "yellow", "black"]
+
+
+def view(iid: int, px: int, box: tuple[float, float, float, float], occluded: float = 0.0) -> ObjectView:
+    return ObjectView(
+        instance_id=iid, in_frame=1.0, visible_ratio=0.5, occluded=occluded, occluder_instance_id=0,
+        pixels=px, bbox_xyxy_norm=list(box),
+    )  # fmt: skip
+
+
+def make_group(
+    objects: list[tuple[str, str]],
+    views: list[list[ObjectView]],
+    quality: list[tuple[str, int]],
+    uavs: list[tuple[float, float]] | None = None,
+) -> Group:
+    """A group from its objects (class, category), per-UAV views and (degradation kind,
+    measured quality); UAVs at (altitude, distance)."""
+    n = len(views)
+    uavs = uavs or [(40.0 + 10 * k, 60.0) for k in range(n)]
+    task = GroupTask(
+        scene_id="s", group_id="s_group", center=[0.0, 0.0, 0.0], radius_m=25.0,
+        uavs=[GroupUav(uav=f"UAV{k + 1}", pose=[0.0] * 6, distance_m=d, altitude_m=a) for k, (a, d) in enumerate(uavs)],
+        objects=[
+            GroupObject(instance_id=i + 1, class_name=c, category=cat, center=[0.0] * 3, size=[1.0] * 3, yaw_deg=0.0)
+            for i, (c, cat) in enumerate(objects)
+        ],
+        width=W, height=H, fov_deg=90.0, seed=0, attempts=1,
+        images=[f"{k}.jpg" for k in range(n)], segmentation=[f"{k}.png" for k in range(n)], views=views,
+    )  # fmt: skip
+    degradations = [draw(kind, 0.0 if kind == "none" else 0.8, seed=1) for kind, _ in quality]  # type: ignore[arg-type]
+    qualities = [F.ViewQuality(d, q, "") for d, (_, q) in zip(degradations, quality, strict=True)]
+    names = {i + 1: f"{COLOURS[i % len(COLOURS)]} {c}" for i, (c, _) in enumerate(objects)}
+    return Group(task, F.perceive(task, qualities), qualities, names)
+
+
+def random_group(rng: np.random.Generator) -> Group:
+    """UAVs 3..6, objects 5..9 of mixed classes, boxes anywhere, sizes and occlusion spread
+    across the thresholds, view qualities from Very poor to Excellent."""
+    n, m = int(rng.integers(3, 7)), int(rng.integers(5, 10))
+    objects = [CLASSES[int(rng.integers(len(CLASSES)))] for _ in range(m)]
+    views = []
+    for _ in range(n):
+        row = []
+        for i in range(m):
+            cx, cy = rng.uniform(0.05, 0.95, 2)
+            px = int(rng.lognormal(5.0, 1.0))
+            occluded = float(rng.choice([0.0, 0.0, 0.1, 0.5, 0.9]))
+            row.append(view(i + 1, px, (cx - 0.02, cy - 0.02, cx + 0.02, cy + 0.02), occluded))
+        views.append(row)
+    kinds = ["none", "noise", "blur", "low_light", "compression"]
+    quality = [(kinds[int(rng.integers(len(kinds)))], int(rng.integers(0, 5))) for _ in range(n)]
+    quality = [("none", 4) if kind == "none" else (kind, q) for kind, q in quality]
+    alts = rng.uniform(20, 80, n)
+    dists = rng.uniform(20, 110, n)
+    return make_group(
+        objects, views, quality, [(float(a), float(d)) for a, d in zip(alts, dists, strict=True)]
+    )
+
+
+Release = list[tuple[list[Group], list[Chosen]]]
+
+
+@pytest.fixture(scope="module")
+def release() -> Release:
+    """Forty synthetic releases of eight groups each, planned as the family plans."""
+    out = []
+    for seed in range(40):
+        rng = np.random.default_rng([seed, 42])
+        groups = [random_group(rng) for _ in range(8)]
+        out.append((groups, choose(groups, seed)))
+    return out
+
+
+def rows_of(release: Release, task: str) -> list[tuple[Question, list[str]]]:
+    return [(c.question, c.labels) for _, chosen in release for c in chosen if COLLAB_TASKS[c.kind] == task]
+
+
+def cell(label: str) -> tuple[int, int]:
+    r, c = label.split()
+    return ("top", "middle", "bottom").index(r), ("left", "centre", "right").index(c)
+
+
+def rule_accuracy(
+    golds: Sequence[str],
+    draw_for: Callable[[str, np.random.Generator], list[str] | None],
+    rule: Callable[[list[str]], str | None],
+    reps: int,
+) -> tuple[float, int]:
+    """How often ``rule`` (reading only the shuffled option set) names the gold, over golds
+    drawn uniformly from ``golds``; and how many sets it was scored on."""
+    rng = np.random.default_rng(7)
+    hits = n = 0
+    for _ in range(reps):
+        gold = golds[int(rng.integers(len(golds)))]
+        labels = draw_for(gold, rng)
+        if labels is None:
+            continue
+        shown = [labels[int(i)] for i in rng.permutation(len(labels))]
+        pick = rule(shown)
+        if pick is not None:
+            n += 1
+            hits += pick == gold
+    return hits / max(n, 1), n
+
+
+def central(labels: list[str]) -> str:
+    cells = [cell(x) for x in labels]
+    total = [sum(abs(a[0] - b[0]) + abs(a[1] - b[1]) for b in cells) for a in cells]
+    return labels[total.index(min(total))]
+
+
+OLD_GRID = [f"{r} {c}" for r in ("top", "middle", "bottom") for c in ("left", "centre", "right")]
+
+
+def old_region_options(gold: str, rng: np.random.Generator) -> list[str]:
+    """The options the family drew before: the gold and its three nearest cells."""
+    g = cell(gold)
+    near = sorted(
+        (x for x in OLD_GRID if x != gold), key=lambda x: abs(cell(x)[0] - g[0]) + abs(cell(x)[1] - g[1])
+    )
+    return [gold, *near[:3]]
+
+
+def test_region_options_do_not_point_at_the_gold() -> None:
+    """The old options were the gold's nearest cells of a 3 x 3 grid: the gold was the one
+    option adjacent to all others (18/18). A grounding or matching row now offers all four
+    quarters of the image whatever its gold, so no rule on the set can tell it."""
+    acc, n = rule_accuracy(OLD_GRID, old_region_options, central, 2000)
+    assert acc > 0.7 and n == 2000  # the planted leak, as it was (chance: 0.25)
+    rng = np.random.default_rng(0)
+    for gold in REGIONS:
+        for _ in range(50):
+            labels = among(gold, REGIONS)(rng, ())
+            assert labels is not None and labels[0] == gold and sorted(labels) == sorted(REGIONS)
+    assert fair("Where in UAV2's image is the red car?", list(REGIONS))
+    assert fair("The leftmost car in UAV1's image: where is the same car in UAV2's image?", list(REGIONS))
+
+
+def test_count_options_put_the_gold_at_every_rank_alike() -> None:
+    """The old window gold-1 .. gold+2 made the second-smallest right 25 times in 28. Golds
+    drawn uniformly from 0..8: among windows inside that range (where every member was as
+    likely a gold) the gold is at each rank a quarter of the time, also at the low end, where a
+    window may not go below 0."""
+    ranks: Counter[int] = Counter()
+    low: Counter[int] = Counter()
+    rng = np.random.default_rng(3)
+    for _ in range(12000):
+        gold = int(rng.integers(0, 9))
+        labels = numeric(gold)(rng, ())
+        if labels is None or max(int(x) for x in labels) > 8:
+            continue
+        rank = sorted(labels, key=int).index(str(gold))
+        ranks[rank] += 1
+        if min(int(x) for x in labels) == 0:
+            low[rank] += 1
+    for seen in (ranks, low):
+        total = sum(seen.values())
+        assert sorted(seen) == [0, 1, 2, 3]
+        assert all(abs(seen[r] / total - 0.25) < 0.035 for r in range(4)), seen
+
+
+def test_planned_count_and_region_rows_follow_no_option_rule(release: Release) -> None:
+    """Over whole planned releases (golds as the groups give them), the rank rules and the
+    region rules stay near chance."""
+    for task in ("object_counting", "object_recognition"):
+        rows = rows_of(release, task)
+        assert len(rows) > 50, task
+        ranks = Counter(sorted(labels, key=int).index(q.gold) for q, labels in rows)
+        # the old second-smallest was right in 25 of 28; what is left is these groups' count
+        # prior (small counts are common), which only spreading golds can reduce
+        assert ranks[1] / len(rows) < 0.4 and max(ranks.values()) / len(rows) < 0.45, (task, ranks)
+    for task in ("object_grounding", "object_matching"):
+        rows = rows_of(release, task)
+        assert len(rows) > 40, task
+        assert all(sorted(labels) == sorted(REGIONS) for _, labels in rows)
+        golds = Counter(q.gold for q, _ in rows)
+        assert max(golds.values()) / len(rows) < 0.4, (task, golds)
+
+
+def test_a_degraded_view_is_neither_counted_nor_the_one_with_most_vehicles() -> None:
+    """demo_city_group6_000: UAV5 blurred and rated Very poor was the gold "most vehicles" UAV
+    and counted 6 vehicles, while who/when-to-collaborate said it could not make them out.
+    Here UAV2 (blurred, Very poor) shows six vehicles, UAV1 three clearly, UAV3 one."""
+    objects = [("car", "vehicle")] * 6 + [("house", "building")]
+    box = (0.45, 0.45, 0.55, 0.55)
+    uav1 = [view(i + 1, 600 if i < 3 or i == 6 else 0, box) for i in range(7)]
+    uav2 = [view(i + 1, 600, box) for i in range(7)]
+    uav3 = [view(i + 1, 600 if i in (0, 6) else 0, box) for i in range(7)]
+    g = make_group(objects, [uav1, uav2, uav3], [("none", 4), ("blur", 0), ("none", 4)])
+    assert {s.state for s in g.seen[1]} == {"degraded"}
+    # what UAV2 shows is not counted, listed or compared: a person could spot some or all of it
+    for task in ("object_counting", "object_recognition", "scene_description"):
+        assert not [q for q in BUILDERS[task](g) if q.uav == "UAV2"], task
+    assert not list(BUILDERS["scene_comparison"](g))  # UAV2 might show up to six: no safe leader
+    # and the same view needs help, and helps nobody
+    when = [q for q in BUILDERS["when_to_collaborate"](g) if q.uav == "UAV2" and "red car" in q.question]
+    assert [q.gold for q in when] == [WHEN["degraded"]]
+    assert all(q.gold != "UAV2" for q in BUILDERS["who_to_collaborate"](g))
+    # every count-like question rests only on objects made out or certainly not
+    for task in ("object_counting", "object_recognition", "scene_description"):
+        for q in BUILDERS[task](g):
+            u = g.labels.index(q.uav)
+            assert all(F.made_out(s) is not None for s in g.seen[u]), (task, q.uav)
+
+
+def test_objects_near_a_threshold_decide_no_answer() -> None:
+    """A car half hidden (occluded 0.45, threshold 0.4) or just above the small size: a person
+    could judge either way, so it is neither counted nor asked about."""
+    objects = [("car", "vehicle"), ("car", "vehicle"), ("house", "building")]
+    box = (0.45, 0.45, 0.55, 0.55)
+    small = int(F.small_px(W, H) * 1.2)
+    views = [
+        [view(1, 600, box, occluded=0.45), view(2, 600, box), view(3, 600, box)],
+        [view(1, 600, box), view(2, small, box), view(3, 600, box)],
+        [view(1, 600, box), view(2, 600, box), view(3, 600, box)],
+    ]
+    g = make_group(objects, views, [("none", 4)] * 3)
+    assert g.seen[0][0].doubtful and g.seen[1][1].doubtful and F.made_out(g.seen[0][0]) is None
+    counted = {q.uav for q in BUILDERS["object_counting"](g)}
+    assert counted == {"UAV3"}
+    for task in ("usability_assessment", "causal_assessment", "when_to_collaborate"):
+        about = [q for q in BUILDERS[task](g) if (q.uav, q.question.count("red car")) in {("UAV1", 1)}]
+        assert not about, task
+
+
+def test_no_fixed_tie_or_nobody_option_and_no_near_tie_asked() -> None:
+    """UAVs at 23.56 m and 24.58 m (4 % apart): the old rule answered "no single one" and listed
+    the truly lowest UAV as wrong. No option now is anything but a UAV of the group, and a
+    leader closer than the margin is not asked."""
+    objects = [("car", "vehicle"), ("house", "building"), ("tree", "plant")]
+    box = (0.45, 0.45, 0.55, 0.55)
+    views = [[view(i + 1, 600, box) for i in range(3)] for _ in range(4)]
+    close = make_group(objects, views, [("none", 4)] * 4, [(23.56, 60), (24.58, 90), (40, 61), (50, 62)])
+    assert not [q for q in BUILDERS["observing_posture"](close) if "lowest" in q.question]
+    clear = make_group(objects, views, [("none", 4)] * 4, [(20.0, 60), (30.0, 90), (40, 61), (50, 62)])
+    lowest = [q for q in BUILDERS["observing_posture"](clear) if "lowest" in q.question]
+    assert [q.gold for q in lowest] == ["UAV1"]
+    # who: UAV2 and UAV3 see the hidden car with 900 and 800 pixels: too close to call
+    hidden = [
+        [view(1, 600, box, occluded=0.9), view(2, 600, box), view(3, 600, box)],
+        [view(1, 900, box), view(2, 600, box), view(3, 600, box)],
+        [view(1, 800, box), view(2, 600, box), view(3, 600, box)],
+        [view(1, 100, box), view(2, 600, box), view(3, 600, box)],
+    ]
+    g = make_group(objects, hidden, [("none", 4)] * 4)
+    assert not [q for q in BUILDERS["who_to_collaborate"](g) if q.uav == "UAV1" and "red car" in q.question]
+    hidden[2][0] = view(1, 300, box)
+    g = make_group(objects, hidden, [("none", 4)] * 4)
+    (who,) = [q for q in BUILDERS["who_to_collaborate"](g) if q.uav == "UAV1" and "red car" in q.question]
+    assert who.gold == "UAV2"
+
+
+def test_uav_rows_offer_only_uavs(release: Release) -> None:
+    for task in ("scene_comparison", "observing_posture", "who_to_collaborate"):
+        rows = rows_of(release, task)
+        assert rows or task == "scene_comparison", task  # its margin is rarely met in these groups
+        for q, labels in rows:
+            assert all(lab.startswith("UAV") for lab in labels), (task, labels)
+            if task == "who_to_collaborate":
+                assert q.question.split()[3] not in labels  # never the asking UAV
+
+
+SPACE_TEXTS = {
+    "usability_assessment": ("Can the red car be reliably detected in UAV1's image?", list(USABLE.values())),
+    "when_to_collaborate": (
+        "Should UAV1 ask another UAV for information about the red car?",
+        list(WHEN.values()),
+    ),
+    "causal_assessment": ("What most limits detecting the red car in UAV1's image?", list(CAUSE.values())),
+    "why_to_collaborate": ("Why should UAV1 collaborate with UAV2 about the red car?", list(WHY.values())),
+    "quality_assessment": ("How would you rate the image quality of UAV1's view?", list(LEVELS)),
+}
+
+
+@pytest.mark.parametrize("task", sorted(SPACE_TEXTS))
+def test_no_set_of_a_fixed_label_space_singles_an_option_out(task: str) -> None:
+    """The old "No: it sees it clearly" among "Yes: ..." (and the reverse) stood out by its first
+    word. Every option set these spaces can form is now alike in form, length and wording, and
+    no two options are too similar for QC."""
+    question, labels = SPACE_TEXTS[task]
+    for k in range(2, 5):
+        for subset in itertools.combinations(labels, k):
+            assert O.singled_out(question, list(subset)) is None, subset
+    for a, b in itertools.combinations(labels, 2):
+        assert similarity(a, b) <= MAX_SIMILARITY, (a, b)
+
+
+def test_no_planned_row_has_an_option_singled_out(release: Release) -> None:
+    n = 0
+    for _, chosen in release:
+        for c in chosen:
+            n += 1
+            assert 2 <= len(c.labels) <= len(LETTERS) and len(set(c.labels)) == len(c.labels)
+            assert O.singled_out(c.question.question, c.labels) is None, (c.question.question, c.labels)
+            assert c.labels[0] == c.question.gold
+    assert n > 40 * 8 * 8
+
+
+def test_released_types_offer_only_labels_that_are_golds_elsewhere() -> None:
+    """A label that is an option but never the answer can be ruled out without looking: the
+    pool is the release's golds of the type, topped up only while it has fewer than MIN_POOL."""
+    space, rng = tuple(USABLE), np.random.default_rng(0)
+    every = set(space)
+    assert set(release_pool(space, every, every, rng)) == every  # every gold, beyond MIN_POOL too
+    assert set(release_pool(tuple(CAUSE), set(CAUSE), set(CAUSE), rng)) == set(CAUSE)
+    five = {"clear", "occluded", "small", "lost", "degraded"}
+    assert set(release_pool(space, five, five, rng)) == five  # no label no candidate had is added
+    assert set(release_pool(space, {"clear"}, five, rng)) == five  # candidates' golds, up to MIN_POOL
+    assert len(release_pool(tuple(CAUSE), {"blur"}, set(CAUSE), rng)) == MIN_POOL
+    # a release whose candidates know fewer than four labels (a group or two) tops up from the
+    # space in a seeded order: the same for every row, whichever its gold
+    tiny = release_pool(tuple(CAUSE), {"blur"}, {"blur", "clear"}, rng)
+    assert len(tiny) == MIN_POOL and {"blur", "clear"} <= set(tiny)
+    # a draw never offers a key outside the pool, and a gold outside it is not asked
+    rng = np.random.default_rng(0)
+    pool = ["clear", "occluded", "small", "lost"]
+    for _ in range(200):
+        labels = released("small", USABLE.__getitem__)(rng, pool)
+        assert labels is not None and set(labels) <= {USABLE[k] for k in pool}
+    assert released("degraded", USABLE.__getitem__)(rng, pool) is None
+
+
+def test_released_types_offer_what_is_a_gold_in_the_release(release: Release) -> None:
+    """The labels a type's options use are golds its candidates had in the release; a label no
+    candidate had is offered only where the candidates had fewer than four."""
+    for task in sorted(SPACES):
+        t = COLLAB_TASKS.index(task)
+        n = 0
+        for groups, chosen in release:
+            candidates = {q.gold for g in groups for q in BUILDERS[task](g)}
+            for c in chosen:
+                if c.kind == t:
+                    n += 1
+                    assert set(c.labels) <= candidates or len(candidates) < 4, (task, c.labels, candidates)
+        assert n, task
+
+
+def test_the_same_seed_plans_the_same_rows() -> None:
+    rng = np.random.default_rng([5, 42])
+    groups = [random_group(rng) for _ in range(4)]
+    one = [(c.group, c.kind, c.question.question, c.labels) for c in choose(groups, 11)]
+    two = [(c.group, c.kind, c.question.question, c.labels) for c in choose(groups, 11)]
+    assert one == two and one
+
+
+def kinds_in(label: str) -> int:
+    return label.count(",") + label.count(" and ") + 1
+
+
+def test_listed_and_shared_objects_differ_only_in_what_the_pixels_decide(release: Release) -> None:
+    """Lists of kinds are as long as each other (views make out few kinds more often than many,
+    so the shortest list was the gold half the time), and the objects a helper might share are
+    of one category (a hidden car among houses both UAVs see would be the car)."""
+    rows = rows_of(release, "scene_description")
+    assert len(rows) > 20
+    for _, labels in rows:
+        assert len({kinds_in(lab) for lab in labels}) == 1, labels
+    category = dict(CLASSES)
+    rows = rows_of(release, "what_to_collaborate")
+    assert rows
+    for _, labels in rows:
+        assert len({category[lab.split()[-1]] for lab in labels}) == 1, labels
