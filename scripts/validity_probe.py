@@ -19,13 +19,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services.qa_generator import gate, observations, qc, verdicts
-from services.qa_generator.pipeline import QAPlan, plan
 from skyqa import keys
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts import load_json
 from skyqa.families import RELEASED
 from skyqa.v1 import common_pb2, mission_pb2
+
+from services.qa_generator import gate, observations, qc, verdicts
+from services.qa_generator.pipeline import QAPlan, plan
 
 
 def main() -> int:
@@ -65,7 +66,10 @@ def main() -> int:
     by_task: dict[str, int] = defaultdict(int)
     for it in kept:
         by_task[it.task] += 1
-    print(f"{'task':30} {'n':>4} {'units':>5} {'chance':>6}  {'best solver':16} {'acc':>6} {'raw p':>8} {'task p':>8}  status")
+    print(
+        f"{'task':30} {'n':>4} {'units':>5} {'chance':>6}  {'best solver':16} {'acc':>6} "
+        f"{'raw p':>8} {'task p':>8}  status"
+    )
     for task in sorted(by_task):
         t = result.tasks.get(task)
         units = len({it.unit for it in kept if it.task == task})
@@ -79,8 +83,8 @@ def main() -> int:
             f"{raw:>8.2g} {t.p_value:>8.2g}  {t.status} (detectable +{t.detectable:.2f})"
         )
     for fam, g in sorted(result.families.items()):
-        best = max(g.solvers.items(), key=lambda kv: kv[1].score - kv[1].chance)
-        print(f"family {fam}: {best[0]} {best[1].score:.3f} vs {best[1].chance:.3f} raw p {best[1].raw_p:.2g}, p {g.p_value:.2g}")
+        name, s = max(g.solvers.items(), key=lambda kv: kv[1].score - kv[1].chance)
+        print(f"family {fam}: {name} {s.score:.3f} vs {s.chance:.3f} raw p {s.raw_p:.2g}, p {g.p_value:.2g}")
     for line in result.failures:
         print("FAIL", line)
     if args.rows:

@@ -39,9 +39,11 @@ def table(release: Path) -> str:
         lead = max(fam.solvers.items(), key=lambda kv: kv[1].score - kv[1].chance, default=None)
         if lead:
             name, s = lead
+            verdict = "withheld" if fam.failures else "passed"
+            acc = f"{s.score:.3f} [{s.ci[0]:.2f}, {s.ci[1]:.2f}]"
             lines.append(
-                f"| *{family} pooled* | | {s.answered} | | {'withheld' if fam.failures else 'passed'} | "
-                f"{s.chance:.3f} | {name} | {s.score:.3f} [{s.ci[0]:.2f}, {s.ci[1]:.2f}] | {fam.p_value:.2g} | |"
+                f"| *{family} pooled* | | {s.answered} | | {verdict} | {s.chance:.3f} | {name} | {acc} | "
+                f"{fam.p_value:.2g} | |"
             )
     for task, why in sorted(g.withheld.items()):
         lines.append(f"\nWithheld `{task}`: {'; '.join(why)}")
