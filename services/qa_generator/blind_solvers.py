@@ -299,7 +299,7 @@ def neighbour(train: list[Item], items: list[Item]) -> list[Prediction | None]:
         return [None] * len(items)
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    vec = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"[a-z0-9]+")
+    vec = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"[a-z0-9]+")  # nosec B106: a word pattern
     try:
         known = vec.fit_transform([question(t).lower() for t in train])
     except ValueError:  # no word at all

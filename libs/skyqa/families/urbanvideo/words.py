@@ -44,7 +44,7 @@ PLAN = {
     "approach_landmark": "fly straight to its next landmark",
     "avoid_obstacle": "fly around the obstacle ahead",
     "clear_obstacle": "climb over the obstacle ahead",
-    "pass_obstacle": "keep flying over the obstacle",
+    "pass_obstacle": "keep flying over the obstacle",  # nosec B105: a plan step, not a password
     "descend_after_obstacle": "come back down past the obstacle",
     "match_goal_height": "change height to match the goal",
     "arrive": "stop here, the goal is reached",
@@ -57,7 +57,7 @@ WHY = {
     "look_at_landmark": "to keep its next landmark in view",
     "avoid_obstacle": "to get around an obstacle in its way",
     "clear_obstacle": "to climb above an obstacle in its way",
-    "pass_obstacle": "to cross an obstacle it had climbed above",
+    "pass_obstacle": "to cross an obstacle it had climbed above",  # nosec B105: a reason, not a password
     "descend_after_obstacle": "to come back down past an obstacle",
     "match_goal_height": "to reach the height of its goal",
     "arrive": "to stop, as it had reached its goal",
