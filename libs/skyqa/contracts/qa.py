@@ -232,7 +232,9 @@ class SolverScore(Contract):
     score: float  # accuracy, or mean set-F1 for multi-select tasks, over the rows it answered
     ci: list[float]  # 95 %
     chance: float
-    # one-sided against chance, Bonferroni over the tests of its task (or family)
+    # one-sided against chance, Bonferroni over the tests of its task (or family); a trained
+    # solver is tested on its prequential answers (each block of units answered by a fit on
+    # the blocks before it: exact), its score is leave-one-unit-out
     p_value: float
     raw_p: float = 1.0  # the same, unadjusted
     answered: int = 0  # rows it answered (a rule abstains where it does not apply)
