@@ -176,7 +176,15 @@ def plan_run(
     )
     jobs += [((job.program.root.x, job.program.root.y), job) for job in trajectory_jobs]
     planned_surveys, surveys_rejected, survey_jobs = surveys.plan_all(
-        run_id, scene_id, scan.backend or "builtin", table, obstacles, scan, cfg.jpeg_quality, store
+        run_id,
+        scene_id,
+        scan.backend or "builtin",
+        table,
+        obstacles,
+        scan,
+        cfg.jpeg_quality,
+        store,
+        scenes_dir,
     )
     jobs += [((job.poses[0].x, job.poses[0].y), job) for job in survey_jobs]
     plan = MissionPlanFile(

@@ -237,14 +237,16 @@ gold-label priors, the gold's rank among numeric options, a logistic regression 
 and option n-grams and option structure, one over option structure alone, cross-unit fact
 memory, the nearest question's answer, and rules that learn nothing (the longest, the shortest,
 the odd-worded option, the option repeating the question, the option the others share words
-with). Per task the gate tests each solver's score against chance, each rule's score *below*
-chance (avoiding its pick would then win), gold labels against what the options offer, gold
-letters, and a constant answer box; per family it pools each solver over the family's tasks.
-Errors are controlled over the release: {g.correction} ({g.tests} tasks and families, level
-{g.alpha}), so a release with no leak passes with probability at least {1 - g.alpha:.2f}. A task
-whose test rejects is withheld, and the rest ship. A task whose test could not see a leak of
-{g.min_leak:.2f} above chance with 80 % power at the level it would have to meet is
-**unverified** (not passed): it is too small to vouch for alone. Verdict: **{verdict}**.
+with). Per task the gate tests each solver's score against chance (a trained solver on answers
+it gave each block of units from the blocks before it, which makes the binomial exact), each
+rule's score *below* chance (avoiding its pick would then win), gold labels against what the
+options offer, gold letters, and a constant answer box; per family it pools each solver over
+the family's tasks. Errors are controlled over the release ({g.correction}; {g.tests} tasks and
+families, level {g.alpha}), so a release with no leak passes with probability at least
+{1 - g.alpha:.2f}. A task whose test rejects is withheld and drawn again where its family can,
+and the rest ship. A task whose test could not see a leak of {g.min_leak:.2f} above chance with
+80 % power, at the level a single leak in it would have to meet, is **unverified** (not passed):
+it is too small to vouch for alone. Verdict: **{verdict}**.
 
 | task | family | rows | units | status | best solver | score [95 % CI] | chance | adj. p | detectable |
 |---|---|---|---|---|---|---|---|---|---|

@@ -8,6 +8,7 @@ the release.
 
 from __future__ import annotations
 
+import mimetypes
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +35,7 @@ from skyqa.v1 import mission_pb2, render_pb2, scan_pb2
 
 from services.qa_generator.assets import JPEG_QUALITY
 
+mimetypes.add_type("application/x-ndjson", ".jsonl")  # the release's JSON Lines files
 REQUESTER = "qa"
 SHIPPED_JOB = "shipped-"  # the prefix of a job rendering observations again at the shipped size
 
@@ -127,6 +129,9 @@ def plan(
     missions: dict[str, str] = {}
     for family in families:
         planned = family.plan(inputs)
+        for path, data in sorted(planned.files.items()):
+            key = keys.validate_key(f"{inputs.root}/{path}")
+            store.put(key, data, mimetypes.guess_type(path)[0] or "application/octet-stream")
         rows[family.name] = [r.model_dump(mode="json") for r in planned.rows]
         env_requests += planned.env_requests
         for o in planned.overlays:

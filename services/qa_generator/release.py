@@ -43,7 +43,6 @@ from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay
 from services.qa_generator.croissant import croissant
 from services.qa_generator.pipeline import QAPlan, scan_of
 
-mimetypes.add_type("application/x-ndjson", ".jsonl")
 WITHHELD = "withheld by the blind gate"
 REPEATED_FACT = "fact asked in another row"
 PROMPT_CHARS = 400  # of each row's prompt in the QC ledger

@@ -552,7 +552,8 @@ def test_a_release_over_many_layouts_gives_no_pixel_free_rule_an_edge(tmp_path: 
         tasks[task.survey_id] = task
     index = MissionIndex(scene_id="s", missions=[], rejected=[], surveys=surveys)
     inputs = PlanInputs("r", "s", "builtin", 3, scan_pb2.ScanRequest(), store, [], {}, index)
-    rows = FAMILY.plan(inputs).rows
+    planned = FAMILY.plan(inputs)
+    rows = planned.rows
     assert len(rows) > 800 and check_rows(rows, tasks) == {}
     by_task: dict[str, list[UltraRow]] = defaultdict(list)
     for r in rows:
@@ -589,7 +590,7 @@ def test_a_release_over_many_layouts_gives_no_pixel_free_rule_an_edge(tmp_path: 
                 for r in held
             )
             assert hits / len(held) < 0.4, (name, hits, len(held))
-    funnel = json.loads(store.get(f"runs/r/{FAMILY_CANDIDATES}"))
+    funnel = json.loads(planned.files[FAMILY_CANDIDATES])
     assert funnel["rows"] == len(rows) and funnel["removed"]
 
 

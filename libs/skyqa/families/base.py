@@ -153,6 +153,9 @@ class Planned(Generic[R]):
     degraded: list[DegradeRequest] = field(default_factory=list)  # views degraded by a recorded transform
     skipped: dict[str, str] = field(default_factory=dict)  # unit -> why it has no rows here
     missions: dict[str, str] = field(default_factory=dict)  # mission the rows use -> unit
+    # files the plan records beside its rows (path under the run -> bytes), written with the
+    # first draw's plan; a fresh draw of withheld tasks leaves them as they were
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

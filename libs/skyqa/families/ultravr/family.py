@@ -5,14 +5,16 @@ A row's difficulty is how tiny its evidence is: the smallest object its answer r
 an absence, of the kind that is absent) covers less than ``TINY`` of the image (hard), less
 than ``SMALL`` (medium), or more (easy) (:func:`.templates.difficulty`).
 
-Per view and task the family keeps up to ``PER_TASK`` candidates (:mod:`.templates`), chosen so
-that nothing a model reads without the image goes with the gold (:func:`choose`): first what the
-question is about (a bundle, two classes), uniformly among those the view can ask about (for
-the tasks in ``COMPLETE``, only those that offer every label, so the choice does not depend on
-the gold); then the candidate whose gold label the release has least of at the row's
-difficulty, preferring labels its cues (bundle, regions, claimed number) have gone with least.
-A question text is asked once per release (gold-blind: two views of one survey would otherwise
-share a question and, often, its answer). Rows release one by one; the unit is the survey view.
+Per task the family chooses among the candidates (:mod:`.templates`) of all the release's views
+together (:func:`select`), at most ``PER_TASK`` about one view, so that nothing a model reads
+without the image goes with the gold (:func:`choose`): a numeric option set's ranks are asked
+in turns; what a categorical question is about (a bundle, two classes, a region) is asked with
+every label of its task in turns, drawn uniformly among the groups that offer every label its
+turn still needs (so the choice does not depend on the gold); then the candidate whose gold
+label the release has least of at the row's difficulty, preferring labels its cues (bundle,
+regions, claimed number) have gone with least. A question text is asked once per release
+(gold-blind: two views of one survey would otherwise share a question and, often, its
+answer). Rows release one by one; the unit is the survey view.
 What planning removed as ambiguous is counted by reason in ``ultravr_candidates.json``; every
 view's objects with their box, class, colour, orientation label, quadrant and visibility go to
 ``ultravr_objects.jsonl``.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -52,7 +55,6 @@ from skyqa.families.ultravr.checks import check_rows
 from skyqa.families.ultravr.objects import REGIONS, norm_box, objects_of
 from skyqa.families.ultravr.templates import (
     CATEGORY,
-    COMPLETE,
     DISPLAY,
     LABELS,
     RANKED,
@@ -60,11 +62,13 @@ from skyqa.families.ultravr.templates import (
     View,
     candidates,
     difficulty,
+    mirror,
 )
 from skyqa.steps import score_steps
 
 LETTERS = "ABCD"
-PER_TASK = 2
+PER_TASK = 12  # rows of one task about one view, at most
+TASKS = tuple(CATEGORY)
 OVER = "ultra-resolution answer over-represented"
 CANDIDATES_FILE = "image_tasks/surveys/candidates.json"
 OBJECTS_FILE = "image_tasks/surveys/objects.jsonl"
@@ -125,11 +129,10 @@ class UltraVR:
 
     def plan(self, inputs: PlanInputs) -> Planned[UltraRow]:
         out = Planned[UltraRow](rows=[])
-        used: Counter[tuple[str, ...]] = Counter()
-        asked_before: set[str] = set()
         removed: Counter[str] = Counter()
         considered = 0
         objects_lines = []
+        pooled: list[Pooled] = []
         for n, entry in enumerate(inputs.missions.surveys):
             task = load_json(SurveyTask, inputs.store.get(entry.task), "survey task")
             final = keys.final_task(inputs.run_id, task.survey_id)
@@ -153,32 +156,29 @@ class UltraVR:
                         problem=o.problem,
                     )
                     objects_lines.append(row.model_dump_json())
-                rng = np.random.default_rng([inputs.seed, n, k, 0x17A])
+                rng = np.random.default_rng([inputs.seed, n, k, 0x17A, inputs.draw])
                 v = View(objs, task.width, task.height)
                 found = candidates(v, claim_offset=int(rng.integers(6)), rng=rng)
                 considered += len(found) + sum(v.removed.values())
                 removed += v.removed
-                for asked in CATEGORY:
-                    pool = [c for c in found if c.task == asked]
-                    for j in range(PER_TASK):
-                        pool = [c for c in pool if c.question not in asked_before]
-                        c = choose(pool, used, rng, task.width, task.height)
-                        if c is None:
-                            break
-                        asked_before.add(c.question)
-                        sample_id = f"{unit}_{asked}_{j}"
-                        out.rows.append(self._row(inputs, sample_id, task, view.view, unit, image, c))
+                # options that single one out by form or by the question's words are not
+                # asked: decided from the question and the option set alone, so every member
+                # stays as likely the gold
+                pooled += [
+                    Pooled(c, task, view.view, unit, image, (n, k), difficulty(c, task.width, task.height))
+                    for c in found
+                    if options.singled_out(c.question, c.options) is None
+                ]
             out.missions[task.survey_id] = task.survey_id
+        picked = select(pooled, inputs.seed, inputs.draw)
+        for p, j in sorted(picked, key=lambda x: (x[0].order, TASKS.index(x[0].c.task), x[1])):
+            sample_id = f"{p.unit}_{p.c.task}_{j}"
+            out.rows.append(self._row(inputs, sample_id, p.task, p.view, p.unit, p.image, p.c))
         report = CandidateFunnel(
             candidates=considered, removed=dict(sorted(removed.items())), rows=len(out.rows)
         )
-        root = inputs.root
-        inputs.store.put(f"{root}/{CANDIDATES_FILE}", dump_json(report), "application/json")
-        inputs.store.put(
-            f"{root}/{OBJECTS_FILE}",
-            "".join(f"{x}\n" for x in objects_lines).encode(),
-            "application/x-ndjson",
-        )
+        out.files[CANDIDATES_FILE] = dump_json(report)
+        out.files[OBJECTS_FILE] = "".join(f"{x}\n" for x in objects_lines).encode()
         return out
 
     def _row(
@@ -365,10 +365,103 @@ class UltraVR:
         )
 
 
+@dataclass(frozen=True)
+class Pooled:
+    """A candidate with the view it asks about."""
+
+    c: Candidate
+    task: SurveyTask
+    view: str
+    unit: str
+    image: str
+    order: tuple[int, int]  # (survey, view): the rows' order in the manifest
+    level: str  # the row's difficulty
+
+
+def cell(task: str, shown: tuple[str, ...], rank: int | None) -> tuple[str, ...]:
+    """The key counting how often a numeric option set was asked with its gold at ``rank``."""
+    return ("cell", task, *shown, str(rank))
+
+
+class TaskPool:
+    """One task's candidates over the release, those still askable indexed by what the
+    question is about (its group), so that a choice reads one group, not the whole pool."""
+
+    def __init__(self, task: str, items: list[Pooled], rng: np.random.Generator) -> None:
+        self.items = items
+        self.tie = rng.random(len(items))  # seeded ties
+        # numeric tasks: the key of the candidate's (option set, gold rank), and of its set's ranks
+        self.cell = [cell(task, p.c.options, p.c.rank) for p in items]
+        self.cells = [tuple(cell(task, p.c.options, r) for r in range(4)) for p in items]
+        self.alive = set(range(len(items)))
+        self.by_question: dict[str, list[int]] = {}
+        self.by_mirror: dict[tuple[str, str], list[int]] = {}  # (unit, what is asked either way round)
+        self.by_unit: dict[str, list[int]] = {}
+        self.by_group: dict[str, set[int]] = {}
+        self.kinds: dict[str, Counter[str]] = {}
+        # categorical tasks: the labels a group has still to be asked with in its current turn
+        self.every = frozenset(LABELS.get(task, ()))
+        self.turn: dict[str, frozenset[str]] = {}
+        for i, p in enumerate(items):
+            self.by_question.setdefault(p.c.question, []).append(i)
+            self.by_mirror.setdefault((p.unit, mirror(p.c)), []).append(i)
+            self.by_unit.setdefault(p.unit, []).append(i)
+            self.by_group.setdefault(p.c.group, set()).add(i)
+            self.kinds.setdefault(p.c.group, Counter())[p.c.kind] += 1
+
+    def drop(self, ids: list[int]) -> None:
+        for i in ids:
+            if i in self.alive:
+                self.alive.discard(i)
+                p = self.items[i]
+                self.by_group[p.c.group].discard(i)
+                self.kinds[p.c.group][p.c.kind] -= 1
+
+    def groups(self) -> list[str]:
+        """The groups that can be asked now: with a candidate left for every label of their
+        current turn (at a turn's start, every label of the task)."""
+        return sorted(
+            g
+            for g, ids in self.by_group.items()
+            if ids and all(self.kinds[g][k] > 0 for k in self.turn.get(g, self.every))
+        )
+
+    def asked(self, group: str, label: str) -> None:
+        left = self.turn.get(group, self.every) - {label}
+        self.turn[group] = left or self.every
+
+
+def select(pooled: list[Pooled], seed: int, draw: int) -> list[tuple[Pooled, int]]:
+    """The rows of the release, each with its number among its view's rows of its task.
+
+    Per task, candidates are chosen one at a time by :func:`choose` from those of every view
+    together: a view offering two or three of a task's labels for what it counts is common, one
+    offering all four is rare, and the views of a release together often do (a view alone
+    would ask almost nothing of the categorical tasks, whose groups start a turn only with
+    every label on offer). A view keeps at most ``PER_TASK`` rows of a task, a question text is
+    asked once per release (gold-blind: two views would otherwise share a question and, often,
+    its answer), and a view is not asked a question's mirror image (:func:`.templates.mirror`:
+    the same fact named the other way round)."""
+    out: list[tuple[Pooled, int]] = []
+    for t, asked in enumerate(TASKS):
+        rng = np.random.default_rng([seed, 0x5E1, draw, t])  # a task's draws do not move another's
+        pool = TaskPool(asked, [p for p in pooled if p.c.task == asked], rng)
+        taken: Counter[str] = Counter()
+        used: Counter[tuple[str, ...]] = Counter()
+        while (p := choose(asked, pool, used, rng)) is not None:
+            out.append((p, taken[p.unit]))
+            taken[p.unit] += 1
+            pool.drop(pool.by_question[p.c.question])
+            pool.drop(pool.by_mirror[(p.unit, mirror(p.c))])
+            if taken[p.unit] == PER_TASK:
+                pool.drop(pool.by_unit[p.unit])
+    return out
+
+
 def choose(
-    pool: list[Candidate], used: Counter[tuple[str, ...]], rng: np.random.Generator, width: int, height: int
-) -> Candidate | None:
-    """One candidate of one task, or None when the pool has none to offer; counts it in ``used``.
+    task: str, pool: TaskPool, used: Counter[tuple[str, ...]], rng: np.random.Generator
+) -> Pooled | None:
+    """One candidate of ``task``, or None when the pool has none to offer; counts it in ``used``.
 
     Numeric tasks: each candidate's options were drawn holding its gold at a uniform rank; of
     an option set the ranks are asked in turn (none a second time before every rank had its
@@ -376,54 +469,44 @@ def choose(
     counts are far more common than large ones (turns per option set only, not per difficulty
     too: a set's last, partial turn favours its common values, and more sets, more such turns).
 
-    Categorical tasks: what the question is about (its group) is drawn uniformly before
-    anything depends on the gold, among the groups that offer every label of the task when the
-    task is in ``COMPLETE`` (a group that offers one label only would be asked only with it),
-    else among all; in it, the candidate whose label the release has least of at its
-    difficulty and over the task. Then, in both, the candidate whose cues went with its label
-    least; seeded ties."""
-    # options that single one out by form or by the question's words are not asked: decided
-    # from the question and the option set alone, so every member stays as likely the gold
-    pool = [c for c in pool if options.singled_out(c.question, c.options) is None]
-    if not pool:
-        return None
-    task = pool[0].task
-
-    def cell(c: Candidate, rank: int | None) -> tuple[str, ...]:
-        return ("cell", task, *c.options, str(rank))
+    Categorical tasks: what the question is about (its group) is asked with the task's labels
+    in turns, each label once a turn, so that given the group every label is the gold equally
+    often; a turn starts only where the views offer the group with every label, and a group
+    is drawn uniformly among those that offer every label its turn still needs (one that
+    offers one label only would be asked only with it). In the group, of the labels its turn
+    still needs, the candidate whose label the release has least of at its difficulty and
+    over the task. Then, in both, the candidate whose cues went with its label least; seeded
+    ties."""
 
     def cues(c: Candidate) -> int:
         return sum(used[("cue", task, cue, c.kind)] for cue in c.cues)
 
-    shuffled = [pool[int(i)] for i in rng.permutation(len(pool))]
     if task in RANKED:
-        turn = [c for c in shuffled if used[cell(c, c.rank)] <= min(used[cell(c, r)] for r in range(4))]
+        turn = [i for i in pool.alive if used[pool.cell[i]] <= min(used[k] for k in pool.cells[i])]
         if not turn:
             return None
-        c = min(turn, key=lambda c: (used[cell(c, c.rank)], cues(c)))
+        best = min(turn, key=lambda i: (used[pool.cell[i]], cues(pool.items[i].c), pool.tie[i]))
+        p = pool.items[best]
     else:
-        groups: dict[str, list[Candidate]] = {}
-        for x in shuffled:
-            groups.setdefault(x.group, []).append(x)
-        if task in COMPLETE:
-            every = set(LABELS[task])
-            groups = {g: cs for g, cs in groups.items() if {x.kind for x in cs} >= every}
-        if not groups:
+        names = pool.groups()
+        if not names:
             return None
-        names = sorted(groups)
-        mine = groups[names[int(rng.integers(len(names)))]]
+        group = names[int(rng.integers(len(names)))]
+        need = pool.turn.get(group, pool.every)
+        mine = [i for i in pool.by_group[group] if pool.items[i].c.kind in need]
 
-        def balance(c: Candidate) -> int:
-            level = difficulty(c, width, height)
-            return used[("level", task, level, c.kind)] + used[("label", task, c.kind)]
+        def balance(p: Pooled) -> int:
+            return used[("level", task, p.level, p.c.kind)] + used[("label", task, p.c.kind)]
 
-        c = min(mine, key=lambda c: (balance(c), cues(c)))
-        used[("level", task, difficulty(c, width, height), c.kind)] += 1
-        used[("label", task, c.kind)] += 1
-    used[cell(c, c.rank)] += 1
-    for cue in c.cues:
-        used[("cue", task, cue, c.kind)] += 1
-    return c
+        best = min(mine, key=lambda i: (balance(pool.items[i]), cues(pool.items[i].c), pool.tie[i]))
+        p = pool.items[best]
+        pool.asked(group, p.c.kind)
+        used[("level", task, p.level, p.c.kind)] += 1
+        used[("label", task, p.c.kind)] += 1
+    used[cell(task, p.c.options, p.c.rank)] += 1
+    for cue in p.c.cues:
+        used[("cue", task, cue, p.c.kind)] += 1
+    return p
 
 
 FAMILY = UltraVR()

@@ -4,14 +4,17 @@ what would make a question about it ambiguous.
 
 An object is *clear* when a viewer can count it without doubt: at least ``FLOOR_PX`` pixels, at
 least ``MIN_IN_FRAME`` of it inside the image, at most ``MAX_OCCLUDED`` of its camera-facing
-surface hidden, and measured in 3D (in the fused map). Its quadrant is the one holding its box
+surface hidden, and measured in 3D (one of the survey's targets: on the builtin backend every
+small object of the scene, on AirSim those of the fused map). Its quadrant is the one holding its box
 centre; a centre within ``BOUNDARY`` of the image's size from a split line belongs to every
 quadrant it is that close to (near-boundary). Its orientation label (vehicles and containers)
 reads the long axis of its pixels: ``horizontal`` within 22.5 degrees of the image's x axis,
 ``vertical`` of its y axis, ``diagonal`` otherwise; none when its pixels are too round
 (elongation below ``MIN_ELONGATION``) or the axis lies within ``ORIENTATION_MARGIN_DEG`` of a
 label's edge. Its colour is the coarse word of its sunlit pixels, none when the colour lies
-within a margin of the edge between two words (:func:`skyqa.vocab.colours.clear_colour`).
+within a margin of the edge between two words (:func:`skyqa.vocab.colours.clear_colour`); the
+words either side of such an edge are what a viewer could call it (:func:`colour_words`), so a
+car between black and gray is not a red car for anyone.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from skyqa.contracts.ultra import MeasuredObject
-from skyqa.vocab.colours import clear_colour
+from skyqa.sim.classes import COLOURS
+from skyqa.vocab.colours import ACHROMATIC, COLOUR_MARGIN, HUE_FAMILY, clear_colour
 
 REGIONS = ("upper-left", "upper-right", "lower-left", "lower-right")
 NOUNS: dict[str, tuple[str, str]] = {
@@ -47,7 +52,7 @@ ORIENTATION_MARGIN_DEG = 7.5
 BELOW_FLOOR = "object below the visibility floor"
 CUT = "object cut by the image edge"
 OCCLUDED = "object mostly hidden"
-UNMAPPED = "object not in the fused map"
+UNMAPPED = "object not measured in 3D"  # not a survey target (AirSim: not in the fused map)
 NEAR_BOUNDARY = "object near a region boundary"
 AMBIGUOUS_ORIENTATION = "ambiguous orientation"
 AMBIGUOUS_COLOUR = "ambiguous colour"
@@ -63,6 +68,9 @@ class Obj:
     orientation: str | None
     regions: frozenset[str]  # one when its centre is clear of the split lines
     problem: str | None  # why it cannot be counted without doubt; None: clear
+    # every colour word a viewer could give it (its colour's word, or the words either side of
+    # the edge it lies near); empty when its colour was not measured
+    shades: frozenset[str] = frozenset()
 
     @property
     def centre(self) -> tuple[float, float]:
@@ -80,6 +88,41 @@ def orientation_of(axis_deg: float, elongation: float) -> str | None:
     if a < 22.5 or a >= 157.5:
         return "horizontal"
     return "vertical" if 67.5 <= a < 112.5 else "diagonal"
+
+
+def colour_words(rgb: NDArray[np.float64]) -> frozenset[str]:
+    """The words :func:`skyqa.vocab.colours.clear_colour` gives a clear colour, one; for a colour
+    it leaves unnamed, every word two viewers could use, widely: the grey words whose
+    brightness band it is within twice ``COLOUR_MARGIN`` of (when it is that close to the
+    greyness cut, or below it), and the hue families within twice the margin of the nearest
+    (when it is that close to the cut, or above it), every hue family when it is that dark
+    (a dark colour's hue moves with a little light)."""
+    word = clear_colour(rgb)
+    if word is not None:
+        return frozenset({word})
+    top = float(rgb.max())
+    margin = 2.0 * COLOUR_MARGIN
+    chroma = (top - float(rgb.min())) / top
+    out = set()
+    if chroma < ACHROMATIC + margin:
+        if top >= 0.6 - margin:
+            out.add("white")
+        if 0.25 - margin <= top < 0.6 + margin:
+            out.add("gray")
+        if top < 0.25 + margin:
+            out.add("black")
+    if chroma >= ACHROMATIC - margin:
+        hue = rgb / top
+        best: dict[str, float] = {}
+        for n, c in COLOURS.items():
+            if max(c) - min(c) < ACHROMATIC * max(c):
+                continue
+            word = HUE_FAMILY.get(n, n)
+            d = float(np.sqrt(np.sum((np.asarray(c) / max(c) - hue) ** 2)))
+            best[word] = min(best.get(word, d), d)
+        nearest = min(best.values())
+        out |= {w for w, d in best.items() if d - nearest < margin or top < 0.25 + margin}
+    return frozenset(out)
 
 
 def regions_of(cx: float, cy: float, width: int, height: int) -> frozenset[str]:
@@ -111,7 +154,9 @@ def objects_of(measured: list[MeasuredObject], width: int, height: int) -> list[
         if m.class_name not in NOUNS or m.pixels <= 0:
             continue
         x0, y0, x1, y1 = m.box
-        colour = clear_colour(np.asarray(m.lit_rgb, dtype=np.float64)) if len(m.lit_rgb) == 3 else None
+        lit = np.asarray(m.lit_rgb, dtype=np.float64)
+        colour = clear_colour(lit) if len(m.lit_rgb) == 3 else None
+        shades = colour_words(lit) if len(m.lit_rgb) == 3 else frozenset()
         orient = orientation_of(m.axis_deg, m.elongation) if m.class_name in ORIENTED else None
         out.append(
             Obj(
@@ -123,6 +168,7 @@ def objects_of(measured: list[MeasuredObject], width: int, height: int) -> list[
                 orientation=orient,
                 regions=regions_of((x0 + x1) / 2.0, (y0 + y1) / 2.0, width, height),
                 problem=problem_of(m),
+                shades=shades,
             )
         )
     return sorted(out, key=lambda o: o.instance_id)
@@ -164,13 +210,31 @@ class Tally:
         return len(self.members)
 
 
-def tally(objects: list[Obj], bundle: Bundle, region: str) -> Tally:
+def ruled_out(o: Obj, bundle: Bundle) -> bool:
+    """Whether what the view shows of ``o`` rules it out of ``bundle`` whichever region holds
+    it: a colour no viewer would call the bundle's (read off its own pixels, so also of an
+    object partly hidden or cut, when it has at least ``FLOOR_PX`` of them), or, for an object
+    shown whole, a clear orientation other than the bundle's."""
+    if bundle.colour and o.shades and bundle.colour not in o.shades:
+        return o.problem in (None, OCCLUDED, CUT)
+    if bundle.orientation and o.orientation is not None and o.orientation != bundle.orientation:
+        return o.problem is None
+    return False
+
+
+def tally(objects: list[Obj], bundle: Bundle, region: str, by: Bundle | None = None) -> Tally:
     """The bundle's objects in ``region``; a problem when any object of the bundle's classes
     that may lie there is not clear, is near the boundary, or lacks the attribute the bundle
-    restricts by."""
+    restricts by, unless what it shows rules it out of ``by`` (the bundle by default): such an
+    object counts nowhere, so its doubts do not touch the count. ``by`` is a narrower bundle
+    when the whole class is listed on the way to it (a presence question's trace), whose list
+    then leaves the ruled-out objects out."""
+    rule = by or bundle
     members = []
     for o in objects:
         if o.class_name not in bundle.classes or region not in o.regions:
+            continue
+        if (o.problem is not None or len(o.regions) > 1) and ruled_out(o, rule):
             continue
         if o.problem is not None:
             return Tally((), o.problem)
@@ -179,6 +243,8 @@ def tally(objects: list[Obj], bundle: Bundle, region: str) -> Tally:
         if bundle.orientation and o.orientation is None:
             return Tally((), AMBIGUOUS_ORIENTATION)
         if bundle.colour and o.colour is None:
+            if ruled_out(o, bundle):  # between two words, neither of them the bundle's
+                continue
             return Tally((), AMBIGUOUS_COLOUR)
         if bundle.colour and o.colour != bundle.colour:
             continue

@@ -2,16 +2,16 @@
 options and a typed GT-CoT trace (GND, PER, QUA, INT, INF).
 
 - Comparison: two (bundle, region) tallies; the absolute difference, the total, the reduced
-  ratio, or which region has more. Numeric options are four consecutive counts drawn with
-  :func:`skyqa.families.options.window` (ratios: one of the fixed :data:`RATIO_SETS`, drawn
-  with :func:`skyqa.families.options.exchangeable`), so the set is drawn alike whichever of
-  its members is the gold, never built around it.
+  ratio, or which region has more. Numeric options are four consecutive counts (ratios: one
+  of the fixed :data:`RATIO_SETS`), never built around the gold: every window holding the
+  gold is a candidate, and planning asks each window's ranks in turn, so that given the
+  window every member was the gold equally often.
 - Logical verification: presence of an orientation- or colour-restricted bundle in two regions
   (a four-way presence pattern), or the truth pattern of a count claim and a region-maximum
   claim over the four quadrants.
 - Relational inference: the cross-axis relation of one region's extreme object to another's
   (extremes along x are compared along y and vice versa), with "no such object" options; the
-  relative position of two objects named by colour and class.
+  relative position of two objects of one region named by colour, class and region.
 
 Every categorical task has one fixed set of four labels, offered in every row in one order
 (two regions are "the first" and "the second", as the question orders them, never by name), so
@@ -22,7 +22,10 @@ regions or two objects are candidates, so which one is named first is not a cue.
 A candidate some step of which is not certain is removed, with the reason counted: an object
 near a region boundary, below the visibility floor, cut or hidden, an ambiguous orientation, a
 tie for an extreme or a maximum, a relation closer than ``RELATION_MARGIN``, a description that
-does not pick out one object, a numeric gold whose drawn window leaves the answer range.
+does not pick out one object, a numeric gold no window within the answer range holds. An
+object whose doubt (its region, or whether it is seen) cannot change an answer, because what
+is seen of it rules it out of what the question names, does not remove the candidate
+(:func:`.objects.ruled_out`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import numpy as np
 from skyqa.contracts.ultravr import AnswerFormat, UltraStep
 from skyqa.families import options as opts
 from skyqa.families.ultravr.objects import (
+    NEAR_BOUNDARY,
     NOUNS,
     ORIENTATIONS,
     ORIENTED,
@@ -49,6 +53,7 @@ from skyqa.families.ultravr.objects import (
     Obj,
     Tally,
     norm_box,
+    ruled_out,
     tally,
 )
 
@@ -92,8 +97,8 @@ COUNT_RANGE = {"count_difference": (1, 6), "count_total": (1, 8)}
 # equally often, whichever region is named first), so no option is built from the gold (the
 # nearest ratios of counts one off the gold's made the gold the one option all others derive
 # from) and a reversed ratio among the options says nothing. A gold is asked with one of the
-# sets holding it (:func:`skyqa.families.options.exchangeable`); a set is as common as its
-# rarest member allows, so its members are of similar frequency (1:2 is never with 3:4)
+# sets holding it (:func:`ratio_windows`), its members of similar frequency (1:2 is never
+# with 3:4), so that a set's turns of ranks are not held up by a rare member
 RATIO_SETS = (
     ("1:3", "1:2", "2:1", "3:1"),
     ("1:4", "1:3", "3:1", "4:1"),
@@ -142,10 +147,6 @@ LABELS = {
     "extreme_relation": EXTREME_LABELS,
     "relative_position": POSITIONS,
 }
-# tasks asked only about a group (what the question counts) that offers every label in the
-# view: then which group a row asks about does not depend on its gold ("diagonally oriented
-# trucks" would otherwise mostly be asked where there are none)
-COMPLETE = frozenset({"presence_pattern", "claim_pattern", "extreme_relation", "count_order"})
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,21 @@ class View:
         return "none" if o is None else json.dumps(norm_box(o, self.width, self.height))
 
 
+def mirror(c: Candidate) -> str:
+    """What a candidate asks, the same for its mirror image (the two regions, bundles or objects
+    named the other way round: "more in the first" against "more in the second", a ratio and
+    its inverse), which asks the same fact of the same view."""
+    ev: Any = c.evidence
+    if "first" not in ev:
+        return c.question
+    parts = []
+    for side in ("first", "second"):
+        e = ev[side]
+        parts.append(str(e.get("description") or f"{e.get('bundle') or e.get('class')}@{e.get('region')}"))
+    extreme = ev["first"].get("extreme", "")
+    return f"{c.task}:{extreme}:{'|'.join(sorted(parts))}"
+
+
 def difficulty(c: Candidate, width: int, height: int) -> str:
     """How tiny the evidence is: the smallest object the answer rests on, or of the kind whose
     absence it rests on, as a share of the image (an absence is as hard to see as what is
@@ -215,26 +231,25 @@ def bundles(objects: list[Obj]) -> list[Bundle]:
     return out
 
 
-def count_window(task: str, gold: int, rng: np.random.Generator) -> tuple[int, tuple[str, ...]] | None:
-    """Four consecutive counts within the task's answer range, holding ``gold`` at a uniformly
-    drawn rank, and that rank; None when the drawn window leaves the range (see
-    :func:`skyqa.families.options.window`: a gold near an end is asked less often, so that
-    given the window every member is as likely the gold)."""
+def count_windows(task: str, gold: int) -> list[tuple[int, tuple[str, ...]]]:
+    """Every window of four consecutive counts within the task's answer range that holds
+    ``gold``, each with the gold's rank in it. Each is a candidate of its own (one question,
+    asked once): planning asks a window's ranks in turn (:func:`.family.choose`), so that given
+    the window every member was the gold equally often, and a gold the views offer rarely
+    fills the turn of whichever window needs it."""
     lo, hi = COUNT_RANGE[task]
-    values = opts.window(gold, 4, rng, lo=lo, hi=hi)
-    if values is None:
-        return None
-    return values.index(gold), tuple(str(v) for v in values)
+    out = []
+    for rank in range(4):
+        first = gold - rank
+        if first >= lo and first + 3 <= hi:
+            out.append((rank, tuple(str(first + i) for i in range(4))))
+    return out
 
 
-def ratio_window(gold: str, rng: np.random.Generator) -> tuple[int, tuple[str, ...]] | None:
-    """One of :data:`RATIO_SETS` holding ``gold``, drawn exchangeably, and the gold's rank in
-    it; None when no set holds the gold or the draw does not ask it."""
-    most = max(Counter(r for s in RATIO_SETS for r in s).values())
-    picked = opts.exchangeable(gold, lambda x: [s for s in RATIO_SETS if x in s], most, rng)
-    if picked is None:
-        return None
-    return picked.index(gold), tuple(picked)
+def ratio_windows(gold: str) -> list[tuple[int, tuple[str, ...]]]:
+    """Every set of :data:`RATIO_SETS` holding ``gold``, with the gold's rank in it (asked in
+    turn per set, as :func:`count_windows`)."""
+    return [(s.index(gold), s) for s in RATIO_SETS if gold in s]
 
 
 def _ratio(a: int, b: int) -> str:
@@ -264,7 +279,7 @@ def _two(r1: str, r2: str) -> str:
     return f"Consider two regions, first the {r1} region and second the {r2} region."
 
 
-def comparison(view: View, rng: np.random.Generator) -> Iterator[Candidate]:
+def comparison(view: View) -> Iterator[Candidate]:
     pairs: list[tuple[Bundle, str, Bundle, str]] = []
     for b in bundles(view.objects):
         pairs += [(b, r1, b, r2) for r1, r2 in permutations(REGIONS, 2)]
@@ -288,10 +303,10 @@ def comparison(view: View, rng: np.random.Generator) -> Iterator[Candidate]:
         cues = (f"first={a.key()}", f"second={b.key()}", f"regions={r1}|{r2}")
         sought = (_sought(view, a) if not t1.count else ()) + (_sought(view, b) if not t2.count else ())
         d = abs(t1.count - t2.count)
-        drawn = count_window("count_difference", d, rng)
-        if drawn is None:
+        windows = count_windows("count_difference", d)
+        if not windows:
             view.removed[OUT_OF_RANGE] += 1
-        else:
+        for drawn in windows:
             yield Candidate(
                 "count_difference",
                 f"What is the absolute difference between the number of {what1} and the number of {what2}?",
@@ -311,10 +326,10 @@ def comparison(view: View, rng: np.random.Generator) -> Iterator[Candidate]:
             )
         if a != b or r1 < r2:  # a total is the same question in either order
             total = t1.count + t2.count
-            drawn = count_window("count_total", total, rng)
-            if drawn is None:
+            windows = count_windows("count_total", total)
+            if not windows:
                 view.removed[OUT_OF_RANGE] += 1
-            else:
+            for drawn in windows:
                 yield Candidate(
                     "count_total",
                     f"How many {what1} and {what2} are there in total?",
@@ -331,10 +346,10 @@ def comparison(view: View, rng: np.random.Generator) -> Iterator[Candidate]:
                 )
         if t1.count and t2.count and t1.count != t2.count:
             gold = _ratio(t1.count, t2.count)
-            drawn = ratio_window(gold, rng)
-            if drawn is None:
+            windows = ratio_windows(gold)
+            if not windows:
                 view.removed[OUT_OF_RANGE] += 1
-            else:
+            for drawn in windows:
                 yield Candidate(
                     "count_ratio",
                     f"What is the ratio of the number of {what1} to the number of {what2}, in lowest terms?",
@@ -392,7 +407,12 @@ def logical(view: View, claim_offset: int, rng: np.random.Generator) -> Iterator
             # both orders: "only in the first" and "only in the second" are one fact named either way
             for r1, r2 in permutations(REGIONS, 2):
                 t1, t2 = tally(view.objects, bundle, r1), tally(view.objects, bundle, r2)
-                all1, all2 = tally(view.objects, base, r1), tally(view.objects, base, r2)
+                # the class's objects of each region, those the restriction rules out wherever
+                # they lie left out (a white car on the split line is in neither list of red ones)
+                all1, all2 = (
+                    tally(view.objects, base, r1, by=bundle),
+                    tally(view.objects, base, r2, by=bundle),
+                )
                 bad = t1.problem or t2.problem or all1.problem or all2.problem
                 if bad:
                     view.removed[bad] += 1
@@ -516,6 +536,35 @@ def _extreme(view: View, t: Tally, which: str) -> Obj | str | None:
     return first
 
 
+def _extreme_of(view: View, cls: str, region: str, which: str) -> Obj | str | None:
+    """The region's extreme object of the class (:func:`_extreme` over those that lie in it for
+    certain), None when it certainly has none, or why it is not certain: an object of the class
+    that may lie there and is not clear, or one whose region is in doubt that could be as
+    extreme (one that trails the extreme by ``EXTREME_MARGIN`` by both its centre and its outer
+    edge, whichever region holds it, does not change the answer)."""
+    sure: list[Obj] = []
+    doubt: list[Obj] = []
+    for o in view.objects:
+        if o.class_name == cls and region in o.regions:
+            (sure if o.problem is None and len(o.regions) == 1 else doubt).append(o)
+    unclear = next((o.problem for o in doubt if o.problem is not None), None)
+    if unclear or (doubt and not sure):
+        return unclear or NEAR_BOUNDARY
+    best = _extreme(view, Tally(tuple(sure), None), which)
+    if best is None or isinstance(best, str):
+        return best
+    axis, sign = EXTREMES[which]
+    edge = axis if sign < 0 else axis + 2
+    margin = EXTREME_MARGIN * (view.width if axis == 0 else view.height)
+    for o in doubt:
+        if (
+            -sign * (o.centre[axis] - best.centre[axis]) < margin
+            or -sign * (o.box[edge] - best.box[edge]) < margin
+        ):
+            return NEAR_BOUNDARY
+    return best
+
+
 def relational(view: View) -> Iterator[Candidate]:
     for c1, c2 in (
         (a, b)
@@ -524,21 +573,17 @@ def relational(view: View) -> Iterator[Candidate]:
     ):
         b1, b2 = Bundle((c1,), NOUNS[c1][1]), Bundle((c2,), NOUNS[c2][1])
         for r1, r2 in permutations(REGIONS, 2):
-            t1, t2 = tally(view.objects, b1, r1), tally(view.objects, b2, r2)
-            if t1.problem or t2.problem:
-                view.removed[t1.problem or t2.problem or ""] += 1
-                continue
-            if not t1.members and not t2.members:
-                continue
             for which in EXTREMES:
                 # extremes along one axis are compared along the other, between two regions on
                 # the same side of that axis's split line, so the regions' names do not decide it
                 axis = 1 - EXTREMES[which][0]
                 if r1.split("-")[axis == 0] != r2.split("-")[axis == 0]:
                     continue
-                e1, e2 = _extreme(view, t1, which), _extreme(view, t2, which)
+                e1, e2 = _extreme_of(view, c1, r1, which), _extreme_of(view, c2, r2, which)
                 if isinstance(e1, str) or isinstance(e2, str):
-                    view.removed[NOT_UNIQUE_EXTREME] += 1
+                    view.removed[e1 if isinstance(e1, str) else str(e2)] += 1
+                    continue
+                if e1 is None and e2 is None:
                     continue
                 n1, n2 = NOUNS[c1][0], NOUNS[c2][0]
                 if e1 is None:
@@ -603,67 +648,74 @@ def relational(view: View) -> Iterator[Candidate]:
     named = _named(view)
     # two objects of one region: regions the question names would otherwise decide the answer
     for (d1, (o1, ra)), (d2, (o2, rb)) in permutations(sorted(named.items()), 2):
-        if ra != rb:
-            continue
-        dx, dy = o1.centre[0] - o2.centre[0], o1.centre[1] - o2.centre[1]
-        if abs(dx) < RELATION_MARGIN * view.width or abs(dy) < RELATION_MARGIN * view.height:
-            view.removed[TOO_CLOSE] += 1
-            continue
-        side, level = ("left" if dx < 0 else "right"), ("upper" if dy < 0 else "lower")
-        gold = POSITIONS[2 * (level == "lower") + (side == "right")]
-        steps = (
-            _step(f"What are the coordinates of {d1}?", view.box(o1), "GND", "bbox"),
-            _step(f"What are the coordinates of {d2}?", view.box(o2), "GND", "bbox"),
-            _step(f"Is {d1} to the left or to the right of {d2}?", side, "INT", "relation"),
-            _step(
-                f"Is {d1} higher or lower in the image than {d2}?",
-                "higher" if level == "upper" else "lower",
-                "INT",
-                "relation",
-            ),
-            _step("Which relative position follows?", gold, "INF", "option_label"),
-        )
-        yield Candidate(
-            "relative_position",
-            f"In the image, where is {d1} relative to {d2}?",
-            gold,
-            POSITIONS,
-            steps,
-            {
-                "first": {"description": d1, "instance": o1.instance_id},
-                "second": {"description": d2, "instance": o2.instance_id},
-            },
-            (o1, o2),
-            gold,
-            group=ra,
-            cues=(f"first={o1.class_name}", f"second={o2.class_name}", f"region={ra}"),
-        )
+        if ra == rb:
+            yield from _relative(view, d1, o1, d2, o2, ra)
+
+
+def _relative(view: View, d1: str, o1: Obj, d2: str, o2: Obj, group: str) -> Iterator[Candidate]:
+    """Where the first named object lies relative to the second, unless too close to call."""
+    dx, dy = o1.centre[0] - o2.centre[0], o1.centre[1] - o2.centre[1]
+    if abs(dx) < RELATION_MARGIN * view.width or abs(dy) < RELATION_MARGIN * view.height:
+        view.removed[TOO_CLOSE] += 1
+        return
+    side, level = ("left" if dx < 0 else "right"), ("upper" if dy < 0 else "lower")
+    gold = POSITIONS[2 * (level == "lower") + (side == "right")]
+    steps = (
+        _step(f"What are the coordinates of {d1}?", view.box(o1), "GND", "bbox"),
+        _step(f"What are the coordinates of {d2}?", view.box(o2), "GND", "bbox"),
+        _step(f"Is {d1} to the left or to the right of {d2}?", side, "INT", "relation"),
+        _step(
+            f"Is {d1} higher or lower in the image than {d2}?",
+            "higher" if level == "upper" else "lower",
+            "INT",
+            "relation",
+        ),
+        _step("Which relative position follows?", gold, "INF", "option_label"),
+    )
+    yield Candidate(
+        "relative_position",
+        f"In the image, where is {d1} relative to {d2}?",
+        gold,
+        POSITIONS,
+        steps,
+        {
+            "first": {"description": d1, "instance": o1.instance_id},
+            "second": {"description": d2, "instance": o2.instance_id},
+        },
+        (o1, o2),
+        gold,
+        group=group,
+        cues=(f"first={o1.class_name}", f"second={o2.class_name}", f"region={group}"),
+    )
 
 
 def _named(view: View) -> dict[str, tuple[Obj, str]]:
     """Objects a colour, a class and a region pick out (UltraVR's references name an
-    approximate location): every object of the class that may lie in the region is clear,
-    coloured and clear of the split lines, and no other has the same colour."""
+    approximate location): the object is clear, coloured and clear of the split lines, and
+    every other object of the class that may lie in the region shows another colour (see
+    :func:`.objects.ruled_out`: a white car on the split line, or half hidden, is not "the red
+    car" of either region; one whose colour is unclear, or too small to tell, may be)."""
     out = {}
     for c in sorted({o.class_name for o in view.objects}):
         for region in REGIONS:
             same = [o for o in view.objects if o.class_name == c and region in o.regions]
-            if any(o.problem or o.colour is None or len(o.regions) > 1 for o in same):
-                view.removed[NOT_UNIQUE_NAME] += 1
-                continue
-            counts = Counter(o.colour for o in same)
             for o in same:
-                if counts[o.colour] == 1:
-                    out[f"the {o.colour} {NOUNS[c][0]} in the {region} region"] = (o, region)
+                if o.problem or o.colour is None or len(o.regions) > 1:
+                    continue
+                name = Bundle((c,), NOUNS[c][1], colour=o.colour)
+                if any(x is not o and not ruled_out(x, name) for x in same):
+                    view.removed[NOT_UNIQUE_NAME] += 1
+                    continue
+                out[f"the {o.colour} {NOUNS[c][0]} in the {region} region"] = (o, region)
     return out
 
 
 def candidates(view: View, claim_offset: int, rng: np.random.Generator | None = None) -> list[Candidate]:
-    """Every candidate of the view; ``rng`` draws the numeric windows and false claims (seeded
-    from the view when planning; a fixed seed otherwise)."""
+    """Every candidate of the view; ``rng`` draws the false claims (seeded from the view when
+    planning; a fixed seed otherwise)."""
     draw = rng if rng is not None else np.random.default_rng(0)
     return [
-        *comparison(view, draw),
+        *comparison(view),
         *logical(view, claim_offset, draw),
         *relational(view),
     ]
