@@ -25,7 +25,7 @@ from skyqa.contracts import load_json
 from skyqa.families import RELEASED
 from skyqa.v1 import common_pb2, mission_pb2
 
-from services.qa_generator import gate, observations, qc, verdicts
+from services.qa_generator import gate, observations, verdicts
 from services.qa_generator.pipeline import QAPlan, plan
 
 
@@ -62,7 +62,7 @@ def main() -> int:
     else:
         kept = [f.item(r) for f in families for r in p.rows_of(f)]
         kept = [it for it in kept if it.asks]
-    result = gate.run_gate(kept, qc.letter_balance(kept))
+    result = gate.run_gate(kept)
     by_task: dict[str, int] = defaultdict(int)
     for it in kept:
         by_task[it.task] += 1

@@ -14,13 +14,13 @@ Trained on the other units:
   learns a structural habit from fewer rows);
 - ``memory``: the answer another unit gave to the same question (same text, or the same fact
   key): a fact asked in several units is answered from the others;
-- ``neighbour``: the gold label of the most similar question of another unit;
-- ``most_specific`` (multi-select): the option naming the most other options' types, plus those.
+- ``neighbour``: the gold label of the most similar question of another unit.
 
 Rules that learn nothing (and may abstain where they do not apply): ``longest``, ``shortest``,
 ``odd_form`` (the one option whose first word differs), ``overlap`` (the one option sharing most
-words with the question) and ``central`` (the one option sharing words with most other options,
-a neighbourhood's centre). A rule that scores *below* chance is a leak too: avoiding its pick
+words with the question), ``central`` (the one option sharing words with most other options,
+a neighbourhood's centre) and, for multi-select rows, ``most_specific`` (the option naming the
+most other options' types, plus those). A rule that scores *below* chance is a leak too: avoiding its pick
 beats chance, which is what filtering rows on a rule's answer produces.
 
 :mod:`services.qa_generator.gate` fits them unit-out and tests their scores.
@@ -267,6 +267,7 @@ RULES: dict[str, Solver] = {
     ),
     "overlap": _rule(_overlap),
     "central": _rule(lambda it: [float(s) for s in _sharing(it)]),
+    "most_specific": _each(most_specific),
 }
 
 
@@ -441,9 +442,16 @@ TRAINED: dict[str, Solver] = {
     "structure_model": structure_model,
     "memory": memory,
     "neighbour": neighbour,
-    "most_specific": _each(most_specific),
 }
 SOLVERS: dict[str, Solver] = {**TRAINED, **RULES}
+
+
+def forget() -> None:
+    """Drop the memos of option features: they hold every item seen, which a long-lived
+    qa-generator must not keep from one release to the next."""
+    structure.cache_clear()
+    _text_features.cache_clear()
+
 
 FEATURES = {
     "letter_prior": "answer position (gold letter)",

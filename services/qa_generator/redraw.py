@@ -3,8 +3,9 @@
 A task withheld by the gate is planned again by its family with the next draw
 (``PlanInputs.draw``): another choice of candidate, distractors and letters over the same media.
 Its new rows are checked like the first ones and gated with the rest of the release; a task
-still withheld after ``MAX_DRAWS`` draws stays withheld. Every draw tried counts against the
-task's p-value (the gate multiplies it by the draws), so drawing again cannot wash a leak out.
+still withheld after ``MAX_DRAWS`` draws stays withheld. A task drawn again is also tested on
+the rows of all its draws together (the gate's ``earlier``), so a leak of its generator cannot
+be washed out by drawing until one draw passes.
 
 Only families whose rows release one by one are drawn again: a family that releases a unit's
 rows together (UAV-DualCog's lattice) would change which units are complete. A draw that needs a
@@ -22,6 +23,7 @@ from typing import Any
 from skyqa import keys
 from skyqa.blob import BlobStore
 from skyqa.contracts.qa import ClipRequest, DegradeRequest, OverlayRequest
+from skyqa.errors import InvalidInput
 from skyqa.families import Checked, Item, ReleaseFamily, Rendered
 
 from services.qa_generator.assets import cut_clips, degrade_view, draw_overlay
@@ -77,18 +79,18 @@ class Rounds:
         ``items`` and ``failed``. False when no task was drawn again."""
         owner = {it.task: it.family for it in items.values()}
         by_family = {f.name: f for f in families}
-        wanted: dict[str, list[str]] = {}
+        # one plan per family and next draw: each task moves to its own next draw
+        wanted: dict[tuple[str, int], list[str]] = {}
         for task in sorted(withheld):
             f = by_family.get(owner.get(task, ""))
             if f is None or f.unit_rows is not None or task in self.exhausted:
                 continue
-            if self.drawn.get(task, 0) + 1 >= MAX_DRAWS:
-                continue
-            wanted.setdefault(f.name, []).append(task)
+            draw = self.drawn.get(task, 0) + 1
+            if draw < MAX_DRAWS:
+                wanted.setdefault((f.name, draw), []).append(task)
         drew = False
-        for name, tasks in sorted(wanted.items()):
+        for (name, draw), tasks in sorted(wanted.items()):
             f = by_family[name]
-            draw = max(self.drawn.get(t, 0) for t in tasks) + 1
             made = redraw(p, store, seen, f, tasks, draw)
             if made is None:
                 self.exhausted.update(tasks)
@@ -102,6 +104,8 @@ class Rounds:
             c.uncertain.update(made.checked.uncertain)
             for r in made.checked.rows:
                 it = f.item(r)
+                if it.sample_id in items:
+                    raise InvalidInput(f"a fresh draw's sample id {it.sample_id!r} is already in the release")
                 items[it.sample_id] = it
                 self.of_row[it.sample_id] = draw
                 if (problem := made.checked.failed.get(it.sample_id) or it.problem()) is not None:
@@ -125,9 +129,6 @@ def redraw(
     rendered; None when they need what this release cannot make now (a render the plan did not
     make, or a local asset at a path another request holds)."""
     planned = family.plan(replanned(p, store, draw))
-    known = {r.request_id: r for r in p.requests.env_requests}
-    if any(known.get(r.request_id) != r for r in planned.env_requests):
-        return None
     wanted = set(tasks)
     rows = [
         r.model_copy(update={"sample_id": drawn_id(r.sample_id, draw)})
@@ -135,6 +136,10 @@ def redraw(
         if family.item(r).task in wanted
     ]
     used = {m.path for r in rows for m in family.media(r)}
+    known = {r.request_id: r for r in p.requests.env_requests}
+    needed = [r for r in planned.env_requests if r.output_image in used]
+    if any(known.get(r.request_id) != r for r in needed):
+        return None
     root = keys.run_prefix(p.run_id)
     made = Draw(Checked([]))
     for new, old, out in (

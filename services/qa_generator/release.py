@@ -91,16 +91,22 @@ def finish(
         final, alone, counts = select(families, checked, items, failed, incomplete, superseded)
         released_items = [items[r.sample_id] for f in families for r in final[f.name]]
         questions = [it for it in released_items if it.asks]
-        blind = gate.run_gate(questions, qc.letter_balance(questions), rounds.drawn)
+        earlier: dict[str, list[Item]] = {}
+        for s in sorted(superseded):
+            if s not in failed and items[s].asks:
+                earlier.setdefault(items[s].task, []).append(items[s])
+        blind = gate.run_gate(questions, rounds.drawn, earlier)
         if gate_mode != "enforce":
             break
         if not rounds.again(p, store, seen, families, checked, items, failed, blind.withheld):
             break
     withheld = withheld_rows(questions, blind) if gate_mode == "enforce" else {}
+    nothing_passes = bool(questions) and all(it.sample_id in withheld for it in questions)
     final = {name: [r for r in rows if r.sample_id not in withheld] for name, rows in final.items()}
     released_items = [it for it in released_items if it.sample_id not in withheld]
-    withheld |= {s: f"{WITHHELD}: {why}" for s, why in superseded.items() if s not in failed}
-    lost = [s for s, it in items.items() if it.unit in incomplete and s not in failed]
+    # rows of a task's earlier draws, in the ledger as withheld
+    replaced = {s: f"{WITHHELD}: {why}" for s, why in superseded.items() if s not in failed}
+    lost = [s for s, it in items.items() if it.unit in incomplete and s not in failed and s not in replaced]
     # why each row left (the sets are disjoint): the ledger's reasons and the report's counts
     fates = failed | alone | dict.fromkeys(lost, "landmark incomplete")
     reasons = Counter(fates.values())
@@ -122,10 +128,10 @@ def finish(
             **own,
             **counts,
         ),
-        blind_gate=blind_report(blind, gate_mode, withheld, items, rounds.drawn),
+        blind_gate=blind_report(blind, gate_mode, withheld, items, rounds.drawn, len(replaced)),
         category_mix=dict(sorted(Counter(released.values()).items())),
         checked_rows=len(items),
-        dropped_rows=len(items) - len(released_items) - len(withheld),
+        dropped_rows=len(items) - len(released_items) - len(withheld) - len(replaced),
         drop_reasons=dict(sorted(reasons.items())),
         dropped_landmarks=dict(sorted(incomplete.items())),
         answer_letter_balance=qc.letter_balance(questions),
@@ -136,9 +142,9 @@ def finish(
     )
     out = release_files(p.run_id, p.scene_id, families)
     shipped = {it.sample_id for it in released_items}
-    ledger = qc_rows(families, checked, items, fates | withheld, shipped, blind)
+    ledger = qc_rows(families, checked, items, fates | withheld | replaced, shipped, blind)
     store.put(out["qc_rows"], _jsonl(ledger), "application/x-ndjson")
-    if questions and len(withheld) == len(questions):
+    if nothing_passes:
         # nothing passes: the report says what leaks and nothing new is released
         store.put(out["qc_report"], dump_json(report), "application/json")
         raise ReleaseLeaks(
@@ -325,6 +331,7 @@ def blind_report(
     withheld: dict[str, str],
     items: dict[str, Item],
     drawn: dict[str, int],
+    replaced: int,
 ) -> BlindGate:
     return BlindGate(
         mode=gate_mode,
@@ -340,6 +347,7 @@ def blind_report(
         withheld_by_family=dict(sorted(Counter(items[s].family for s in withheld).items())),
         unverified=blind.unverified,
         redrawn=dict(sorted(drawn.items())),
+        replaced_rows=replaced,
         tasks=blind.tasks,
         families=blind.families,
     )

@@ -3,10 +3,11 @@
 Each gated unit of the release (a task, or a family's pooled rows) runs several tests; its
 p-value is the smallest of them times their number (Bonferroni within it, since one leaking
 feature is enough to withhold it). Those p-values are then adjusted together with
-Benjamini-Hochberg: a sound release (no leak anywhere) passes with probability at least
-``1 - alpha``, and among what is withheld the expected share withheld wrongly is at most
-``alpha``. A unit whose test could not see a leak of ``MIN_LEAK`` with ``POWER`` at the level
-it would have to meet is *unverified*, never passed.
+Benjamini-Hochberg (:mod:`services.qa_generator.gate` says in which stages): a sound release (no
+leak anywhere) withholds nothing with probability at least ``1 - alpha``, and among what is
+withheld the expected share withheld wrongly is at most ``alpha``. A unit whose test could not
+see a leak of ``MIN_LEAK`` with ``POWER`` at the level it would have to meet is *unverified*,
+never passed.
 
 scipy.stats is imported where used: it holds about 70 MB the qa-generator does not need while
 it waits for missions, and the gate runs once per release.
@@ -43,12 +44,6 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
     return round(float(ci.low), 4), round(float(ci.high), 4)
 
 
-def normal_upper(observed: float, mean: float, sd: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.sf((observed - mean) / sd)) if sd > 0 else float(observed <= mean)
-
-
 def detectable(n: int, chance: float, level: float) -> float:
     """The smallest leak (accuracy above chance) a one-sided exact binomial test at ``level``
     detects with probability ``POWER`` over ``n`` rows; 1.0 when none can be."""
@@ -69,27 +64,61 @@ def detectable(n: int, chance: float, level: float) -> float:
     return 1.0
 
 
-def weighted_chi2(observed: Sequence[float], expected: Sequence[float]) -> float:
-    """Chi-square goodness of fit against expected counts (those under one are pooled, so the
-    approximation holds); 1.0 when fewer than two cells remain."""
+def offered_chi2(rows: Sequence[tuple[Sequence[str], str]]) -> float:
+    """Are the golds spread over what the rows offer? Each row offers some cells (labels, or
+    letters) and its gold is, under no leak, any of them with equal chance. The observed gold
+    counts are compared with their expectation by the quadratic form in the inverse of their
+    covariance (each row a multinomial draw of one), chi-square with its rank as the degrees of
+    freedom; cells expected less than once are pooled into one (which stands alone once it is
+    expected once, else joins the smallest cell). Pearson's statistic ignores that each row
+    offers only some cells and under-rejects several-fold. 1.0 when fewer than two cells."""
+    import numpy as np
     from scipy.stats import chi2
 
-    cells: list[tuple[float, float]] = []
-    pooled_o = pooled_e = 0.0
-    for o, e in zip(observed, expected, strict=True):
-        if e < 1.0:
-            pooled_o, pooled_e = pooled_o + o, pooled_e + e
-        else:
-            cells.append((o, e))
-    if pooled_e >= 1.0:
-        cells.append((pooled_o, pooled_e))
-    elif cells and pooled_e > 0:  # too little to stand alone: add it to the smallest cell
-        i = min(range(len(cells)), key=lambda j: cells[j][1])
-        cells[i] = (cells[i][0] + pooled_o, cells[i][1] + pooled_e)
-    if len(cells) < 2:
+    expected: dict[str, float] = {}
+    for offered, _ in rows:
+        for cell in offered:
+            expected[cell] = expected.get(cell, 0.0) + 1 / len(offered)
+    big = sorted(c for c, e in expected.items() if e >= 1.0)
+    rest = sum(e for c, e in expected.items() if e < 1.0)
+    if rest >= 1.0:
+        index = {c: i for i, c in enumerate(big)} | {c: len(big) for c in expected if expected[c] < 1.0}
+        size = len(big) + 1
+    else:
+        smallest = min(big, key=lambda c: expected[c]) if big else None
+        index = {c: i for i, c in enumerate(big)}
+        index |= {c: index[smallest] for c in expected if expected[c] < 1.0 and smallest is not None}
+        size = len(big)
+    if size < 2:
         return 1.0
-    stat = sum((o - e) ** 2 / e for o, e in cells)
-    return float(chi2.sf(stat, len(cells) - 1))
+    observed, mean, cov = np.zeros(size), np.zeros(size), np.zeros((size, size))
+    for offered, gold in rows:
+        share = np.zeros(size)
+        for cell in offered:
+            share[index[cell]] += 1 / len(offered)
+        mean += share
+        cov += np.diag(share) - np.outer(share, share)
+        observed[index[gold]] += 1
+    gap = observed - mean
+    rank = int(np.linalg.matrix_rank(cov, tol=1e-9))
+    if rank < 1:
+        return 1.0
+    stat = float(gap @ np.linalg.pinv(cov, rcond=1e-9, hermitian=True) @ gap)
+    return float(chi2.sf(stat, rank))
+
+
+def hits_upper(draws: Sequence[tuple[int, int, int]], hits: int) -> float:
+    """P(S >= hits) for S the golds caught by random picks: each row picks ``k`` of its ``n``
+    options, ``g`` of them golds (a hypergeometric count); rows independent. Exact, by
+    convolving the rows' distributions."""
+    import numpy as np
+    from scipy.stats import hypergeom
+
+    total = np.ones(1)
+    for n, g, k in draws:
+        top = min(g, k)
+        total = np.convolve(total, hypergeom.pmf(np.arange(top + 1), n, g, k))
+    return float(total[hits:].sum()) if hits < len(total) else 0.0
 
 
 def bonferroni(ps: Sequence[float]) -> float:

@@ -194,16 +194,15 @@ def test_region_options_do_not_point_at_the_gold() -> None:
 
 def test_count_options_put_the_gold_at_every_rank_alike() -> None:
     """The old window gold-1 .. gold+2 made the second-smallest right 25 times in 28. Golds
-    drawn uniformly from 0..8: among windows inside that range (where every member was as
-    likely a gold) the gold is at each rank a quarter of the time, also at the low end, where a
-    window may not go below 0."""
+    drawn uniformly from 0..8, windows kept within that range: the gold is at each rank a
+    quarter of the time, also at the low end, where a window may not go below 0."""
     ranks: Counter[int] = Counter()
     low: Counter[int] = Counter()
     rng = np.random.default_rng(3)
     for _ in range(12000):
         gold = int(rng.integers(0, 9))
-        labels = numeric(gold)(rng, ())
-        if labels is None or max(int(x) for x in labels) > 8:
+        labels = numeric(gold)(rng, ("8",))
+        if labels is None:
             continue
         rank = sorted(labels, key=int).index(str(gold))
         ranks[rank] += 1
@@ -220,7 +219,7 @@ def test_planned_count_and_region_rows_follow_no_option_rule(release: Release) -
     region rules stay near chance."""
     for task in ("object_counting", "object_recognition"):
         rows = rows_of(release, task)
-        assert len(rows) > 50, task
+        assert len(rows) > 40, task  # windows stay under the release's largest gold: fewer at the top
         ranks = Counter(sorted(labels, key=int).index(q.gold) for q, labels in rows)
         # the old second-smallest was right in 25 of 28; what is left is these groups' count
         # prior (small counts are common), which only spreading golds can reduce

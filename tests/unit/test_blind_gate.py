@@ -17,7 +17,7 @@ from skyqa.contracts.qa import ImageRow, Option, VideoRow
 from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO, Item
 from skyqa.families.dualcog_image.placement import LETTERS
 
-from services.qa_generator import gate, qc, significance
+from services.qa_generator import gate, significance
 
 pytestmark = pytest.mark.unit
 
@@ -66,7 +66,7 @@ def fair(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
 
 
 def run(items: list[Item]) -> gate.GateResult:
-    return gate.run_gate(items, qc.letter_balance(items))
+    return gate.run_gate(items)
 
 
 def withheld_for(result: gate.GateResult, task: str, feature: str) -> bool:
@@ -320,12 +320,72 @@ def joint_rows(named: bool) -> list[VideoRow]:
 
 
 def test_a_gold_option_that_names_its_parts_is_withheld_on_option_structure() -> None:
-    leaky = gate.run_gate([DUALCOG_VIDEO.item(r) for r in joint_rows(named=True)], {})
+    leaky = gate.run_gate([DUALCOG_VIDEO.item(r) for r in joint_rows(named=True)])
     best = leaky.tasks["self_instance_recognition_joint"].solvers["most_specific"]
     assert best.score > 0.9
     assert withheld_for(leaky, "self_instance_recognition_joint", "the gold option names the others")
-    fair_result = gate.run_gate([DUALCOG_VIDEO.item(r) for r in joint_rows(named=False)], {})
+    fair_result = gate.run_gate([DUALCOG_VIDEO.item(r) for r in joint_rows(named=False)])
     assert not any("most_specific" in f for f in fair_result.failures), fair_result.failures
+
+
+def test_a_task_of_one_unit_gets_the_tests_that_learn_nothing_and_is_unverified() -> None:
+    def always_a(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        gold = SPACE[i % 4]
+        others = [x for x in SPACE if x != gold]
+        return "Which way should you fly?", [gold, *[others[int(j)] for j in rng.permutation(3)]], 0
+
+    alone = run(task_items("lonely", always_a, units=1, per_unit=60))
+    assert withheld_for(alone, "lonely", "answer position (gold letter)")
+    fair_alone = run(task_items("lonely", fair, units=1, per_unit=60))
+    assert fair_alone.tasks["lonely"].status == "unverified" and "lonely" not in fair_alone.withheld
+    assert "text_model" not in fair_alone.tasks["lonely"].solvers  # nothing to learn from
+
+
+def test_a_leak_of_the_generator_is_not_washed_out_by_drawing_again() -> None:
+    """A task drawn again is also tested on all its draws together: a generator that leaks in
+    every draw stays withheld even when one draw alone passes by chance."""
+
+    def weak_leak(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        words = ["go", "fly up", "turn back now", "circle the mast twice"]
+        picked = [words[int(j)] for j in rng.permutation(4)]
+        longest = max(range(4), key=lambda j: len(picked[j]))
+        at = longest if rng.random() < 0.5 else int(rng.integers(4))  # the longest is gold 62 %
+        return "What should you do next?", picked, at
+
+    first = task_items("next", weak_leak, seed=1, units=40, per_unit=1)
+    second = [
+        Item(**{**it.__dict__, "sample_id": f"{it.sample_id}_draw1"})
+        for it in task_items("next", weak_leak, seed=2, units=40, per_unit=1)
+    ]
+    alone = gate.run_gate(second, {"next": 1})
+    together = gate.run_gate(second, {"next": 1}, {"next": first})
+    names = {t.name for t in together.tasks["next"].tests}
+    assert "longest over draws 0-1" in names and "longest over draws 0-1" not in {
+        t.name for t in alone.tasks["next"].tests
+    }
+    p_alone = next(t.p for t in alone.tasks["next"].tests if t.name == "longest")
+    p_together = next(t.p for t in together.tasks["next"].tests if t.name == "longest over draws 0-1")
+    assert p_together < p_alone
+
+
+def test_a_family_leak_withholds_only_the_tasks_that_show_it() -> None:
+    """Five tasks lean on the longest option, five are fair: the family's pooled test rejects,
+    and Benjamini-Bogomolov withholds tasks whose own rows show the habit, not the fair ones."""
+    words = ["go", "fly up", "turn back now", "circle the mast twice"]
+
+    def leaning(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        picked = [words[int(j)] for j in rng.permutation(4)]
+        longest = max(range(4), key=lambda j: len(picked[j]))
+        return "What next?", picked, longest if rng.random() < 0.45 else int(rng.integers(4))
+
+    def even(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        return "What next?", [words[int(j)] for j in rng.permutation(4)], int(rng.integers(4))
+
+    items = [it for k in range(5) for it in task_items(f"lean{k}", leaning, seed=k, units=20)]
+    items += [it for k in range(5) for it in task_items(f"fair{k}", even, seed=10 + k, units=20)]
+    result = run(items)
+    assert not any(t.startswith("fair") for t in result.withheld), result.withheld
+    assert any(t.startswith("lean") for t in result.withheld), result.families["test"].failures
 
 
 # -- the statistics ----------------------------------------------------------------------------
@@ -337,6 +397,29 @@ def test_benjamini_hochberg_matches_the_step_up_rule() -> None:
     assert adjusted["a"] == pytest.approx(0.005) and adjusted["b"] == pytest.approx(0.02)
     assert adjusted["c"] == pytest.approx(0.05125) and adjusted["d"] == pytest.approx(0.05125)
     assert adjusted["e"] == pytest.approx(0.9)
+
+
+def test_the_offered_chi_square_holds_its_level_where_rows_offer_few_of_many_labels() -> None:
+    """Each row offers 4 of 12 labels and its gold is one of them at random: the test rejects
+    at about its level (Pearson's statistic rejected several times too rarely)."""
+    rng = np.random.default_rng(0)
+    labels = [f"l{k}" for k in range(12)]
+    ps = []
+    for _ in range(400):
+        rows = []
+        for _ in range(40):
+            offered = [labels[int(j)] for j in rng.permutation(12)[:4]]
+            rows.append((offered, offered[int(rng.integers(4))]))
+        ps.append(significance.offered_chi2(rows))
+    assert 0.02 < np.mean(np.array(ps) < 0.1) < 0.2
+
+
+def test_random_picks_catch_golds_as_the_exact_null_says() -> None:
+    draws = [(8, 2, 3)] * 30
+    rng = np.random.default_rng(1)
+    sims = np.array([sum(int(np.sum(rng.permutation(8)[:3] < 2)) for _ in draws) for _ in range(4000)])
+    for hits in (20, 25, 30):
+        assert abs(significance.hits_upper(draws, hits) - np.mean(sims >= hits)) < 0.02
 
 
 def test_the_detectable_leak_shrinks_with_rows_and_marks_small_tasks_unverified() -> None:

@@ -112,12 +112,12 @@ def test_letters_are_balanced_over_each_familys_own_alphabet() -> None:
 
 def test_units_without_a_description_are_not_ambiguous() -> None:
     items = [Item(f"s{k}", "t", f"u{k}", "d", "count", "", (), frozenset({"1"})) for k in range(4)]
-    assert not gate.run_gate(items, {}).withheld_units
+    assert not gate.run_gate(items).withheld_units
     named = [
         Item(f"s{k}", "t", f"u{k}", "d", "count", "", (), frozenset({"1"}), description="same")
         for k in range(2)
     ]
-    assert set(gate.run_gate(named, {}).withheld_units) == {"u0", "u1"}
+    assert set(gate.run_gate(named).withheld_units) == {"u0", "u1"}
 
 
 def plan(rows: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:

@@ -234,7 +234,7 @@ class SolverScore(Contract):
     chance: float
     # one-sided against chance, Bonferroni over the tests of its task (or family); a trained
     # solver is tested on its prequential answers (each block of units answered by a fit on
-    # the blocks before it: exact), its score is leave-one-unit-out
+    # the blocks before it: exact), its score is out of fold (one unit per fold up to ten)
     p_value: float
     raw_p: float = 1.0  # the same, unadjusted
     answered: int = 0  # rows it answered (a rule abstains where it does not apply)
@@ -292,7 +292,8 @@ class BlindGate(Contract):
     box_prior_max: float
     correction: str = (
         "Bonferroni within a task or family; Benjamini-Hochberg across tasks, then across "
-        "families pooled over the tasks left, each at half the level"
+        "families pooled over the tasks left with Benjamini-Bogomolov within them, each at half "
+        "the level"
     )
     tests: int = 0  # tasks and families adjusted together
     min_leak: float = 0.10  # below this detectable leak a task is unverified
@@ -303,6 +304,7 @@ class BlindGate(Contract):
     withheld_by_family: dict[str, int] = Field(default_factory=dict)
     unverified: list[str] = Field(default_factory=list)
     redrawn: dict[str, int] = Field(default_factory=dict)  # task -> the draw released
+    replaced_rows: int = 0  # rows of redrawn tasks' earlier draws (withheld in the ledger)
     tasks: dict[str, TaskGate]
     families: dict[str, FamilyGate] = Field(default_factory=dict)
 

@@ -66,11 +66,17 @@ def exchangeable(
 
 
 def window(
-    gold: int, k: int, rng: np.random.Generator, lo: int = 0, hi: int | None = None, step: int = 1
+    gold: int, k: int, rng: np.random.Generator, *, lo: int, hi: int | None, step: int = 1
 ) -> list[int] | None:
     """``k`` values ``step`` apart holding ``gold`` at a uniformly drawn rank, all within
-    ``[lo, hi]``, ascending; None when the drawn window leaves the range (a gold near ``lo`` is
-    asked less often, so that given the window every rank is equally likely)."""
+    ``[lo, hi]``, ascending; None when the drawn window leaves the range (a gold near an end is
+    asked less often, so that given the window every rank is equally likely).
+
+    Given the window, each member is the gold as often as golds of its value are asked: the
+    rank says nothing only where the golds are about uniform over ``[lo, hi]``. So ``hi`` is
+    the largest gold the task can ask (a window reaching past it offers values that are never
+    the gold, which puts the gold low); None only where one value is shown (a claim to judge),
+    never as options."""
 
     def windows(x: int) -> list[list[int]]:
         out = []
@@ -86,9 +92,10 @@ def window(
 def from_pool(gold: T, pool: Sequence[T], k: int, rng: np.random.Generator) -> list[T] | None:
     """The gold and ``k - 1`` others drawn uniformly from ``pool`` (which must not be chosen by
     the gold: the same pool whichever of its members is asked), gold first; None when the pool
-    has fewer than ``k - 1`` others."""
+    has fewer than ``k - 1`` others, or lacks the gold (which would be the one member from
+    outside it)."""
     others = [x for x in dict.fromkeys(pool) if x != gold]
-    if len(others) < k - 1:
+    if gold not in pool or len(others) < k - 1:
         return None
     picked = rng.choice(len(others), size=k - 1, replace=False)
     return [gold, *(others[int(i)] for i in picked)]
@@ -106,8 +113,8 @@ def singled_out(question: str, labels: Sequence[str]) -> str | None:
     """The feature on which exactly one of three or more options stands apart from all the
     others, or None: a different first word (form: "it had …" among "to …"), a length more than
     ``LONG`` times every other's (or less than its inverse), or being the only option that
-    shares (or the only one that does not share) a content word with the question. Labels that
-    are numbers or single words are compared by form only."""
+    shares (or the only one that does not share) a content word with the question. Lengths
+    are compared only where every label has two words or more (numbers, single words)."""
     if len(labels) < 3:
         return None
     toks = [words(lab) for lab in labels]

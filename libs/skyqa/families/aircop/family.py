@@ -39,6 +39,7 @@ from skyqa.families.aircop.facts import ViewQuality, perceive, unique_names
 from skyqa.families.aircop.questions import (
     BUILDERS,
     MAX_OPTIONS,
+    NUMERIC,
     RELEASED,
     SPACES,
     Group,
@@ -284,6 +285,13 @@ def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
     }
     # per type, how many groups offer each gold: a gold few groups offer goes first among equals
     offered = Counter((t, key) for (_, t), qs in found.items() for key in {c.key for c in qs})
+    # a count type's largest gold over the release's candidates: its windows stay below it, so
+    # none offers a value that is never the gold (see options.window)
+    ceiling = {
+        t: (str(max(int(c.gold) for (_, tt), qs in found.items() if tt == t for c in qs)),)
+        for t, asked in enumerate(COLLAB_TASKS)
+        if asked in NUMERIC and any(qs for (_, tt), qs in found.items() if tt == t)
+    }
     orders: dict[tuple[int, int], list[Question]] = {}
     streams: dict[tuple[int, int], np.random.Generator] = {}
     picked: dict[tuple[int, int], tuple[int, list[str]]] = {}
@@ -296,7 +304,7 @@ def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
         for i, c in enumerate(order):
             if c.key in failed:
                 continue
-            labels = [] if asked in RELEASED else c.draw(stream, ())
+            labels = [] if asked in RELEASED else c.draw(stream, ceiling.get(t, ()))
             if labels is not None and (asked in RELEASED or fair(c.question, labels)):
                 picked[n, t] = (i, labels)
                 _count(used, c, 1)

@@ -139,10 +139,17 @@ class Group:
 
 
 def numeric(gold: int, lo: int = 0) -> Draw:
-    """Four consecutive counts from ``lo`` up, the gold at a uniformly drawn rank."""
+    """Four consecutive counts (fewer when the range holds fewer) from ``lo`` up to the type's
+    largest gold in the release (the pool's one value), the gold at a uniformly drawn rank."""
 
     def draw(rng: np.random.Generator, pool: Sequence[str]) -> list[str] | None:
-        w = O.window(gold, MAX_OPTIONS, rng, lo=lo)
+        if not pool:
+            raise ValueError("a count's options need the type's largest gold")
+        hi = int(pool[0])
+        k = min(MAX_OPTIONS, hi - lo + 1)
+        if k < 2:
+            return None
+        w = O.window(gold, k, rng, lo=lo, hi=hi)
         return None if w is None else [str(gold), *(str(v) for v in w if v != gold)]
 
     return draw
@@ -496,6 +503,7 @@ def why_to_collaborate(g: Group) -> Iterator[Question]:
             yield Question("why_to_collaborate", g.labels[u], q, WHY[state], state, draw, {"state": state})
 
 
+NUMERIC = frozenset({"object_counting", "object_recognition"})  # drawn by :func:`numeric`
 BUILDERS: dict[str, Callable[[Group], Iterator[Question]]] = {
     "scene_description": scene_description,
     "scene_comparison": scene_comparison,

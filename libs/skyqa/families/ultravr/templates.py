@@ -473,7 +473,8 @@ def logical(view: View, claim_offset: int, rng: np.random.Generator) -> Iterator
         other = REGIONS[(counts.index(top) + 1 + claim_offset % 3) % 4]
         # the false count: the other member of a pair of counts one or two apart that holds
         # the true one at a uniform place, so a false claim is as often above as below it
-        pair = opts.window(total, 2, rng, lo=1, step=1 + claim_offset % 2)
+        # one value is shown (the claim), never the pair: no upper bound to keep
+        pair = opts.window(total, 2, rng, lo=1, hi=None, step=1 + claim_offset % 2)
         if pair is None:
             view.removed[OUT_OF_RANGE] += 1
             continue
