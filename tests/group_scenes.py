@@ -40,21 +40,7 @@ def street(truck: bool = True) -> tuple[BuiltinSimulator, InstanceTable]:
         scene_id="street",
         instance_source="ground_truth",
         classes=[],
-        instances=[
-            InstanceEntry(
-                instance_id=o.instance_id,
-                class_id=o.semantic.id,
-                class_name=o.semantic.name,
-                category=o.semantic.category,
-                center=[float(v) for v in o.center],
-                aabb_min=[float(v) for v in o.aabb_min],
-                aabb_max=[float(v) for v in o.aabb_max],
-                size=[float(v) for v in o.size],
-                yaw_deg=0.0,
-                point_count=100,
-            )
-            for o in scene.things()
-        ],
+        instances=[entry(o, yaw=False) for o in scene.things()],
     )
     return BuiltinSimulator(scene), table
 
@@ -87,3 +73,19 @@ def render_group(
     store.put(f"runs/r/video_tasks/missions/{plan.group_id}/group_plan.json", plan.model_dump_json().encode())
     job = G.video_job("r", "builtin", plan, MissionConfig(video_width=320, video_height=240))
     return G.bundle(render_video(job, sim, store), store), store
+
+
+def entry(o: SceneObject, yaw: bool = True) -> InstanceEntry:
+    """A scene object as the fused map's instance table would hold it, box and all."""
+    return InstanceEntry(
+        instance_id=o.instance_id,
+        class_id=o.semantic.id,
+        class_name=o.semantic.name,
+        category=o.semantic.category,
+        center=[float(v) for v in o.center],
+        aabb_min=[float(v) for v in o.aabb_min],
+        aabb_max=[float(v) for v in o.aabb_max],
+        size=[float(v) for v in o.size],
+        yaw_deg=o.yaw_deg if yaw else 0.0,
+        point_count=100,
+    )

@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from group_scenes import entry
 from skyqa import keys
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts import dump_json
-from skyqa.contracts.fusion import InstanceEntry, InstanceTable
+from skyqa.contracts.fusion import InstanceTable
 from skyqa.contracts.missions import MissionIndex
 from skyqa.contracts.ultra import MeasuredObject, SurveyIndexRow, SurveyTask, SurveyView
 from skyqa.contracts.ultravr import UltraRow
@@ -53,18 +54,7 @@ def fused_table(scene_id: str) -> InstanceTable:
     """What the fused map holds of the scene, as on the 40-landmark run: no street lamp (thin
     poles the scan barely sees), every other car and tree missing."""
     entries = [
-        InstanceEntry(
-            instance_id=o.instance_id,
-            class_id=o.semantic.id,
-            class_name=o.semantic.name,
-            category=o.semantic.category,
-            center=[float(v) for v in o.center],
-            aabb_min=[float(v) for v in o.aabb_min],
-            aabb_max=[float(v) for v in o.aabb_max],
-            size=[float(v) for v in o.size],
-            yaw_deg=o.yaw_deg,
-            point_count=100,
-        )
+        entry(o)
         for o in load_scene(scene_id).things()
         if o.semantic.name != "street_lamp" and not (o.semantic.name in ("car", "tree") and o.instance_id % 2)
     ]

@@ -28,6 +28,19 @@ def coarse_colour(rgb: NDArray[np.float64]) -> str:
 COLOUR_MARGIN = 0.05  # how far from a word's edge a colour must be to be named without doubt
 
 
+def hue_distances(rgb: NDArray[np.float64]) -> dict[str, float]:
+    """Each hue family's distance in chromaticity from ``rgb`` (its nearest palette colour)."""
+    hue = rgb / float(rgb.max())
+    best: dict[str, float] = {}
+    for n, c in COLOURS.items():
+        if max(c) - min(c) < ACHROMATIC * max(c):
+            continue
+        word = HUE_FAMILY.get(n, n)
+        d = float(np.sqrt(np.sum((np.asarray(c) / max(c) - hue) ** 2)))
+        best[word] = min(best.get(word, d), d)
+    return best
+
+
 def clear_colour(rgb: NDArray[np.float64]) -> str | None:
     """:func:`coarse_colour`'s word when the colour is clear of every edge between words by
     ``COLOUR_MARGIN`` (greyness, the grey brightness cut-offs, the nearest hue against the next
@@ -42,15 +55,7 @@ def clear_colour(rgb: NDArray[np.float64]) -> str | None:
         if min(abs(top - 0.6), abs(top - 0.25)) < COLOUR_MARGIN:
             return None
         return coarse_colour(rgb)
-    hue = rgb / top
-    best: dict[str, float] = {}
-    for n, c in COLOURS.items():
-        if max(c) - min(c) < ACHROMATIC * max(c):
-            continue
-        word = HUE_FAMILY.get(n, n)
-        d = float(np.sqrt(np.sum((np.asarray(c) / max(c) - hue) ** 2)))
-        best[word] = min(best.get(word, d), d)
-    ranked = sorted(best.values())
+    ranked = sorted(hue_distances(rgb).values())
     if len(ranked) > 1 and ranked[1] - ranked[0] < COLOUR_MARGIN:
         return None
     return coarse_colour(rgb)

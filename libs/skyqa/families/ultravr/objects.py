@@ -25,8 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from skyqa.contracts.ultra import MeasuredObject
-from skyqa.sim.classes import COLOURS
-from skyqa.vocab.colours import ACHROMATIC, COLOUR_MARGIN, HUE_FAMILY, clear_colour
+from skyqa.vocab.colours import ACHROMATIC, COLOUR_MARGIN, clear_colour, hue_distances
 
 REGIONS = ("upper-left", "upper-right", "lower-left", "lower-right")
 NOUNS: dict[str, tuple[str, str]] = {
@@ -112,14 +111,7 @@ def colour_words(rgb: NDArray[np.float64]) -> frozenset[str]:
         if top < 0.25 + margin:
             out.add("black")
     if chroma >= ACHROMATIC - margin:
-        hue = rgb / top
-        best: dict[str, float] = {}
-        for n, c in COLOURS.items():
-            if max(c) - min(c) < ACHROMATIC * max(c):
-                continue
-            word = HUE_FAMILY.get(n, n)
-            d = float(np.sqrt(np.sum((np.asarray(c) / max(c) - hue) ** 2)))
-            best[word] = min(best.get(word, d), d)
+        best = hue_distances(rgb)
         nearest = min(best.values())
         out |= {w for w, d in best.items() if d - nearest < margin or top < 0.25 + margin}
     return frozenset(out)
