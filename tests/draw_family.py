@@ -1,8 +1,8 @@
 """A task family written for the tests whose first draw leaks: its rows of ``leaky`` put the
-gold where the question's words point (the option repeating the question), and a fresh draw
-(``PlanInputs.draw`` > 0) stops doing so unless ``stubborn``. Its rows release one by one, ten
-units per reviewed landmark, no media: what the blind gate and its redraws need to be tested
-against a real run."""
+gold at letter A (a balance a fresh draw deals anew), and with ``stubborn`` every draw also
+names the gold's word in the question (how the family builds its rows: no draw mends it). Its
+rows release one by one, twelve units per reviewed landmark, no media: what the blind gate
+and its redraws need to be tested against a real run."""
 
 from __future__ import annotations
 
@@ -61,10 +61,10 @@ class DrawProbe:
                 for task in ("probe_leaky", "probe_fair"):
                     rng = np.random.default_rng([inputs.seed, i, k, len(task), inputs.draw])
                     picked = [WORDS[int(j)] for j in rng.permutation(len(WORDS))[:4]]
-                    gold = int(rng.integers(4))
-                    # the leak: the question names the gold's word (draw 0, or always if stubborn)
-                    named = gold if task == "probe_leaky" and (inputs.draw == 0 or self.stubborn) else None
-                    asked = picked[named] if named is not None else WORDS[(i + k) % len(WORDS)]
+                    leaky = task == "probe_leaky"
+                    gold = 0 if leaky and inputs.draw == 0 else int(rng.integers(4))
+                    # stubborn: the question names the gold's word, in every draw
+                    asked = picked[gold] if leaky and self.stubborn else WORDS[(i + k) % len(WORDS)]
                     out.rows.append(
                         DrawRow(
                             sample_id=f"{unit}_{task}",

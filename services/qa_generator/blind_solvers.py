@@ -444,6 +444,9 @@ TRAINED: dict[str, Solver] = {
     "neighbour": neighbour,
 }
 SOLVERS: dict[str, Solver] = {**TRAINED, **RULES}
+# what a draw's assignment of golds and letters decides (and a fresh draw assigns anew), rather
+# than how the family words and builds its rows
+BALANCE = frozenset({"letter_prior", "label_prior", "rank_prior"})
 
 
 def forget() -> None:

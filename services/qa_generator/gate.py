@@ -12,7 +12,8 @@ every rule's score *below* chance (avoiding its pick would beat chance: what fil
 solver's answer produces), gold labels and gold letters against what the rows offer, and a
 constant answer box. A task drawn again after it was withheld is also tested on the rows of all
 its draws together, so a leak of its generator cannot be washed out by drawing until one draw
-passes. A task of one unit gets the tests that learn nothing and is at most *unverified*.
+passes (the balance of its golds and letters excepted: each draw deals it anew). A task of
+one unit gets the tests that learn nothing and is at most *unverified*.
 
 Errors are controlled over the release (:mod:`services.qa_generator.significance`): Bonferroni
 within a task, Benjamini-Hochberg across tasks at half of ``ALPHA``; a task that rejects is
@@ -40,7 +41,7 @@ from skyqa.families import Item
 from skyqa.scoring import iou, set_f1
 
 from services.qa_generator import blind_solvers, significance as sig
-from services.qa_generator.blind_solvers import FEATURES, RULES, SOLVERS, Prediction, Solver
+from services.qa_generator.blind_solvers import BALANCE, FEATURES, RULES, SOLVERS, Prediction, Solver
 
 ALPHA = 0.05
 BOX_PRIOR_MAX = 0.15
@@ -271,13 +272,15 @@ def _box_test(items: list[Item], folds: list[set[str]], gate: TaskGate) -> list[
     ]
 
 
-def _solve(items: list[Item], count_space: int, trained: bool) -> dict[str, Scored]:
+def _solve(
+    items: list[Item], count_space: int, trained: bool, skip: frozenset[str] = frozenset()
+) -> dict[str, Scored]:
     """Every solver that answers enough rows: rules always, trained ones when ``trained`` (the
-    task has another unit to learn from)."""
+    task has another unit to learn from); none of ``skip``."""
     folds = _folds(items)
     scored: dict[str, Scored] = {}
     for name, solver in SOLVERS.items():
-        if name not in RULES and not trained:
+        if name in skip or (name not in RULES and not trained):
             continue
         s = _score(items, _out_of_fold(items, solver, folds), count_space)
         if s is None:
@@ -307,10 +310,11 @@ def _task_gate(
         draw=draw,
     )
     tests = _solver_tests(_tested(scored))
-    if earlier:  # every draw of the task together: what its generator does
-        tests += _solver_tests(
-            _tested(_solve(every, count_space, trained=units >= 2)), f" over draws 0-{draw}"
-        )
+    if earlier:
+        # every draw of the task together: how its family words and builds its rows (the
+        # balance of golds and letters is each draw's own, which a fresh draw deals anew)
+        together = _solve(every, count_space, trained=units >= 2, skip=BALANCE)
+        tests += _solver_tests(_tested(together), f" over draws 0-{draw}")
     if kind == "choice":
         tests += _offered_tests(items, gate)
     tests += _box_test(items, _folds(items), gate)

@@ -724,26 +724,14 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
         "ultravr",
     }
 
-
-async def test_a_withheld_task_is_drawn_again_and_ships_its_fresh_draw(
-    run: dict[str, str], s3_store: S3BlobStore
-) -> None:
-    """A family whose first draw of one task leaks: the gate withholds that draw, the family
-    plans the task again with the next draw, and the release ships the fresh rows (the ledger
-    keeps the withheld ones, with why); a task that leaks in every draw stays withheld after
-    the last, and the rest of the release ships."""
-    run_id = run["run_id"]
-    stored = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
-    event = mission_pb2.MissionsCompleted(
-        run_id=run_id,
-        scene_id=stored.scene_id,
-        index=common_pb2.BlobRef(key=keys.missions_index(run_id)),
-        valid_instances=common_pb2.BlobRef(key=stored.valid_instances),
-    )
-    for family, last in ((DrawProbe(), 1), (DrawProbe(stubborn=True), 2)):
-        families = (*FAMILIES, family)
-        p = plan(event, s3_store, families)
-        report, out = finish(p, s3_store, "enforce", families)
+    # a family whose first draw of one task leaks: the gate withholds that draw, the family
+    # plans the task again with the next draw, and the release ships the fresh rows (the ledger
+    # keeps the withheld ones, with why); a task that leaks in every draw stays withheld after
+    # the last, and the rest of the release ships
+    for probe_family, last in ((DrawProbe(), 1), (DrawProbe(stubborn=True), 2)):
+        with_probe = (*FAMILIES, probe_family)
+        p = plan(event, s3_store, with_probe)
+        report, out = finish(p, s3_store, "enforce", with_probe)
         gated = report.blind_gate
         assert gated.redrawn == {"probe_leaky": last}
         assert gated.tasks["probe_leaky"].draw == last and "probe_fair" not in gated.redrawn
@@ -754,7 +742,7 @@ async def test_a_withheld_task_is_drawn_again_and_ships_its_fresh_draw(
             r.status == "withheld" and "draw 0 of task probe_leaky leaked" in r.reason for r in first
         )
         assert {r["task"] for r in shipped} >= {"probe_fair"}
-        if not family.stubborn:
+        if not probe_family.stubborn:
             assert "probe_leaky" not in gated.withheld
             fresh = [r for r in shipped if r["task"] == "probe_leaky"]
             assert fresh and all(r["sample_id"].endswith("_draw1") for r in fresh)
