@@ -24,13 +24,13 @@ def table(release: Path) -> str:
         f"released, {g.withheld_rows} withheld; quota {report.task_quota} rows per task"
         + (f", short: {', '.join(sorted(report.shortfall))}" if report.shortfall else ""),
         "",
-        "| task | family | rows | units | status | chance | best no-pixel solver | accuracy [95 % CI] "
-        "| adj. p | detectable leak |",
+        "| task | family | rows | units | status | chance | best no-pixel solver "
+        "| accuracy [95 % CI] on rows it answered | adj. p | detectable leak |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for task, t in sorted(g.tasks.items(), key=lambda kv: (kv[1].family, kv[0])):
         best = t.solvers.get(t.best_solver)
-        acc = f"{best.score:.3f} [{best.ci[0]:.2f}, {best.ci[1]:.2f}]" if best else "-"
+        acc = f"{best.score:.3f} [{best.ci[0]:.2f}, {best.ci[1]:.2f}] on {best.answered}" if best else "-"
         lines.append(
             f"| {task} | {t.family} | {t.rows} | {t.units} | {t.status} | {t.chance:.3f} | "
             f"{t.best_solver or '-'} | {acc} | {t.p_value:.2g} | +{t.detectable:.2f} |"
@@ -40,9 +40,10 @@ def table(release: Path) -> str:
         if lead:
             name, s = lead
             verdict = "withheld" if fam.failures else "passed"
-            acc = f"{s.score:.3f} [{s.ci[0]:.2f}, {s.ci[1]:.2f}]"
+            acc = f"{s.score:.3f} [{s.ci[0]:.2f}, {s.ci[1]:.2f}] on {s.answered}"
+            rows = sum(g.tasks[t].rows for t in fam.tasks if t in g.tasks)
             lines.append(
-                f"| *{family} pooled* | | {s.answered} | | {verdict} | {s.chance:.3f} | {name} | {acc} | "
+                f"| *{family} pooled* | | {rows} | | {verdict} | {s.chance:.3f} | {name} | {acc} | "
                 f"{fam.p_value:.2g} | |"
             )
     for task, why in sorted(g.withheld.items()):

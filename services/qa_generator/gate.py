@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from skyqa.contracts.qa import FamilyGate, GateTest, SolverScore, TaskGate
@@ -184,12 +184,15 @@ def _solver_tests(scored: dict[str, Scored], suffix: str = "") -> list[GateTest]
     for name, s in sorted(scored.items()):
         acc = s.hits / s.answered
         p = _upper_p(s)
+        # a multi-select test counts the golds its picks caught, not their set-F1
+        expected = sum(g * k / n for n, g, k in s.draws)
+        caught = f" (its picks catch {s.caught} golds, random ones {expected:.1f})" if s.draws else ""
         out.append(
             GateTest(
                 name=name + suffix,
                 p=p,
                 line=f"{name} scores {acc:.3f} without pixels on {s.answered} rows{suffix} against "
-                f"chance {s.chance:.3f} (p={p:.3g}); leaking feature: {FEATURES[name]}",
+                f"chance {s.chance:.3f}{caught} (p={p:.3g}); leaking feature: {FEATURES[name]}",
             )
         )
         if name in RULES and not s.draws:
@@ -312,8 +315,10 @@ def _task_gate(
     tests = _solver_tests(_tested(scored))
     if earlier:
         # every draw of the task together: how its family words and builds its rows (the
-        # balance of golds and letters is each draw's own, which a fresh draw deals anew)
-        together = _solve(every, count_space, trained=units >= 2, skip=BALANCE)
+        # balance of golds and letters is each draw's own, which a fresh draw deals anew: the
+        # rows are read with their options in label order, so no solver sees a draw's letters)
+        pooled = [_unlettered(it) for it in every]
+        together = _solve(pooled, count_space, trained=units >= 2, skip=BALANCE)
         tests += _solver_tests(_tested(together), f" over draws 0-{draw}")
     if kind == "choice":
         tests += _offered_tests(items, gate)
@@ -335,6 +340,18 @@ def _task_gate(
         lead = {k: s.score - s.chance for k, s in gate.solvers.items()}
         gate.best_solver = max(lead, key=lambda k: (lead[k], k))
     return gate, tests, scored
+
+
+def _unlettered(item: Item) -> Item:
+    """The row with its options sorted by label under its own ids in order: what its family
+    wrote, without where its draw put the gold."""
+    if not item.options:
+        return item
+    ids = sorted(oid for oid, _ in item.options)
+    ordered = sorted(item.options, key=lambda o: (o[1].lower(), o[0]))
+    new = {oid: ids[i] for i, (oid, _) in enumerate(ordered)}
+    options = tuple((new[oid], label) for oid, label in ordered)
+    return replace(item, options=options, gold=frozenset(new.get(g, g) for g in item.gold))
 
 
 def _mean_ci(s: Scored) -> list[float]:

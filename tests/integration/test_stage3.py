@@ -653,17 +653,9 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     )
     left = {r["landmark_id"] for r in rows_of(s3_store, run["image_qa"])}
     assert left == {r["landmark_id"] for r in image} - {lm}
-    # a task whose prompts give their answer away is withheld and the other tasks ship
-    hinted = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
-    for row in hinted.rows["dualcog_image"]:
-        if row["task_type"] == "env_how":
-            row["prompt_text"] += f" Hint: {row['answer_label'].lower()}."
-    leaky, _ = finish(hinted, s3_store, "enforce")
-    assert set(leaky.blind_gate.withheld) == {"env_how"}
-    assert any("question and option wording" in why for why in leaky.blind_gate.withheld["env_how"])
-    now = rows_of(s3_store, run["image_qa"])
-    assert now and {r["task_type"] for r in now} == {r["task_type"] for r in image} - {"env_how"}
-    assert leaky.shortfall == {} or all("withheld by the blind gate" in w for w in leaky.shortfall.values())
+    # (a task withheld for leaking and drawn again, with the rest shipped: the plug-in family's
+    # test below, whose tasks are large enough for a corrected test to see a leak; this run's
+    # six rows per task are not)
     # the release as it was, from the plan as it was
     finish(stored, s3_store, "enforce")
     assert s3_store.get(run["image_qa"]) == manifests["image_qa"]

@@ -42,16 +42,18 @@ def render(tmp_path: Path, truck: bool = True) -> tuple[GroupTask, LocalBlobStor
 
 def group(task: GroupTask, store: LocalBlobStore, kinds: dict[int, tuple[str, float]] | None = None) -> Group:
     final = "runs/r/video_tasks/missions/street_hand_000/final_task"
-    frames, masks, qualities = [], [], []
+    frames, masks, classes, qualities = [], [], [], []
     for u in range(len(task.uavs)):
         clean = store.get(f"{final}/{task.images[u]}")
         frames.append(np.asarray(Image.open(io.BytesIO(clean)).convert("RGB")))
-        masks.append(media.decode_segmentation(store.get(f"{final}/{task.segmentation[u]}"))[1])
+        cls, instance = media.decode_segmentation(store.get(f"{final}/{task.segmentation[u]}"))
+        masks.append(instance)
+        classes.append(cls)
         kind, strength = (kinds or {}).get(u, ("none", 0.0))
         d = draw(kind, strength, seed=u)  # type: ignore[arg-type]
         _, m = degraded_jpeg(clean, d)
         qualities.append(F.ViewQuality(d, m.quality, m.limited_by))
-    return Group(task, F.perceive(task, qualities), qualities, F.unique_names(task, frames, masks))
+    return Group(task, F.perceive(task, qualities), qualities, F.unique_names(task, frames, masks, classes))
 
 
 def asked(g: Group, kind: str, uav: str, about: str = "") -> Question:

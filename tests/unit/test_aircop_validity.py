@@ -38,6 +38,7 @@ from skyqa.families.aircop.questions import (
     Question,
     among,
     numeric,
+    region,
     released,
 )
 from skyqa.families.structure import MAX_SIMILARITY
@@ -190,6 +191,44 @@ def test_region_options_do_not_point_at_the_gold() -> None:
             assert labels is not None and labels[0] == gold and sorted(labels) == sorted(REGIONS)
     assert fair("Where in UAV2's image is the red car?", list(REGIONS))
     assert fair("The leftmost car in UAV1's image: where is the same car in UAV2's image?", list(REGIONS))
+
+
+def test_region_reads_measured_boxes() -> None:
+    """The QC re-check measures boxes with numpy: its scalars name the same quarter as floats,
+    and a box across the middle names none."""
+    box = [0.6, 0.1, 0.8, 0.3]
+    assert region(box) == region([np.float64(v) for v in box]) == "top right"
+    assert region([np.float32(0.1), np.float32(0.6), np.float32(0.3), np.float32(0.9)]) == "bottom left"
+    assert region([np.float64(0.3), 0.1, np.float64(0.7), 0.3]) is None
+
+
+def test_a_name_another_instance_in_the_picture_shares_is_not_used() -> None:
+    """The audit's "yellow car" at the top of UAV1's image, with a second yellow car outside
+    the area at its bottom edge: a reader sees two. A group object's name is kept only when no
+    instance of the same class that a view shows in that colour lies outside the group."""
+    task = GroupTask(
+        scene_id="s", group_id="s_group", center=[0.0, 0.0, 0.0], radius_m=25.0,
+        uavs=[GroupUav(uav="UAV1", pose=[0.0] * 6, distance_m=60.0, altitude_m=40.0)],
+        objects=[GroupObject(instance_id=1, class_name="car", category="vehicle", center=[0.0] * 3,
+                             size=[1.0] * 3, yaw_deg=0.0)],
+        width=100, height=100, fov_deg=90.0, seed=0, attempts=1, images=["0.jpg"], segmentation=["0.png"],
+        views=[[view(1, 100, (0.1, 0.1, 0.2, 0.2))]],
+    )  # fmt: skip
+    yellow, red = (230, 205, 25), (215, 25, 25)
+
+    def names(colour: tuple[int, int, int], cls: int, side: int) -> dict[int, str]:
+        frame = np.full((100, 100, 3), 90, np.uint8)
+        mask = np.zeros((100, 100), np.uint32)
+        classes = np.zeros((100, 100), np.uint16)
+        frame[10:20, 10:20], mask[10:20, 10:20], classes[10:20, 10:20] = yellow, 1, 20
+        frame[90 - side : 90, 40:50], mask[90 - side : 90, 40:50] = colour, 7  # outside the area
+        classes[90 - side : 90, 40:50] = cls
+        return F.unique_names(task, [frame], [mask], [classes])
+
+    assert names(yellow, 20, 10) == {}  # another yellow car in the picture
+    assert names(red, 20, 10) == {1: "yellow car"}
+    assert names(yellow, 21, 10) == {1: "yellow car"}  # a yellow object of another class
+    assert names(yellow, 20, 2) == {1: "yellow car"}  # too few pixels to show a colour
 
 
 def test_count_options_put_the_gold_at_every_rank_alike() -> None:

@@ -22,6 +22,7 @@ from services.qa_generator import gate, significance
 pytestmark = pytest.mark.unit
 
 SPACE = ["Turn left", "Turn right", "Climb", "Descend"]
+PLACES = ["harbour", "meadow", "quarry", "orchard", "viaduct", "lighthouse", "windmill", "granary"]
 N_UNITS = 40
 ROWS = 2 * N_UNITS
 Build = Callable[[np.random.Generator, int], tuple[str, list[str], int]]  # question, labels, gold index
@@ -366,6 +367,30 @@ def test_a_leak_of_the_generator_is_not_washed_out_by_drawing_again() -> None:
     p_alone = next(t.p for t in alone.tasks["next"].tests if t.name == "longest")
     p_together = next(t.p for t in together.tasks["next"].tests if t.name == "longest over draws 0-1")
     assert p_together < p_alone
+
+
+def test_a_first_draw_that_put_every_gold_at_a_does_not_hold_back_a_fair_second() -> None:
+    """Where a draw put its golds is that draw's own: pooled over draws the rows are read
+    without their letters, so a fair redraw of a task whose first draw leaked by position ships."""
+
+    def places(rng: np.random.Generator) -> list[str]:
+        return [PLACES[int(j)] for j in rng.permutation(len(PLACES))[:4]]
+
+    def at_a(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        return "Which place did you pass?", places(rng), 0
+
+    def even(rng: np.random.Generator, i: int) -> tuple[str, list[str], int]:
+        return "Which place did you pass?", places(rng), int(rng.integers(4))
+
+    first = task_items("passed", at_a, seed=1, units=40, per_unit=2)
+    assert withheld_for(run(first), "passed", "answer position (gold letter)")
+    second = [
+        Item(**{**it.__dict__, "sample_id": f"{it.sample_id}_draw1"})
+        for it in task_items("passed", even, seed=2, units=40, per_unit=2)
+    ]
+    together = gate.run_gate(second, {"passed": 1}, {"passed": first})
+    assert "passed" not in together.withheld, together.tasks["passed"].tests
+    assert any(t.name.endswith("over draws 0-1") for t in together.tasks["passed"].tests)
 
 
 def test_a_family_leak_withholds_only_the_tasks_that_show_it() -> None:

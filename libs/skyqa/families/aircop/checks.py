@@ -42,7 +42,7 @@ class Rebuilt:
     ) -> None:
         final = keys.final_task(run_id, task.group_id)
         root = keys.run_prefix(run_id)
-        self.qualities, seen, frames, masks = [], [], [], []
+        self.qualities, seen, frames, masks, classes = [], [], [], [], []
         for u, uav in enumerate(task.uavs):
             req = degraded[f"image_tasks/groups/{task.group_id}/{uav.uav}.jpg"]
             clean = _rgb(store.get(f"{final}/{task.images[u]}"))
@@ -50,9 +50,10 @@ class Rebuilt:
             m = measure(clean, shipped, req.degradation)
             q = F.ViewQuality(req.degradation, m.quality, m.limited_by)
             self.qualities.append(q)
-            instance = media.decode_segmentation(store.get(f"{final}/{task.segmentation[u]}"))[1]
+            cls, instance = media.decode_segmentation(store.get(f"{final}/{task.segmentation[u]}"))
             frames.append(clean)
             masks.append(instance)
+            classes.append(cls)
             lost = lost_mask(req.degradation, instance.shape[1], instance.shape[0])
             row = []
             for obj, v in zip(task.objects, task.views[u], strict=True):
@@ -65,7 +66,8 @@ class Rebuilt:
                 row.append(replace(s, doubtful=F.borderline(s, task.width, task.height)))
             seen.append(row)
         self.seen = seen
-        self.names = F.unique_names(task, frames, masks)  # naming is the question's wording, not its answer
+        # naming is the question's wording, not its answer
+        self.names = F.unique_names(task, frames, masks, classes)
 
 
 def _state(view: object, lost: float, q: F.ViewQuality, task: GroupTask, d: Degradation) -> F.State:

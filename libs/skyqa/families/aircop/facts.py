@@ -174,14 +174,53 @@ def colour_name(
 
 
 def unique_names(
-    task: GroupTask, frames: list[NDArray[np.uint8]], masks: list[NDArray[np.uint32]]
+    task: GroupTask,
+    frames: list[NDArray[np.uint8]],
+    masks: list[NDArray[np.uint32]],
+    classes: list[NDArray[np.uint16]],
 ) -> dict[int, str]:
-    """Colour and class for objects whose measured colour the views agree on, kept only when no
-    other object of the group has the same name (the words must pick out one object)."""
+    """Colour and class for objects whose measured colour the views agree on, kept only when
+    nothing else the views show has the same name (the words must pick out one object): no
+    other object of the group, and no instance of the same class outside the area that a view
+    shows in that colour (a yellow car at the edge of the picture is a yellow car to a reader)."""
     named = {}
     for o in task.objects:
         colour = colour_name(frames, masks, o.instance_id)
         if colour:
             named[o.instance_id] = f"{colour} {o.class_name.replace('_', ' ')}"
     counts = Counter(named.values())
+    for name in _outside_names(task, frames, masks, classes, named):
+        counts[name] += 1
     return {i: n for i, n in named.items() if counts[n] == 1}
+
+
+def _outside_names(
+    task: GroupTask,
+    frames: list[NDArray[np.uint8]],
+    masks: list[NDArray[np.uint32]],
+    classes: list[NDArray[np.uint16]],
+    named: dict[int, str],
+) -> list[str]:
+    """The names of instances outside the group that the views show, of the classes of the
+    group's named objects (the segmentation's class of each; the colour as the group's is read)."""
+    group = {o.instance_id for o in task.objects}
+    class_of: dict[int, str] = {}  # segmentation class id -> the class word of a named object
+    for o in task.objects:
+        if o.instance_id in named:
+            for mask, cls in zip(masks, classes, strict=True):
+                at = cls[mask == o.instance_id]
+                if len(at):
+                    class_of[int(np.bincount(at).argmax())] = o.class_name.replace("_", " ")
+                    break
+    others: set[tuple[int, int]] = set()
+    for mask, cls in zip(masks, classes, strict=True):
+        for cid in class_of:
+            ids, n = np.unique(mask[cls == cid], return_counts=True)
+            big = ids[n >= COLOUR_MIN_PX]
+            others |= {(int(i), cid) for i in big if int(i) not in group}
+    out = []
+    for instance_id, cid in sorted(others):
+        colour = colour_name(frames, masks, instance_id)
+        if colour:
+            out.append(f"{colour} {class_of[cid]}")
+    return out

@@ -96,12 +96,14 @@ class AirCop:
         for entry in inputs.missions.groups:
             task = load_json(GroupTask, inputs.store.get(entry.task), "group task")
             final = keys.final_task(inputs.run_id, task.group_id)
-            frames, masks, qualities, images = [], [], [], []
+            frames, masks, classes, qualities, images = [], [], [], [], []
             for u, uav in enumerate(task.uavs):
                 clean = inputs.store.get(f"{final}/{task.images[u]}")
                 seg = inputs.store.get(f"{final}/{task.segmentation[u]}")
                 frames.append(np.asarray(Image.open(io.BytesIO(clean)).convert("RGB")))
-                masks.append(media.decode_segmentation(seg)[1])
+                cls, instance = media.decode_segmentation(seg)
+                masks.append(instance)
+                classes.append(cls)
                 kind = schedule[view % len(schedule)]  # the degradation of this view
                 strength = 0.0 if kind == "none" else float(rng.uniform(0.35, 1.0))
                 d = draw(kind, strength, seed=int(rng.integers(2**31)))
@@ -116,7 +118,7 @@ class AirCop:
                         degradation=d,
                     )
                 )
-            names = unique_names(task, frames, masks)
+            names = unique_names(task, frames, masks, classes)
             groups.append((task, Group(task, perceive(task, qualities), qualities, names), images))
             out.missions[task.group_id] = task.group_id
         # the gold's letter cycles per type from a seeded start: a type asked once or twice per

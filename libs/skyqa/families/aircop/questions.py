@@ -302,7 +302,8 @@ def region(box: list[float]) -> str | None:
     its centre is within ``REGION_MARGIN`` of a line between quarters or the box reaches more
     than that across one (a person would not say which quarter it is in)."""
     out = []
-    for lo, hi, words in ((box[1], box[3], ("top", "bottom")), (box[0], box[2], ("left", "right"))):
+    x0, y0, x1, y1 = (float(v) for v in box)  # numpy scalars from a re-check would index as bools
+    for lo, hi, words in ((y0, y1, ("top", "bottom")), (x0, x1, ("left", "right"))):
         centre = (lo + hi) / 2
         if abs(centre - 0.5) < REGION_MARGIN or (
             hi > 0.5 + REGION_MARGIN if centre < 0.5 else lo < 0.5 - REGION_MARGIN
