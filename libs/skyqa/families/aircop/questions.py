@@ -32,6 +32,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import SupportsFloat
 
 import numpy as np
 
@@ -297,7 +298,7 @@ def object_counting(g: Group) -> Iterator[Question]:
         yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=1), {"vehicles": n})
 
 
-def region(box: list[float]) -> str | None:
+def region(box: Sequence[SupportsFloat]) -> str | None:
     """The quarter of the image the box lies in ("top left" .. "bottom right"), or None when
     its centre is within ``REGION_MARGIN`` of a line between quarters or the box reaches more
     than that across one (a person would not say which quarter it is in)."""
