@@ -20,12 +20,13 @@ within a task, Benjamini-Hochberg across tasks at half of ``ALPHA``; a task that
 *withheld* with the tests that rejected it. Then each family pools each solver over its tasks
 left, which sees a habit too faint for any small task alone: Benjamini-Hochberg across families
 at the other half, and within each rejected family Benjamini-Bogomolov picks the tasks whose own
-rows show the habit (BH on their own p at the level scaled by the share of families rejected).
-A release with no leak withholds nothing with probability at least ``1 - ALPHA``. A task too
-small for its test to see a ``MIN_LEAK`` leak is *unverified*. Units whose description another
-unit shares are withheld as ambiguous references (a construction rule, not a test). Nothing else
-is dropped: the gate never removes rows a solver answers, which would leave the rest answerable
-by avoiding it.
+rows show the habit (BH on their own p at the level scaled by the share of families rejected),
+or, when none does, the one task those solvers point at most (a family that fails never ships
+every task it pooled). A release with no leak withholds nothing with probability at least
+``1 - ALPHA``. A task too small for its test to see a ``MIN_LEAK`` leak is *unverified*. Units
+whose description another unit shares are withheld as ambiguous references (a construction
+rule, not a test). Nothing else is dropped: the gate never removes rows a solver answers, which
+would leave the rest answerable by avoiding it.
 """
 
 from __future__ import annotations
@@ -465,8 +466,8 @@ def _second_stage(
     """Each family's solvers pooled over its tasks the first stage left; the families rejected
     (Benjamini-Hochberg at half the release's level) withhold the tasks whose own tests of the
     rejecting solvers reject at that level scaled by the share of families rejected
-    (Benjamini-Bogomolov). Adds to ``withheld``; returns the families and how many were
-    tested."""
+    (Benjamini-Bogomolov), or else the task whose own tests of them are smallest. Adds to
+    ``withheld``; returns the families and how many were tested."""
     families: dict[str, FamilyGate] = {}
     pooled: dict[str, list[GateTest]] = {}
     for family, by_task in sorted(scored.items()):
@@ -487,6 +488,10 @@ def _second_stage(
         }
         level = ALPHA / 2 * len(rejected) / max(1, len(families))
         _, picked, _ = _rejected(own, level)
+        # the family's rejection says some task of it leaks: when no task's own rows pass the
+        # scaled level, the one the rejecting solvers point at most is withheld (a family that
+        # fails never ships all its tasks)
+        picked = picked or {min(own, key=lambda t: (own[t], t))}
         for task in sorted(picked):
             why = [f"family {family} pooled: {t.line}" for t in guilty]
             tasks[task].failures += why

@@ -413,6 +413,50 @@ def test_a_family_leak_withholds_only_the_tasks_that_show_it() -> None:
     assert any(t.startswith("lean") for t in result.withheld), result.families["test"].failures
 
 
+def test_a_family_that_fails_withholds_the_task_it_points_at() -> None:
+    """procedural_4242_8: eleven visibility counts, all 1, beside a multi-select task of the same
+    family. Too few rows for the task stage across the release; the family's pooled test
+    rejects, and no task's own rows pass Benjamini-Bogomolov's scaled level. The family failed,
+    so the task its rejecting solvers point at is withheld instead of shipping everything."""
+
+    def counts(n: int) -> list[Item]:
+        return [
+            Item(
+                f"visible{i}",
+                "visible",
+                f"visible-u{i}",
+                "atomic",
+                "count",
+                "How many times?",
+                (),
+                frozenset("1"),
+            )
+            for i in range(n)
+        ]
+
+    def multi(n: int) -> list[Item]:
+        rng = np.random.default_rng(1)
+        out = []
+        for i in range(n):
+            opts = tuple((c, f"object {w}") for c, w in zip("ABCD", rng.permutation(8)[:4], strict=False))
+            gold = frozenset(c for c in "ABCD" if rng.random() < 0.4) or frozenset("A")
+            out.append(Item(f"joint{i}", "joint", f"joint-u{i}", "m", "multi", "Which objects?", opts, gold))
+        return out
+
+    items = [Item(**{**it.__dict__, "family": "video"}) for it in counts(11) + multi(30)]
+    for k in range(4):
+        for j in range(2):
+            items += [
+                Item(**{**it.__dict__, "family": f"other{k}"})
+                for it in task_items(f"fair{k}_{j}", fair, seed=10 * k + j, units=20)
+            ]
+    result = run(items)
+    assert result.tasks["visible"].p_value > 0.025  # not rejected in the task stage
+    assert result.families["video"].failures
+    assert set(result.withheld) == {"visible"}
+    assert any("family video pooled" in why for why in result.withheld["visible"])
+
+
 # -- the statistics ----------------------------------------------------------------------------
 
 

@@ -73,6 +73,18 @@ def test_a_count_only_one_mission_kind_shows_is_not_released() -> None:
     assert dropped == count_surplus(list(reversed(rows_of(RUN))))  # stable whatever the order
 
 
+def test_counts_that_are_all_the_same_are_not_released() -> None:
+    """procedural_4242_8 at 40 landmarks: eleven visibility rows, every one with count 1 (an
+    orbit and a short composite each show their landmark once); "1" answered every row blind."""
+    from skyqa.families.dualcog_video.balance import ONE_COUNT, OUTSIDE
+
+    rows = rows_of({"atomic": {1: 9}, "composite": {1: 2, 2: 1}})
+    dropped = count_surplus(rows)
+    assert kept({"atomic": {1: 9}, "composite": {1: 2, 2: 1}}) == []
+    assert dropped["composite_2_0"] == OUTSIDE and {dropped[s] for s, _, c in rows if c == 1} == {ONE_COUNT}
+    assert kept({"atomic": {1: 3, 2: 3}, "composite": {1: 1, 2: 1}}) != []  # two counts: balanced, kept
+
+
 def test_the_family_balances_its_visibility_rows() -> None:
     rows = [
         partial_model(

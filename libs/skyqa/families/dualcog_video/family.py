@@ -23,7 +23,7 @@ from skyqa.contracts.qa import Funnel, ReasoningStep, VideoRow
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.dualcog_video import evaluation
-from skyqa.families.dualcog_video.balance import OUTSIDE, SURPLUS, count_surplus
+from skyqa.families.dualcog_video.balance import ONE_COUNT, OUTSIDE, SURPLUS, count_surplus
 from skyqa.families.dualcog_video.checks import check_video_rows, pixel_shares
 from skyqa.families.dualcog_video.export import dualcog_manifest
 from skyqa.families.dualcog_video.tasks import joint_row, visibility_row
@@ -55,6 +55,7 @@ class DualCogVideo:
             AMBIGUOUS: "count_margin_dropped",
             SURPLUS: "count_balance_dropped",
             OUTSIDE: "count_balance_dropped",
+            ONE_COUNT: "count_balance_dropped",
         }
     )
 
