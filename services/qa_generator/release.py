@@ -138,7 +138,7 @@ def finish(
         max_option_similarity=max_similarity([it.texts for it in questions]),
         duplicate_questions=sum(1 for x in failed.values() if x == "duplicate question"),
         task_quota=scan_of(p).task_quota,
-        **shortfall(items, released_items, withheld, scan_of(p).task_quota),
+        **shortfall(items, released_items, withheld, scan_of(p).task_quota, families),
     )
     out = release_files(p.run_id, p.scene_id, families)
     shipped = {it.sample_id for it in released_items}
@@ -298,11 +298,20 @@ def repeated_facts(rows: Sequence[Item], asked: set[str]) -> dict[str, str]:
 
 
 def shortfall(
-    items: dict[str, Item], released: Sequence[Item], withheld: dict[str, str], quota: int
+    items: dict[str, Item],
+    released: Sequence[Item],
+    withheld: dict[str, str],
+    quota: int,
+    families: Sequence[ReleaseFamily[Any]] = (),
 ) -> dict[str, Any]:
-    """Released rows per question task planned, and the tasks short of ``quota`` with why."""
+    """Released rows per question task, and the tasks short of ``quota`` with why: every task
+    of a family that asked anything, also those it found no candidates for."""
     rows = Counter(it.task for it in released if it.asks)
-    planned = sorted({it.task for it in items.values() if it.asks})
+    asking = {it.family for it in items.values() if it.asks}
+    planned = sorted(
+        {it.task for it in items.values() if it.asks}
+        | {t for f in families if f.name in asking for t in f.metrics}
+    )
     held = Counter(items[s].task for s in withheld)
     short = {}
     for task in planned:

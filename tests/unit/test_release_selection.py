@@ -4,6 +4,9 @@ quota."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any, cast
+
 import pytest
 from skyqa.families import Item
 
@@ -61,3 +64,9 @@ def test_the_shortfall_says_why_a_task_has_fewer_rows_than_the_quota() -> None:
     assert (
         shortfall(planned, released, {}, quota=40)["shortfall"]["t"] == "30 of 40 rows (too few candidates)"
     )
+    # a task its family found no candidates for is short too; a family that asked nothing is not
+    asked = SimpleNamespace(name="", metrics={"t": (), "u": (), "v": ()})
+    idle = SimpleNamespace(name="idle", metrics={"w": ()})
+    out = shortfall(planned, released, withheld, 30, cast(Any, [asked, idle]))
+    assert out["task_rows"] == {"t": 30, "u": 5, "v": 0}
+    assert out["shortfall"]["v"] == "0 of 30 rows (too few candidates)" and "w" not in out["shortfall"]
