@@ -20,7 +20,6 @@ from skyqa import keys, media
 from skyqa.blob import BlobStore
 from skyqa.contracts.aircop import GroupTask
 from skyqa.contracts.collab import CollabRow
-from skyqa.contracts.degradation import Degradation
 from skyqa.contracts.qa import DegradeRequest
 from skyqa.degrade import lost_mask, measure
 from skyqa.errors import BlobNotFound
@@ -62,28 +61,12 @@ class Rebuilt:
                 box = _box(mask) if pixels else [0.0] * 4
                 view = v.model_copy(update={"pixels": pixels, "bbox_xyxy_norm": box})
                 share = float(lost[mask].mean()) if pixels else 0.0
-                s = F.Seen(u, obj, view, share, _state(view, share, q, task, req.degradation))
+                s = F.Seen(u, obj, view, share, F.state_given(view, share, q, task.width, task.height))
                 row.append(replace(s, doubtful=F.borderline(s, task.width, task.height)))
             seen.append(row)
         self.seen = seen
         # naming is the question's wording, not its answer
         self.names = F.unique_names(task, frames, masks, classes)
-
-
-def _state(view: object, lost: float, q: F.ViewQuality, task: GroupTask, d: Degradation) -> F.State:
-    v = view  # an ObjectView with pixels and box from the segmentation
-    in_frame, occluded, pixels = v.in_frame, v.occluded, v.pixels  # type: ignore[attr-defined]
-    if in_frame < F.MIN_IN_FRAME or (pixels == 0 and occluded < F.OCCLUDED):
-        return "out_of_view"
-    if occluded >= F.OCCLUDED:
-        return "occluded"
-    if lost >= 0.5:
-        return "lost"
-    if pixels < F.small_px(task.width, task.height):
-        return "small"
-    if q.quality < F.USABLE_QUALITY and d.kind != "masking":
-        return "degraded"
-    return "clear"
 
 
 def _rgb(data: bytes) -> np.ndarray:

@@ -92,18 +92,25 @@ def small_px(width: int, height: int) -> float:
 
 
 def state_of(view: ObjectView, q: ViewQuality, width: int, height: int) -> tuple[State, float]:
+    """The state from the view's measurements, the masked share read off its box."""
     lost = lost_share(view.bbox_xyxy_norm, q.degradation)
+    return state_given(view, lost, q, width, height), lost
+
+
+def state_given(view: ObjectView, lost: float, q: ViewQuality, width: int, height: int) -> State:
+    """The state of an object in a view whose masked share is ``lost`` (the QC re-check
+    measures it on the mask's pixels)."""
     if view.in_frame < MIN_IN_FRAME or (view.pixels == 0 and view.occluded < OCCLUDED):
-        return "out_of_view", lost
+        return "out_of_view"
     if view.occluded >= OCCLUDED:
-        return "occluded", lost
+        return "occluded"
     if lost >= 0.5:
-        return "lost", lost
+        return "lost"
     if view.pixels < small_px(width, height):
-        return "small", lost
+        return "small"
     if q.quality < USABLE_QUALITY and q.degradation.kind != "masking":  # a mask elsewhere hides nothing
-        return "degraded", lost
-    return "clear", lost
+        return "degraded"
+    return "clear"
 
 
 def borderline(s: Seen, width: int, height: int) -> bool:
