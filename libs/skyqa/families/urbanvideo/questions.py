@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations, pairwise
@@ -794,53 +794,42 @@ def high_level_planning(m: Mission, rng: np.random.Generator) -> Iterator[Questi
     question quotes beside ones naming obstacles would single it out), drawn uniformly. Not
     asked right after the drone turned to face a landmark: looking at it and flying to it are
     then both fair next steps."""
-    if not m.named(*m.task.route):
-        return
     q = f'The drone\'s task: "{m.task.instruction}" What should it do next from here?'
-    for s in m.cuts():
-        if s.reason == "face_landmark":
-            continue
-        nxt = m.task.segments[s.index + 1]
-        labels = m.labels("high_level_planning", list(W.PLAN.values()), s.end_frame + 1)
-        options = from_vocabulary(W.plan_text(nxt.reason), labels, rng)
-        if options is not None:
-            yield Question(
-                "high_level_planning",
-                s.end_frame + 1,
-                q,
-                options,
-                options[0],
-                {"next": nxt.index},
-                wording=m.wording(q),
-            )
+    yield from _next_move(m, rng, "high_level_planning", q, W.PLAN, lambda nxt: W.plan_text(nxt.reason))
 
 
 def action_generation(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     """The next control action, options drawn uniformly from the commands. Not asked right
     after the drone turned to face a landmark: flying to it and tilting the camera to it are
     then both fair next moves."""
+    q = f'The drone\'s task: "{m.task.instruction}" What is its next control action?'
+    yield from _next_move(m, rng, "action_generation", q, W.COMMAND, lambda nxt: W.COMMAND[nxt.action])
+
+
+def _next_move(
+    m: Mission,
+    rng: np.random.Generator,
+    task: NavTask,
+    q: str,
+    vocabulary: Mapping[str, str],
+    gold_of: Callable[[NavSegment], str],
+) -> Iterator[Question]:
+    """At each cut (but one right after the drone turned to face a landmark), the next segment's
+    move in ``vocabulary``'s words, with options drawn uniformly from it."""
     if not m.named(*m.task.route):
         return
-    q = f'The drone\'s task: "{m.task.instruction}" What is its next control action?'
     for s in m.cuts():
         if s.reason == "face_landmark":
             continue
         nxt = m.task.segments[s.index + 1]
-        labels = m.labels("action_generation", list(W.COMMAND.values()), s.end_frame + 1)
-        options = from_vocabulary(W.COMMAND[nxt.action], labels, rng)
+        labels = m.labels(task, list(vocabulary.values()), s.end_frame + 1)
+        options = from_vocabulary(gold_of(nxt), labels, rng)
         if options is not None:
             yield Question(
-                "action_generation",
-                s.end_frame + 1,
-                q,
-                options,
-                options[0],
-                {"next": nxt.index},
-                wording=m.wording(q),
+                task, s.end_frame + 1, q, options, options[0], {"next": nxt.index}, wording=m.wording(q)
             )
 
 
-# the types whose question quotes the mission's instruction (a route's answers differ from a goal's)
 QUOTES = frozenset({"progress_evaluation", "high_level_planning", "action_generation"})
 # the types whose answers come from one fixed vocabulary: the family keeps, per plan, the labels
 # it can ask as answers about equally often (:attr:`Mission.allowed`)
