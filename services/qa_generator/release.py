@@ -256,10 +256,17 @@ def select(
 ) -> tuple[dict[str, list[Any]], dict[str, str], dict[str, int]]:
     """Each family's rows of complete units that passed their checks, less those it leaves out
     on their own (uncertain, a repeated fact, over-represented), with why, and the funnel counts
-    of those reasons. Rows of a withheld draw (``superseded``) take no part."""
+    of those reasons and of the units left out for a reason a funnel names. Rows of a withheld
+    draw (``superseded``) take no part."""
     final: dict[str, list[Any]] = {}
     alone: dict[str, str] = {}  # rows of released units dropped on their own, with the reason
     counts: dict[str, int] = {field: 0 for f in families for field in f.funnel.values()}
+    # a unit left out for a reason a family's funnel names (a failed mission) counts once
+    for why in incomplete.values():
+        for f in families:
+            if why in f.funnel:
+                counts[f.funnel[why]] += 1
+                break
     asked: set[str] = set()  # the facts asked so far (see Item.fact)
     for f in families:
         c = checked[f.name]

@@ -12,6 +12,7 @@ import pytest
 from partial_models import partial_model
 from skyqa.contracts.missions import EnvTrack, MissionIndexRow, TaskData, TaskTracks
 from skyqa.contracts.qa import VideoRow
+from skyqa.families import Checked
 from skyqa.families.dualcog_video import FAMILY, checks
 from skyqa.families.dualcog_video.balance import count_surplus
 
@@ -117,9 +118,32 @@ def test_a_landmark_one_of_whose_missions_never_shows_it_is_not_asked() -> None:
     }
     from skyqa.families.dualcog_video.family import failed_missions
 
-    assert failed_missions(missions, tasks) == {
-        "blind": "mission blind_atomic never shows the landmark (visible count 0): the mission failed"
-    }
+    assert failed_missions(missions, tasks) == {"blind_atomic": "blind"}
+
+
+def test_a_failed_mission_gets_no_visibility_row() -> None:
+    """The generator refuses to ask about a landmark its mission video never shows."""
+    from skyqa.contracts.missions import ComposedSegments
+    from skyqa.errors import InvalidInput
+    from skyqa.families.dualcog_video.tasks import visibility_row
+
+    env = partial_model(EnvTrack, visible_count=0)
+    task = partial_model(TaskData, task_tracks=partial_model(TaskTracks, environmental_awareness=env))
+    composed = partial_model(ComposedSegments, scene_id="s", traj_id="lm_atomic")
+    with pytest.raises(InvalidInput, match="never shows its landmark"):
+        visibility_row(composed, task, {"landmark_description": "red tower"})
+
+
+def test_the_release_counts_landmarks_lost_to_a_failed_mission() -> None:
+    """The card's funnel counts each landmark a failed mission cost once, whether the plan
+    skipped it or the QC refused its row."""
+    from skyqa.families.dualcog_video.family import NOT_SEEN
+
+    from services.qa_generator.release import select
+
+    incomplete = {"lm1": NOT_SEEN, "lm2": checks.NEVER_SEEN, "lm3": "2 image rows (needs 8)"}
+    _, _, counts = select([FAMILY], {FAMILY.name: Checked([])}, {}, {}, incomplete, {})
+    assert counts["failed_mission_landmarks"] == 2
 
 
 def test_qc_fails_a_mission_video_that_never_shows_its_landmark() -> None:
@@ -141,3 +165,29 @@ def test_qc_fails_a_mission_video_that_never_shows_its_landmark() -> None:
     verdict, ambiguous = checks.check_video_rows([row], {"m": shares})
     never = "the landmark never appears in its mission video (the mission failed)"
     assert verdict.reasons == {"m_env": never} and not ambiguous.reasons
+
+
+def test_qc_refuses_a_gold_count_of_zero_whatever_the_frames_show() -> None:
+    """A stored gold of 0 is refused before the frames are read: the row would ask about a
+    landmark its video does not show, even where the frames disagree with the gold."""
+    shares = [0.0] * 10 + [0.05] * 20 + [0.0] * 10
+    row = partial_model(
+        VideoRow,
+        sample_id="m_env",
+        form="env_visibility_reasoning",
+        mission_id="m",
+        video_path="m.mp4",
+        prompt_text="How many times does this landmark appear?",
+        fps=10.0,
+        frame_count=len(shares),
+        duration_sec=4.0,
+        gold_environment_answer={"visible_count": 0, "visible_intervals_sec": []},
+    )
+    verdict, _ = checks.check_video_rows([row], {"m": shares})
+    assert verdict.reasons == {"m_env": checks.NEVER_SEEN}
+    one = row.model_copy(
+        update={"gold_environment_answer": {"visible_count": 1, "visible_intervals_sec": [[1.0, 3.0]]}}
+    )
+    assert (
+        checks.check_video_rows([one], {"m": shares})[0].reasons == {}
+    )  # the same row with its true gold passes

@@ -224,6 +224,9 @@ class Funnel(Contract):
     blind_withheld: int = 0  # rows of tasks (or units) the blind gate withheld
     count_balance_dropped: int = 0  # visibility rows of a count the kind already has enough of
     count_margin_dropped: int = 0  # visibility rows whose count changes within the rule's margin
+    # landmarks one of whose rendered missions never shows them (the mission failed after its
+    # render, where no re-plan follows): none of their rows is asked
+    failed_mission_landmarks: int = 0
     # released rows of the task families that have no field above, by family
     family_rows: dict[str, int] = Field(default_factory=dict)
 

@@ -1,7 +1,8 @@
 """QC of the video rows: structure, behavior intervals that tile the video, and each visible
 count re-derived from the mission's stored segmentation frames (not the renderer's per-frame
-flags). A mission whose video never shows its landmark failed: its row fails, which costs the
-landmark (a question about a landmark the video does not show is not asked).
+flags). A mission whose video never shows its landmark failed: its row fails, whether its gold
+says 0 or the frames do, which costs the landmark (a question about a landmark the video does
+not show is not asked).
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ def check_video_rows(
             gaps = any(abs(float(b[0]) - float(a[1])) > 1e-6 for a, b in itertools.pairwise(spans))
             if not spans or spans[0][0] != 0 or abs(float(spans[-1][1]) - r.duration_sec) > 1e-6 or gaps:
                 v.fail(r.sample_id, "behavior intervals do not tile the video")
+            continue
+        gold_count = r.gold_environment_answer.get("visible_count")
+        if not isinstance(gold_count, int) or gold_count < 1:
+            # whatever the frames say: a question about a landmark its video does not show
+            # is never asked (the planner skips such a mission's landmark; this holds QC to it)
+            v.fail(r.sample_id, NEVER_SEEN)
             continue
         seen = shares.get(r.mission_id)
         if not r.fps > 0:

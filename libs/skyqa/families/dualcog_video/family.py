@@ -2,13 +2,18 @@
 behavior recognition with temporal localization; landmark visibility counting with intervals).
 
 A landmark one of whose missions never shows it (the renderer counted no sighting) is not
-asked about: that mission failed, and its unit needs the rows of both missions. Released
+asked about: that mission failed, and its unit needs the rows of both missions. The mission
+planner re-plans a mission whose camera would never frame its landmark before it is rendered
+(``services.mission_planner.camera_plan``); after the render nothing is planned again (the QA
+stage reads rendered media only), so the failed missions are listed in
+``video_tasks/failed_missions.json`` and their landmarks counted on the card. Released
 visibility counts are evened out per mission kind over the counts every kind shows
 (:func:`.balance.count_surplus`), so neither the most frequent count nor the median of the
 other rows answers one."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -24,14 +29,15 @@ from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.dualcog_video import evaluation
 from skyqa.families.dualcog_video.balance import ONE_COUNT, OUTSIDE, SURPLUS, count_surplus
-from skyqa.families.dualcog_video.checks import check_video_rows, pixel_shares
+from skyqa.families.dualcog_video.checks import NEVER_SEEN, check_video_rows, pixel_shares
 from skyqa.families.dualcog_video.export import dualcog_manifest
 from skyqa.families.dualcog_video.tasks import joint_row, visibility_row
 from skyqa.families.views import reference_overlay
 from skyqa.vocab.behaviors import element_label, load_library
 
 AMBIGUOUS = "visible count within the margin of the sighting rule"
-NOT_SEEN = "mission {mission} never shows the landmark (visible count 0): the mission failed"
+NOT_SEEN = "a mission never shows the landmark (visible count 0): the mission failed"
+FAILED_FILE = "video_tasks/failed_missions.json"  # under the run: mission id -> its landmark
 
 
 class DualCogVideo:
@@ -53,6 +59,9 @@ class DualCogVideo:
     funnel: Mapping[str, str] = MappingProxyType(
         {
             AMBIGUOUS: "count_margin_dropped",
+            # a unit's reasons (the plan's, the QC's): they count landmarks
+            NOT_SEEN: "failed_mission_landmarks",
+            NEVER_SEEN: "failed_mission_landmarks",
             SURPLUS: "count_balance_dropped",
             OUTSIDE: "count_balance_dropped",
             ONE_COUNT: "count_balance_dropped",
@@ -84,9 +93,9 @@ class DualCogVideo:
             m.traj_id: load_json(TaskData, store.get(m.task_data), "task data")
             for m in inputs.missions.missions
         }
-        for m in inputs.missions.missions:
-            if tasks[m.traj_id].task_tracks.environmental_awareness.visible_count == 0:
-                out.skipped.setdefault(m.instance_id, NOT_SEEN.format(mission=m.traj_id))
+        failed = failed_missions(inputs.missions.missions, tasks)
+        out.skipped.update(dict.fromkeys(sorted(set(failed.values())), NOT_SEEN))
+        out.files[FAILED_FILE] = json.dumps({"reason": NOT_SEEN, "missions": failed}, indent=2).encode()
         for n, m in enumerate(inputs.missions.missions):
             if m.instance_id not in by_id or m.instance_id in inputs.excluded or m.instance_id in out.skipped:
                 continue
@@ -235,6 +244,8 @@ class DualCogVideo:
                 f"{funnel.count_balance_dropped} |",
                 "| visibility rows whose count changes within the sighting rule's margin (dropped) | "
                 f"{funnel.count_margin_dropped} |",
+                "| landmarks one of whose missions never shows them (the mission failed after its "
+                f"render; none of their rows asked) | {funnel.failed_mission_landmarks} |",
             ],
             files=[
                 (
@@ -249,19 +260,25 @@ class DualCogVideo:
                     "rows as\n  UAV-DualCog's Stage 3 manifest (intervals as `{start_sec, end_sec}` "
                     "objects); `skyqa_conventions`\n  says where a row deliberately differs from it.",
                 ),
+                (
+                    "failed_missions",
+                    f"- `{FAILED_FILE}`: the missions whose video never shows their landmark\n"
+                    "  (mission id -> landmark); those landmarks are not asked about.",
+                ),
             ],
         )
 
 
 def failed_missions(missions: Sequence[MissionIndexRow], tasks: Mapping[str, TaskData]) -> dict[str, str]:
-    """Landmarks one of whose missions never shows them (no sighting in the renderer's count),
-    with the reason: the mission failed, and the landmark's unit needs the rows of both of its
-    missions, so it is not asked about at all (QC re-derives the count and fails the row too)."""
-    out: dict[str, str] = {}
-    for m in missions:
-        if tasks[m.traj_id].task_tracks.environmental_awareness.visible_count == 0:
-            out.setdefault(m.instance_id, NOT_SEEN.format(mission=m.traj_id))
-    return out
+    """The missions that never show their landmark (no sighting in the renderer's count), each
+    with its landmark: the mission failed, and the landmark's unit needs the rows of both of its
+    missions, so the landmark is not asked about at all (QC re-derives the count and refuses a
+    gold of 0 too)."""
+    return {
+        m.traj_id: m.instance_id
+        for m in missions
+        if tasks[m.traj_id].task_tracks.environmental_awareness.visible_count < 1
+    }
 
 
 def _visible_count(row: VideoRow) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 
 from skyqa.contracts.missions import ComposedSegments, SelfTrack, TaskData
 from skyqa.contracts.qa import AnswerItem, Option, VideoRow
+from skyqa.errors import InvalidInput
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.vocab import directions as L, prompts
 from skyqa.vocab.behaviors import Library, composite_label, element_label
@@ -105,6 +106,9 @@ def _intervals_by_event(track: SelfTrack) -> list[list[list[float]]]:
 
 def visibility_row(composed: ComposedSegments, task: TaskData, common: dict[str, object]) -> VideoRow:
     env = task.task_tracks.environmental_awareness
+    if env.visible_count < 1:
+        # the mission failed: its landmark is not asked about (``family.failed_missions``)
+        raise InvalidInput(f"mission {composed.traj_id} never shows its landmark: no visibility row")
     desc = str(common["landmark_description"])
     text = prompts.VISIBILITY_USER.format(desc=desc)
     return VideoRow.model_validate(
