@@ -9,6 +9,7 @@ step's fixed ``params``, which win over the element's own range.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -159,6 +160,32 @@ def _turn(p: dict[str, float | str]) -> str:
     return "clockwise" if p.get("direction") == "cw" else "counterclockwise"
 
 
+# the polygon each polygon orbit walks (UAV-DualCog: a square or a triangle around the landmark,
+# flown for ``edge_count`` edges, one edge per step, so 7 edges of a square are 1 3/4 laps)
+POLYGON_SIDES = {"square_orbit": 4, "triangular_orbit": 3}
+_FRACTIONS = {(1, 4): "¼", (1, 2): "½", (3, 4): "¾", (1, 3): "⅓", (2, 3): "⅔"}
+
+
+def laps(edges: int, sides: int) -> str:
+    """How far around its polygon a walk of ``edges`` edges goes, as a person watching counts
+    it: "once around", "1¾ times around", "¾ of the way around"."""
+    if edges < 1 or sides < 3:
+        raise ValueError(f"{edges} edges of a {sides}-sided polygon")
+    whole, rest = divmod(edges, sides)
+    g = math.gcd(rest, sides)
+    part = _FRACTIONS[(rest // g, sides // g)] if rest else ""
+    if not whole:
+        return f"{part} of the way around"
+    if not part:
+        return "once around" if whole == 1 else f"{whole} times around"
+    return f"{whole}{part} times around"
+
+
+def _polygon(shape: str, element: str, p: dict[str, float | str]) -> str:
+    edges = round(float(p["edge_count"]))
+    return f"{shape} orbit {_turn(p)} along {edges} edges ({laps(edges, POLYGON_SIDES[element])})"
+
+
 def element_label(element: str, camera_mode: str, p: dict[str, float | str]) -> str:
     """A short sentence for one behavior with its parameters; kept short so that two behaviors
     of one mission (the same orbit with another camera mode) stay below 0.85 similarity."""
@@ -171,8 +198,8 @@ def element_label(element: str, camera_mode: str, p: dict[str, float | str]) -> 
         "gradual_depart": lambda: f"depart, rising {n('rise_m')} m",
         "circular_orbit": lambda: f"circle {_turn(p)} {n('arc_deg')}°",
         "spiral_orbit": lambda: f"spiral out {_turn(p)} {n('arc_deg')}°, rising {n('rise_m')} m",
-        "square_orbit": lambda: f"square orbit {_turn(p)}, {n('edge_count')} legs",
-        "triangular_orbit": lambda: f"triangle orbit {_turn(p)}, {n('edge_count')} legs",
+        "square_orbit": lambda: _polygon("square", element, p),
+        "triangular_orbit": lambda: _polygon("triangle", element, p),
         "figure8_orbit": lambda: f"figure-eight over the landmark, {n('cycles')} loop(s)",
         "sky_rise": lambda: f"fly over, then climb {n('rise_m')} m vertically",
         "comet": lambda: "comet loop behind the landmark and back",

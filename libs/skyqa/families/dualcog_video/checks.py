@@ -8,7 +8,9 @@ not show is not asked).
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping
+from fractions import Fraction
 
 from skyqa import keys
 from skyqa.blob import BlobStore
@@ -18,6 +20,35 @@ from skyqa.families.structure import Verdict, check_options
 from skyqa.geometry import visibility as vis
 
 NEVER_SEEN = "the landmark never appears in its mission video (the mission failed)"
+MISCOUNTED = "a polygon orbit's laps disagree with its edges (a square has 4, a triangle 3)"
+
+# a polygon orbit as options word it: the shape, its edges flown, and how far around that is
+_POLYGON = re.compile(r"^(square|triangle) orbit \w+ along (\d+) edges \((.+?)\) with the camera ")
+_SIDES = {"square": 4, "triangle": 3}
+_PARTS = {
+    frac: Fraction(n, d) for frac, n, d in (("¼", 1, 4), ("½", 1, 2), ("¾", 3, 4), ("⅓", 1, 3), ("⅔", 2, 3))
+}
+_AROUND = re.compile(r"^(?:once|(\d*)([¼½¾⅓⅔]?) times|([¼½¾⅓⅔]) of the way) around$")
+
+
+def polygon_laps_agree(label: str) -> bool:
+    """True unless ``label`` words a square or triangle orbit whose stated laps are not its edges
+    over the polygon's sides (read back from the words, not from the label's builder), or
+    words one in another form (a count of "sides" or "legs" a person would read as the shape's)."""
+    if not label.startswith(("square orbit", "triangle orbit")):
+        return True
+    m = _POLYGON.match(label)
+    around = _AROUND.match(m.group(3)) if m else None
+    if m is None or around is None:
+        return False
+    whole, part, only = around.groups()
+    if only:
+        stated = _PARTS[only]
+    elif whole is None and not part:
+        stated = Fraction(1)  # "once around"
+    else:
+        stated = int(whole or 0) + _PARTS.get(part, Fraction(0))
+    return stated > 0 and stated == Fraction(int(m.group(2)), _SIDES[m.group(1)])
 
 
 def check_video_rows(
@@ -36,6 +67,8 @@ def check_video_rows(
             check_options(r.sample_id, [o.label for o in r.choice_options], ids, r.answer_option_ids, v)
             if not 2 <= len(ids) <= 8:
                 v.fail(r.sample_id, "joint rows need 2..8 options")
+            if not all(polygon_laps_agree(o.label) for o in r.choice_options):
+                v.fail(r.sample_id, MISCOUNTED)
             spans = sorted((b["start_sec"], b["end_sec"]) for b in r.behavior_intervals_sec)
             gaps = any(abs(float(b[0]) - float(a[1])) > 1e-6 for a, b in itertools.pairwise(spans))
             if not spans or spans[0][0] != 0 or abs(float(spans[-1][1]) - r.duration_sec) > 1e-6 or gaps:
