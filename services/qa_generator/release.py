@@ -34,6 +34,7 @@ from skyqa.families import (
     metadata_file,
     release_files,
 )
+from skyqa.families.base import TOGETHER
 from skyqa.families.structure import max_similarity
 from skyqa.scan import stills
 from skyqa.v1 import eval_pb2, qa_pb2
@@ -277,11 +278,14 @@ def select(
             and r.sample_id not in failed
             and r.sample_id not in superseded
         ]
-        # an uncertain answer costs its row, not the unit (like an over-represented one)
+        # an uncertain answer costs its row, not the unit (like an over-represented one), and
+        # the rows released together with it (``Item.together``)
         mine = {r.sample_id: c.uncertain[r.sample_id] for r in keep if r.sample_id in c.uncertain}
         mine.update(repeated_facts([items[r.sample_id] for r in keep if r.sample_id not in mine], asked))
-        keep = [r for r in keep if r.sample_id not in mine]
-        mine.update(f.balance(keep))
+        group = [items[r.sample_id] for r in keep]
+        mine.update(with_their_group(group, mine, TOGETHER))
+        mine.update(f.balance([r for r in keep if r.sample_id not in mine]))
+        mine.update(with_their_group(group, mine, TOGETHER))
         final[f.name] = [r for r in keep if r.sample_id not in mine]
         alone.update(mine)
         for why in mine.values():
@@ -331,14 +335,23 @@ def shortfall(
 
 
 def withheld_rows(questions: Sequence[Item], blind: gate.GateResult) -> dict[str, str]:
-    """The rows of the tasks and units the gate withheld, with the reason."""
+    """The rows of the tasks and units the gate withheld, with the reason, and the rows released
+    together with one of them (``Item.together``: a landmark's video rows go as one)."""
     out = {}
     for it in questions:
         if it.task in blind.withheld:
             out[it.sample_id] = f"{WITHHELD}: task {it.task} leaks ({blind.withheld[it.task][0]})"
         elif it.unit in blind.withheld_units:
             out[it.sample_id] = f"{WITHHELD}: {blind.withheld_units[it.unit]}"
+    out.update(with_their_group(questions, out, f"{WITHHELD}: {TOGETHER}"))
     return out
+
+
+def with_their_group(rows: Sequence[Item], gone: dict[str, str], why: str) -> dict[str, str]:
+    """The rows of ``rows`` not in ``gone`` that share a ``together`` group with a row in it,
+    each with ``why``: a family whose unit's rows are released as one loses them as one."""
+    groups = {it.together for it in rows if it.together and it.sample_id in gone}
+    return {it.sample_id: why for it in rows if it.together in groups and it.sample_id not in gone}
 
 
 def blind_report(

@@ -97,7 +97,12 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     funnel = report["funnel"]
     blind = report["blind_gate"]["withheld_by_family"]
     dualcog = blind.get("dualcog_image", 0) + blind.get("dualcog_video", 0)
-    dropped = dualcog + funnel["count_balance_dropped"] + funnel["count_margin_dropped"]
+    dropped = (
+        dualcog
+        + funnel["count_balance_dropped"]
+        + funnel["count_margin_dropped"]
+        + funnel["video_share_dropped"]
+    )
     assert rows + dropped == 12 * n
     # navigation missions and their questions (UrbanVideo-Bench style)
     assert index["navigation"], index["rejected_navigation"]

@@ -111,10 +111,14 @@ def test_three_option_rows_are_uniform_over_their_own_letters() -> None:
 def test_no_visible_count_keeps_more_than_its_share_per_mission_kind() -> None:
     from skyqa.families.dualcog_video.balance import count_surplus
 
-    rows = [(f"a{i}", "atomic", 1) for i in range(5)] + [("a5", "atomic", 0), ("a6", "atomic", 2)]
-    rows += [(f"c{i}", "composite", i % 3) for i in range(6)]
+    # each row a landmark of its own (the paired case: test_dualcog_video_validity)
+    rows = [(f"a{i}", f"a{i}", "atomic", 1) for i in range(5)] + [
+        ("a5", "a5", "atomic", 0),
+        ("a6", "a6", "atomic", 2),
+    ]
+    rows += [(f"c{i}", f"c{i}", "composite", i % 3) for i in range(6)]
     dropped = count_surplus(rows)
     # atomic: every count as frequent as its rarest (one each); composite is already even
     assert len(dropped) == 4 and all(d.startswith("a") for d in dropped)
-    kept = [c for s, k, c in rows if k == "atomic" and s not in dropped]
+    kept = [c for s, _, k, c in rows if k == "atomic" and s not in dropped]
     assert sorted(kept) == [0, 1, 2] and dropped == count_surplus(list(reversed(rows)))

@@ -23,11 +23,14 @@ pytestmark = pytest.mark.unit
 RUN = {"atomic": {1: 7, 2: 1, 3: 1}, "composite": {1: 4, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1}}
 # the same shape at a release's size
 LARGE = {"atomic": {1: 40, 2: 8, 3: 5, 4: 1}, "composite": {1: 14, 2: 10, 3: 8, 4: 6, 5: 3, 6: 2}}
+# a release's landmarks, each with one mission of each kind (44 of them)
+LANDMARKS = {"atomic": {1: 30, 2: 8, 3: 5, 4: 1}, "composite": {1: 14, 2: 10, 3: 8, 4: 6, 5: 3, 6: 3}}
 
 
-def rows_of(counts: dict[str, dict[int, int]]) -> list[tuple[str, str, int]]:
+def rows_of(counts: dict[str, dict[int, int]]) -> list[tuple[str, str, str, int]]:
+    """Visibility rows, each of a landmark of its own."""
     return [
-        (f"{kind}_{count}_{i}", kind, count)
+        (f"{kind}_{count}_{i}", f"lm_{kind}_{count}_{i}", kind, count)
         for kind, by in counts.items()
         for count, n in by.items()
         for i in range(n)
@@ -37,7 +40,20 @@ def rows_of(counts: dict[str, dict[int, int]]) -> list[tuple[str, str, int]]:
 def kept(counts: dict[str, dict[int, int]]) -> list[tuple[str, str, int]]:
     rows = rows_of(counts)
     dropped = count_surplus(rows)
-    return [r for r in rows if r[0] not in dropped]
+    return [(s, k, c) for s, _, k, c in rows if s not in dropped]
+
+
+def paired(counts: dict[str, dict[int, int]], seed: int) -> list[tuple[str, str, str, int]]:
+    """The same counts with each landmark flying one atomic and one composite mission, paired
+    at random (as the run pairs them: by landmark, not by count)."""
+    atomic = [r for r in rows_of(counts) if r[2] == "atomic"]
+    composite = [r for r in rows_of(counts) if r[2] == "composite"]
+    order = np.random.default_rng(seed).permutation(len(composite))
+    out = []
+    for n, (a, k) in enumerate(zip(atomic, order, strict=True)):
+        c = composite[k]
+        out += [(a[0], f"lm{n}", "atomic", a[3]), (c[0], f"lm{n}", "composite", c[3])]
+    return out
 
 
 def blind_scores(rows: list[tuple[str, str, int]]) -> tuple[float, float, float]:
@@ -82,7 +98,9 @@ def test_counts_that_are_all_the_same_are_not_released() -> None:
     rows = rows_of({"atomic": {1: 9}, "composite": {1: 2, 2: 1}})
     dropped = count_surplus(rows)
     assert kept({"atomic": {1: 9}, "composite": {1: 2, 2: 1}}) == []
-    assert dropped["composite_2_0"] == OUTSIDE and {dropped[s] for s, _, c in rows if c == 1} == {ONE_COUNT}
+    assert dropped["composite_2_0"] == OUTSIDE and {dropped[s] for s, _, _, c in rows if c == 1} == {
+        ONE_COUNT
+    }
     assert kept({"atomic": {1: 3, 2: 3}, "composite": {1: 1, 2: 1}}) != []  # two counts: balanced, kept
 
 
@@ -93,11 +111,57 @@ def test_the_family_balances_its_visibility_rows() -> None:
             sample_id=sid,
             form="env_visibility_reasoning",
             mission_kind=kind,
+            landmark_id=unit,
             gold_environment_answer={"visible_count": count, "visible_intervals_sec": []},
         )
-        for sid, kind, count in rows_of(RUN)
+        for sid, unit, kind, count in paired(RUN, 0)
     ]
-    assert FAMILY.balance(rows) == count_surplus(rows_of(RUN))
+    assert FAMILY.balance(rows) == count_surplus(paired(RUN, 0))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_landmarks_rows_stay_or_go_together_and_stay_balanced(seed: int) -> None:
+    """A landmark's visibility rows (its atomic and its composite mission) are kept or left out
+    as one, and what is kept is still even per mission kind, so the blind priors stay at chance."""
+    rows = paired(LANDMARKS, seed)
+    dropped = count_surplus(rows)
+    by_unit: dict[str, set[bool]] = {}
+    for s, unit, _, _ in rows:
+        by_unit.setdefault(unit, set()).add(s in dropped)
+    assert all(len(fates) == 1 for fates in by_unit.values()), "a landmark split"
+    out = [(s, k, c) for s, _, k, c in rows if s not in dropped]
+    assert len(out) >= 12  # the balance keeps a useful share, not nothing
+    by_kind = {kind: Counter(c for _, k, c in out if k == kind) for kind in LANDMARKS}
+    assert len({frozenset(b) for b in by_kind.values()}) == 1 and len(by_kind["atomic"]) >= 2
+    assert all(len(set(b.values())) == 1 for b in by_kind.values()), by_kind
+    mode, median, chance = blind_scores(out)
+    assert mode <= chance and median <= chance, (mode, median, chance)
+
+
+def test_the_paired_balance_keeps_the_most_landmarks() -> None:
+    """Against every choice of landmarks of a small run: none keeps more while even."""
+    import itertools
+
+    rows = paired({"atomic": {1: 4, 2: 2, 3: 1}, "composite": {1: 2, 2: 3, 3: 2}}, 1)
+    dropped = count_surplus(rows)
+    units = sorted({u for _, u, _, _ in rows})
+
+    def even(chosen: set[str]) -> bool:
+        by = {
+            k: Counter(c for _, u, kk, c in rows if u in chosen and kk == k) for k in ("atomic", "composite")
+        }
+        spaces = {frozenset(b) for b in by.values()}
+        return (
+            len(spaces) == 1
+            and len(next(iter(spaces))) >= 2
+            and all(len(set(b.values())) == 1 for b in by.values())
+        )
+
+    best = max(
+        (len(c) for n in range(len(units) + 1) for c in itertools.combinations(units, n) if even(set(c))),
+        default=0,
+    )
+    assert len({u for s, u, _, _ in rows if s not in dropped}) == best > 0
 
 
 def test_a_landmark_one_of_whose_missions_never_shows_it_is_not_asked() -> None:

@@ -4,14 +4,24 @@ quota."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from dataclasses import replace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any, cast
 
 import pytest
-from skyqa.families import Item
+from pydantic import BaseModel
+from skyqa.families import Checked, Item
+from skyqa.families.base import TOGETHER
 
 from services.qa_generator import gate
-from services.qa_generator.release import REPEATED_FACT, WITHHELD, repeated_facts, shortfall, withheld_rows
+from services.qa_generator.release import (
+    REPEATED_FACT,
+    WITHHELD,
+    repeated_facts,
+    select,
+    shortfall,
+    withheld_rows,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -70,3 +80,55 @@ def test_the_shortfall_says_why_a_task_has_fewer_rows_than_the_quota() -> None:
     out = shortfall(planned, released, withheld, 30, cast(Any, [asked, idle]))
     assert out["task_rows"] == {"t": 30, "u": 5, "v": 0}
     assert out["shortfall"]["v"] == "0 of 30 rows (too few candidates)" and "w" not in out["shortfall"]
+
+
+def test_a_group_released_together_is_withheld_together() -> None:
+    """UAV-DualCog's video rows of a landmark go as one when the gate withholds one of them;
+    rows of families that release one by one (no group) are untouched."""
+    rows = [
+        replace(item("v1", task="count", unit="lm1"), together="video:lm1"),
+        replace(item("v2", task="joint", unit="lm1"), together="video:lm1"),
+        replace(item("v3", task="joint", unit="lm2"), together="video:lm2"),
+        item("n1", task="count", unit="m1"),
+        item("n2", task="recall", unit="m1"),
+    ]
+    blind = gate.GateResult(tasks={}, families={}, withheld={"count": ["leaks"]}, withheld_units={}, tests=1)
+    out = withheld_rows(rows, blind)
+    assert set(out) == {"v1", "v2", "n1"} and out["v2"] == f"{WITHHELD}: {TOGETHER}"
+
+
+def test_select_leaves_out_a_landmarks_video_rows_together() -> None:
+    """An uncertain visibility row takes its landmark's other video rows along; another
+    landmark's rows and a family without groups keep their rows."""
+
+    class Row(BaseModel):
+        sample_id: str
+
+    class Fam:
+        name = "video"
+        funnel = MappingProxyType({TOGETHER: "video_share_dropped", "unsure": "count_margin_dropped"})
+
+        def balance(self, rows: list[Row]) -> dict[str, str]:
+            return {}
+
+    class Other(Fam):
+        name = "nav"
+        funnel = MappingProxyType({})
+
+    items = {
+        "a1": replace(item("a1", unit="lm1"), together="video:lm1"),
+        "a2": replace(item("a2", unit="lm1"), together="video:lm1"),
+        "b1": replace(item("b1", unit="lm2"), together="video:lm2"),
+        "n1": item("n1", unit="m1"),
+        "n2": item("n2", unit="m1"),
+    }
+    checked = {
+        "video": Checked(
+            [Row(sample_id="a1"), Row(sample_id="a2"), Row(sample_id="b1")], uncertain={"a1": "unsure"}
+        ),
+        "nav": Checked([Row(sample_id="n1"), Row(sample_id="n2")], uncertain={"n1": "unsure"}),
+    }
+    final, alone, counts = select(cast(Any, [Fam(), Other()]), checked, items, {}, {}, {})
+    assert [r.sample_id for r in final["video"]] == ["b1"] and alone["a2"] == TOGETHER
+    assert [r.sample_id for r in final["nav"]] == ["n2"]  # one by one, as before
+    assert counts["video_share_dropped"] == 1 and counts["count_margin_dropped"] == 1

@@ -227,6 +227,7 @@ class Funnel(Contract):
     # landmarks one of whose rendered missions never shows them (the mission failed after its
     # render, where no re-plan follows): none of their rows is asked
     failed_mission_landmarks: int = 0
+    video_share_dropped: int = 0  # video rows left out with another video row of their landmark
     # released rows of the task families that have no field above, by family
     family_rows: dict[str, int] = Field(default_factory=dict)
 

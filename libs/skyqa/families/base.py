@@ -56,6 +56,9 @@ class Item:
     # UAV of this group sees): a release asks each fact once, since a model that read another
     # unit's answer would know it. "" when the answer belongs to the unit's own media.
     fact: str = ""
+    # rows sharing this key are released or left out together (a lattice family's share of a
+    # unit: UAV-DualCog's 4 video rows of a landmark); "" when the row is released on its own
+    together: str = ""
 
     def problem(self) -> str | None:
         """What makes the gold unusable for its kind, or None: a single answer is exactly one
@@ -75,6 +78,10 @@ class Item:
     def asks(self) -> bool:
         """A question (what the blind gate's solvers answer), not a released trajectory."""
         return self.kind != "trajectory"
+
+
+# why a row left with another row of its ``Item.together`` group
+TOGETHER = "left out with the rest of its unit's rows of its family (they are released together)"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ stage reads rendered media only), so the failed missions are listed in
 ``video_tasks/failed_missions.json`` and their landmarks counted on the card. Released
 visibility counts are evened out per mission kind over the counts every kind shows
 (:func:`.balance.count_surplus`), so neither the most frequent count nor the median of the
-other rows answers one."""
+other rows answers one. A landmark's 4 rows are released together or not at all (the source's
+4 per landmark): a row left out by the balance, the sighting-rule margin or the blind gate
+takes its landmark's other video rows along (``Item.together``)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,17 @@ from skyqa.contracts import ValidInstance, load_json
 from skyqa.contracts.missions import ComposedSegments, ConstraintReport, MissionIndexRow, TaskData
 from skyqa.contracts.qa import Funnel, ReasoningStep, VideoRow
 from skyqa.errors import BlobNotFound, InvalidInput
-from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered
+from skyqa.families.base import (
+    TOGETHER,
+    CardPart,
+    Checked,
+    Item,
+    Mark,
+    MediaRef,
+    PlanInputs,
+    Planned,
+    Rendered,
+)
 from skyqa.families.dualcog_video import evaluation
 from skyqa.families.dualcog_video.balance import ONE_COUNT, OUTSIDE, SURPLUS, count_surplus
 from skyqa.families.dualcog_video.checks import NEVER_SEEN, check_video_rows, pixel_shares
@@ -62,6 +74,7 @@ class DualCogVideo:
             # a unit's reasons (the plan's, the QC's): they count landmarks
             NOT_SEEN: "failed_mission_landmarks",
             NEVER_SEEN: "failed_mission_landmarks",
+            TOGETHER: "video_share_dropped",
             SURPLUS: "count_balance_dropped",
             OUTSIDE: "count_balance_dropped",
             ONE_COUNT: "count_balance_dropped",
@@ -165,8 +178,8 @@ class DualCogVideo:
         return Checked(rows, verdict.reasons, {s: AMBIGUOUS for s in ambiguous.reasons})
 
     def balance(self, rows: list[VideoRow]) -> dict[str, str]:
-        counts: list[tuple[str, str, int]] = [
-            (r.sample_id, r.mission_kind, _visible_count(r))
+        counts: list[tuple[str, str, str, int]] = [
+            (r.sample_id, r.landmark_id, r.mission_kind, _visible_count(r))
             for r in rows
             if r.form == "env_visibility_reasoning"
         ]
@@ -191,6 +204,8 @@ class DualCogVideo:
             category=row.landmark_category,
             family=self.name,
             texts=tuple(label for _, label in options),
+            # a landmark's 4 rows are UAV-DualCog's unit: a row left out takes the others along
+            together=f"{self.name}:{row.landmark_id}",
         )
 
     def exports(self, rows: list[VideoRow]) -> dict[str, bytes]:
@@ -237,13 +252,15 @@ class DualCogVideo:
 
     def card(self, rel: Mapping[str, str], funnel: Funnel) -> CardPart:
         return CardPart(
-            funnel=[f"| video rows (4 per landmark, less dropped below) | {funnel.video_rows} |"],
+            funnel=[f"| video rows (4 per released landmark, or none of them) | {funnel.video_rows} |"],
             drops=[
                 "| visibility rows of an over-represented count, or of a count not every mission "
                 "kind shows (dropped) | "
                 f"{funnel.count_balance_dropped} |",
                 "| visibility rows whose count changes within the sighting rule's margin (dropped) | "
                 f"{funnel.count_margin_dropped} |",
+                "| video rows left out with another video row of their landmark (a landmark's 4 "
+                f"rows are released together) | {funnel.video_share_dropped} |",
                 "| landmarks one of whose missions never shows them (the mission failed after its "
                 f"render; none of their rows asked) | {funnel.failed_mission_landmarks} |",
             ],
