@@ -199,7 +199,7 @@ def plan_trajectories(
         (RANDOM_WALK, k) for k in range(rs.random_walks)
     ]
     for split, k in wanted:
-        role = "path_A" if split == "equivalence_easy" else ""
+        role = "path_A" if split.startswith("equivalence") else ""
         traj_id = traj_id_of(scene_id, split, k, role)
         seed = seed_of(scan.seed, traj_id)
         rng = np.random.default_rng(seed)

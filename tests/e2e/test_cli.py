@@ -134,8 +134,8 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     # the card's layout; the oracle world model is exact on every released relation
     trajs = [json.loads(line) for line in out["reasoning_trajectories"].read_text().splitlines()]
     assert sorted(r["built_as"] for r in trajs) == [
-        "equivalence_easy", "equivalence_easy", "inverse_easy", "inverse_hard", "loop_easy", "loop_hard",
-        "random_walk",
+        "equivalence_easy", "equivalence_easy", "equivalence_hard", "equivalence_hard", "inverse_easy",
+        "inverse_hard", "loop_easy", "loop_hard", "random_walk",
     ]  # fmt: skip
     for r in trajs:
         assert r["split"] in (r["built_as"], "random_walk")

@@ -61,6 +61,7 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> Released:
         *plan_of("loop_hard", 3, 4, OPEN),
         *plan_of("equivalence_easy", 4, 5, OPEN),
         *plan_of("equivalence_easy", 6, 6, OPEN, index=1),
+        *plan_of("equivalence_hard", 9, 8, OPEN),
         # a rectangle from 1.5 m before the wall: its first side walks into it
         *plan_of("loop_hard", 8, 7, Root(WALL_X - 1.5, 0.0, STREET_Z, 0.0)),
     ]
@@ -90,7 +91,13 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> Released:
 def test_identities_hold_to_the_pixel_and_poses_to_the_centimetre(released: Released) -> None:
     rows = {r.traj_id: r for r in released.rows}
     exact = [r for r in rows.values() if r.split not in ("random_walk", "loop_easy")]
-    assert {r.split for r in exact} == {"inverse_easy", "inverse_hard", "loop_hard", "equivalence_easy"}
+    assert {r.split for r in exact} == {
+        "inverse_easy",
+        "inverse_hard",
+        "loop_hard",
+        "equivalence_easy",
+        "equivalence_hard",
+    }
     for r in exact:
         assert r.collisions == 0 and r.pose_error_max_m == 0.0 and r.identity_error_max_m == 0.0
         assert r.pixel_mse == [0.0] * len(r.identities)  # Layer 2: exact on the deterministic renderer

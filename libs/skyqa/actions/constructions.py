@@ -17,6 +17,13 @@ Reasoning-Structured Videos' constructions, with its defaults (40 actions):
   of translations or of rotations (moves at one heading commute, as do turns and looks), or the
   L-shape ``Uᵐ Vⁿ`` against the zig-zag ``(VU)ᵏ Vⁿ⁻ᵏ Uᵐ⁻ᵏ`` (their interiors are disjoint) with
   self-inverse rotation pairs filling the remaining slots.
+- **equivalence_hard**: the card holds its Hard-tier Equivalence back and defines a hard tier as
+  one defended against shortcut attacks (a commuting, symmetric model); built here as two paths
+  whose actions differ in kind, not in order: ``P · turnᵠ · Uᵐ · turn⁻ᵠ · Q`` against
+  ``P · Vᵐ · Q`` where ``V`` is ``U`` turned by ``q`` (a quarter turn: a side step), ``P``
+  and ``Q`` interleaving translations with turns, the shorter path filled with self-inverse
+  turn pairs. A commuting model moves both middles along the root's heading and so puts the two
+  ends apart (and misses each path's true end): equal action counts cannot pass it.
 
 Every construction is verified on exact states before it is returned; a draw that does not hold
 is drawn again.
@@ -300,6 +307,53 @@ def equivalence(kin: Kinematics, rng: np.random.Generator, stage: int) -> Built:
     raise NoConstruction("no equivalent pair fits the action space")
 
 
+def equivalence_hard(kin: Kinematics, rng: np.random.Generator) -> Built:
+    """Two paths to one state that a commuting model tells apart (see the module docstring)."""
+    space = kin.space
+    n = space.actions
+    q = kin.n // 4  # a quarter turn, whole steps by the action space's rule
+    last = space.frames - 1
+    sides = {"move_left": ("turn_left", "turn_right"), "move_right": ("turn_right", "turn_left")}
+    for _ in range(DRAWS):
+        m = int(rng.integers(3, 7))
+        room = n - m - 2 * q
+        if room < 2:
+            break
+        k1 = int(rng.integers(1, max(1, room - 1) + 1))
+        k2 = int(rng.integers(1, room - k1 + 1)) if room - k1 >= 1 else 0
+        before = _blocks(kin, rng, k1, tuple(sorted(TURNS)))
+        after = _blocks(kin, rng, k2, tuple(sorted(TURNS))) if k2 else []
+        side = ("move_left", "move_right")[int(rng.integers(2))]
+        into, back = sides[side]
+        turning = before + [into] * q + ["move_forward"] * m + [back] * q + after
+        fill: list[str] = []
+        while len(fill) < 2 * q:
+            fill += list((("turn_left", "turn_right"), ("turn_right", "turn_left"))[int(rng.integers(2))])
+        stepping = before + [side] * m + after + fill
+        a, b = (turning, stepping) if rng.random() < 0.5 else (stepping, turning)
+        sa, sb = kin.run(a, ORIGIN), kin.run(b, ORIGIN)
+        ca, cb = kin.run(a, ORIGIN, commuting=True), kin.run(b, ORIGIN, commuting=True)
+        apart = _distance(kin, ca[-1], cb[-1])
+        if (
+            a == b
+            or len(a) != len(b)
+            or not kin.same(sa[-1], sb[-1])
+            or kin.same(sa[-1], sa[0])
+            or apart < space.translation_m
+            or min(_distance(kin, ca[-1], sa[-1]), _distance(kin, cb[-1], sb[-1])) < space.translation_m
+        ):
+            continue
+        return Built(
+            "turned_side_step",
+            _pad(a, n),
+            [(last, last, 0.0)],
+            sorted({space.end_frame(len(a) - 1), last}),
+            f"a commuting model puts the two paths' ends {apart:.2f} m apart",
+            partner=_pad(b, n),
+        )
+    raise NoConstruction("no hard equivalent pair fits the action space")
+
+
 def random_walk(kin: Kinematics, rng: np.random.Generator) -> Built:
     """Actions drawn uniformly (no identity): the kind of path that fills ``random_walk/``."""
     out: list[str] = []
@@ -323,6 +377,8 @@ def build(split: str, kin: Kinematics, rng: np.random.Generator, index: int = 0)
         return loop_hard(kin, rng)
     if split == "equivalence_easy":
         return equivalence(kin, rng, stage=1 + index % 2)
+    if split == "equivalence_hard":
+        return equivalence_hard(kin, rng)
     if split == "random_walk":
         return random_walk(kin, rng)
     raise ValueError(f"unknown split {split!r}")

@@ -16,10 +16,18 @@ from skyqa.contracts.base import Contract
 
 Vec5 = tuple[float, float, float, float, float]  # capsule centre x, y, z (m, ENU), yaw, pitch (deg)
 
-SPLITS = ("inverse_easy", "inverse_hard", "loop_easy", "loop_hard", "equivalence_easy")
+SPLITS = ("inverse_easy", "inverse_hard", "loop_easy", "loop_hard", "equivalence_easy", "equivalence_hard")
 RANDOM_WALK = "random_walk"
 STEM = r"^run_[A-Za-z0-9._-]{1,128}__(traj_\d{1,9}|pair_\d{1,9}_[AB]_traj_\d{1,9})$"
-Split = Literal["inverse_easy", "inverse_hard", "loop_easy", "loop_hard", "equivalence_easy", "random_walk"]
+Split = Literal[
+    "inverse_easy",
+    "inverse_hard",
+    "loop_easy",
+    "loop_hard",
+    "equivalence_easy",
+    "equivalence_hard",
+    "random_walk",
+]
 
 
 class IdentityPair(Contract):

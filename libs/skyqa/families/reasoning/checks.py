@@ -4,8 +4,10 @@ Each step's expected end is recomputed from its recorded start with a rotation m
 move counts), the steps must chain, a released relation must have no collision and its
 identity frames one pose and bit-identical pixels (compared by digest, not by an error sum).
 Then the shortcut gate, the world-model analogue of the blind gate: a relation whose anchors a
-copy of the first frame already matches tells nothing about a model, and a hard one whose
-anchors a commuting (symmetric) model reaches is not hard; both are dropped with the reason.
+copy of the first frame already matches tells nothing about a model, a hard one whose anchors a
+commuting (symmetric) model reaches is not hard, nor is a hard equivalence pair whose two paths a
+commuting model already brings to one state (equal action counts would pass it); all are
+dropped with the reason.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ LOCAL = {
 SPIN = {"turn_left": (1, 0), "turn_right": (-1, 0), "look_up": (0, 1), "look_down": (0, -1)}
 COPY_FIRST = "a copy of the first frame matches every anchor"
 COMMUTING = "a commuting (symmetric) shortcut reaches every anchor"
+COMMUTING_PAIR = "a commuting (symmetric) shortcut already puts both paths at one state"
 
 
 def _rz(yaw_deg: float) -> np.ndarray:
@@ -60,11 +63,17 @@ def boundary(record: Execution, frames_per_action: int, frame: int) -> Vec5 | No
 
 
 def commuting(row: TrajectoryRow, step_m: float, yaw_deg: float, pitch_deg: float, upto: int) -> Vec5:
-    """Where a model that lets the actions commute puts the body after ``upto`` actions: every
-    move along the root's heading, the turns and looks summed."""
-    x, y, z, yaw, pitch = row.root
+    """Where a model that lets the actions commute puts the body after ``upto`` of the row's
+    actions."""
+    return commuting_pose(row.root, row.actions[:upto], step_m, yaw_deg, pitch_deg)
+
+
+def commuting_pose(root: Vec5, actions: list[str], step_m: float, yaw_deg: float, pitch_deg: float) -> Vec5:
+    """Where a model that lets the actions commute puts the body after ``actions``: every move
+    along the root's heading, the turns and looks summed."""
+    x, y, z, yaw, pitch = root
     turn = look = 0
-    for a in row.actions[:upto]:
+    for a in actions:
         if a in LOCAL:
             dx, dy = _rz(yaw) @ (np.array(LOCAL[a]) * step_m)
             x, y = x + float(dx), y + float(dy)
@@ -121,6 +130,14 @@ def check_row(
     far = [p for p in anchors if p is not None and _differs(p, root, step_m, yaw_deg)]
     if not far:
         return COPY_FIRST
+    if row.difficulty == "hard" and row.trajectory_type == "equivalence":
+        # a hard pair is one a commuting model cannot pass: it must put the two ends apart
+        if partner is None:
+            return "the paired path was not rendered"
+        mine = commuting_pose(row.root, [s.action for s in record.steps], step_m, yaw_deg, pitch_deg)
+        theirs = commuting_pose(row.root, [s.action for s in partner.steps], step_m, yaw_deg, pitch_deg)
+        if not _differs(mine, theirs, step_m, yaw_deg):
+            return COMMUTING_PAIR
     if row.difficulty == "hard":
         fooled = True
         for frame, pose in zip(row.anchors, anchors, strict=True):

@@ -247,7 +247,8 @@ class ReasoningVideos:
                     "reasoning_layout",
                     f"- `{rel['reasoning_layout']}/`: action-conditioned videos in the Reasoning-Structured "
                     "Videos layout, one folder per split\n  (`inverse_easy`, `inverse_hard`, `loop_easy`, "
-                    "`loop_hard`, `equivalence_easy`, `random_walk`): `run_<ts>__traj_<id>.mp4` with its\n  "
+                    "`loop_hard`, `equivalence_easy`, `equivalence_hard`, `random_walk`):\n  "
+                    "`run_<ts>__traj_<id>.mp4` with its "
                     "`_meta.json` (actions, root state, per-step start/expected/actual poses, collisions, "
                     "the relation), and\n  the lossless frames the relations name under `keyframes/`.",
                 ),
@@ -268,7 +269,10 @@ class ReasoningVideos:
                 "from its start state to its end state, encoded H.264 at constant quality at the "
                 "scan's `reasoning` size and frame rate (each `_meta.json` states its "
                 "`video_encoding`); an identity holds to the pixel on the lossless frames (a "
-                "discrete-return loop within its recorded residual)."
+                "discrete-return loop within its recorded residual). `equivalence_hard` is skyqa's: "
+                "the card holds its Hard-tier Equivalence back unpublished, so its pairs follow the "
+                "card's hard-tier rule instead (one path side-steps where the other turns a quarter, "
+                "moves forward and turns back, so a commuting model puts the two ends apart)."
             ),
         )
 

@@ -26,6 +26,9 @@ RELATION = {
     "commutative_shuffle": "path_A and path_B are commutative shuffles, should reach same final state",
     "l_shape_zigzag": "path_A (L-shape) and path_B (zig-zag) share only origin and terminus, "
     "should reach same final state",
+    "turned_side_step": "one path side-steps where the other turns a quarter, moves forward and "
+    "turns back (a non-abelian witness: a commuting model puts their ends apart), should reach "
+    "same final state",
 }
 FRAME = (
     "Unreal convention: centimetres, x east, y south, z up (left-handed); rotation [pitch, yaw, roll] "
