@@ -263,7 +263,7 @@ class Instance:
 @dataclass(frozen=True)
 class ViewContents:
     """What a view shows as a whole: its instances and each environmental feature's share of
-    the pixels a viewer sees (those the view did not lose)."""
+    the scene's pixels a viewer sees (those the view did not lose; the sky is no feature)."""
 
     instances: tuple[Instance, ...]
     shares: dict[str, float]
@@ -318,7 +318,7 @@ def contents(
                 round(float(lost_n[k]) / n, 4),
             )
         )
-    shown = classes[~lost]
+    shown = classes[~lost & (classes > 0)]  # class 0 is nothing the scene holds (the sky)
     shares: Counter[str] = Counter()
     if shown.size:
         cids, n_px = np.unique(shown, return_counts=True)

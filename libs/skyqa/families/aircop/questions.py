@@ -153,12 +153,16 @@ class Group:
 
 def numeric(gold: int, lo: int = 0) -> Draw:
     """Four consecutive counts from ``lo`` up to the type's largest gold in the release (the
-    pool's one value; at least ``lo`` + 3, so that four fit), the gold at a uniformly drawn rank."""
+    pool's one value), the gold at a uniformly drawn rank; None (not asked) when that range holds
+    fewer than four: a count above every gold would be an option nobody needs to look to rule
+    out."""
 
     def draw(rng: np.random.Generator, pool: Sequence[str]) -> list[str] | None:
         if not pool:
             raise ValueError("a count's options need the type's largest gold")
-        hi = max(int(pool[0]), lo + MAX_OPTIONS - 1)
+        hi = int(pool[0])
+        if hi - lo + 1 < MAX_OPTIONS:
+            return None
         w = O.window(gold, MAX_OPTIONS, rng, lo=lo, hi=hi)
         return None if w is None else [str(gold), *(str(v) for v in w if v != gold)]
 
@@ -226,7 +230,7 @@ FEATURES = {
     "road": "roads and paved streets",
     "building": "buildings and their roofs",
     "vegetation": "trees and green areas",
-    "ground": "open bare ground",
+    "ground": "open ground and plazas",
     "vehicle": "parked and moving vehicles",
     "industrial": "tanks, containers and chimneys",
 }
@@ -321,7 +325,7 @@ KINDS = {
     "public_facility": "street lamps or shelters",
     "industrial_infrastructure": "tanks, containers or chimneys",
 }
-KIND_LIST = ", ".join(list(KINDS.values())[:-1]) + " and " + list(KINDS.values())[-1]
+KIND_LIST = "; ".join(KINDS.values())
 
 
 def object_recognition(g: Group) -> Iterator[Question]:
