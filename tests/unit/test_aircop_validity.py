@@ -18,16 +18,19 @@ model was never shown, fewer than four options, and a tied UAV as a wrong option
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
 from skyqa.contracts.aircop import GroupObject, GroupTask, GroupUav, ObjectView
-from skyqa.contracts.collab import COLLAB_TASKS
+from skyqa.contracts.collab import COLLAB_DISPLAY, COLLAB_TASKS, CollabRow, collab_group_of
+from skyqa.contracts.qa import Option
 from skyqa.degrade import LEVELS, draw
 from skyqa.families import options as O
 from skyqa.families.aircop import facts as F
+from skyqa.families.aircop.export import aircop_questions
 from skyqa.families.aircop.family import LETTERS, MIN_POOL, Chosen, choose, fair, release_pool
 from skyqa.families.aircop.questions import (
     BUILDERS,
@@ -586,3 +589,39 @@ def test_listed_and_shared_objects_differ_only_in_what_the_pixels_decide(release
     assert rows
     for _, labels in rows:
         assert len({category[lab.split()[-1]] for lab in labels}) == 1, labels
+
+
+def test_the_question_json_uses_the_source_ids_and_types() -> None:
+    """AirCopBench's generators write ids as Sim3_OC_UAV1_1001 (group-level: Sim5_SC_CP_1001)
+    and types as "2.2 Object Counting (UAV1)", which its evaluation parses; ids are unique and
+    do not depend on which other rows ship."""
+
+    def row(task: str, group_id: str, n: int, uav: str) -> CollabRow:
+        labels = [f"UAV{k + 1}" for k in range(n)]
+        return CollabRow(
+            sample_id=f"{group_id}_{task}", scene_id="s", engine="builtin", task=task,  # type: ignore[arg-type]
+            task_display_name=COLLAB_DISPLAY[task], group=collab_group_of(task),  # type: ignore[arg-type]
+            group_id=group_id, uav=uav, images=[f"{u}.jpg" for u in labels], image_labels=labels,
+            question="q?", options=[Option(option_id=x, label=x.lower()) for x in "ABCD"],
+            answer_option_id="B", answer_label="b", evidence={}, difficulty="easy",
+            prompt_text="q?", user_prompt="q?", system_prompt="s",
+        )  # fmt: skip
+
+    rows = [
+        row("object_counting", "s_group3_000", 3, "UAV1"),
+        row("object_counting", "s_group3_001", 3, "UAV1"),
+        row("scene_comparison", "s_group5_000", 5, ""),
+        row("observing_posture", "s_group5_000", 5, ""),
+        row("who_to_collaborate", "s_group6_000", 6, "UAV2"),
+    ]
+    out = json.loads(aircop_questions(rows))["results"]
+    assert [(q["question_id"], q["question_type"]) for q in out] == [
+        ("Sim3_OC_UAV1_1001", "2.2 Object Counting (UAV1)"),
+        ("Sim3_OC_UAV1_1002", "2.2 Object Counting (UAV1)"),
+        ("Sim5_SC_CP_1001", "1.2 Scene Comparison (5UAV)"),
+        ("Sim5_SC_OP_1001", "1.3 Observing Posture (5UAV)"),
+        ("Sim6_who2col_UAV2_1001", "4.3 Who to Collaborate (UAV2)"),
+    ]
+    assert json.loads(aircop_questions(rows[1:]))["results"][0]["question_id"] == "Sim3_OC_UAV1_1002"
+    with pytest.raises(ValueError, match="share a question id"):
+        aircop_questions([rows[0], rows[0]])
