@@ -431,8 +431,17 @@ def test_counts_are_of_the_whole_view_not_of_an_area_nobody_marked() -> None:
     g.views[0] = F.ViewContents(g.views[0].instances + more, g.views[0].shares)
     sliver = F.Instance(200, "car", "vehicle", 120, True, 0.0)
     g.views[1] = F.ViewContents(g.views[1].instances + more + (sliver,), g.views[1].shares)
-    counts = {q.uav: q.gold for q in BUILDERS["object_counting"](g)}
-    assert counts == {"UAV1": "7", "UAV3": "2"}
+    counts = {(q.uav, q.question.split()[2]): q.gold for q in BUILDERS["object_counting"](g)}
+    assert counts == {
+        ("UAV1", "vehicles"): "7", ("UAV1", "cars"): "5", ("UAV1", "trucks"): "2",
+        ("UAV3", "vehicles"): "2", ("UAV3", "cars"): "2",
+    }  # fmt: skip
+    # a vehicle too small to tell a car from a truck: each kind's count could take it for any
+    g.views[2] = F.ViewContents(
+        g.views[2].instances + (F.Instance(400, "truck", "vehicle", 90, False, 0.0),), {}
+    )
+    counts = {(q.uav, q.question.split()[2]): q.gold for q in BUILDERS["object_counting"](g)}
+    assert counts[("UAV3", "vehicles")] == "3" and ("UAV3", "cars") not in counts
     assert all("area" not in q.question for task in BUILDERS for q in BUILDERS[task](g))
     kinds = {q.uav: q.gold for q in BUILDERS["object_recognition"](g)}
     assert kinds["UAV1"] == "2"  # vehicles and buildings: car and truck are one listed kind

@@ -45,6 +45,7 @@ from skyqa.contracts.collab import CollabTask
 from skyqa.degrade import LEVELS
 from skyqa.families import options as O
 from skyqa.families.aircop.facts import (
+    TRACE_PX,
     USABLE_QUALITY,
     Instance,
     Seen,
@@ -52,6 +53,7 @@ from skyqa.families.aircop.facts import (
     ViewQuality,
     counted,
     made_out,
+    visible_px,
 )
 
 Evidence = dict[str, str | int | float | bool | list[str] | list[int] | list[float]]
@@ -225,6 +227,30 @@ def _vehicle(i: Instance) -> bool:
     return i.category == "vehicle"
 
 
+def _of_class(name: str) -> Callable[[Instance], bool]:
+    return lambda i: i.class_name == name
+
+
+IDENTIFY = 4.0  # times the size a vehicle is made out at: only from here on is its kind told
+
+
+def _kind_unsure(g: Group, u: int) -> bool:
+    """A vehicle in view ``u`` too small to tell a car from a truck or a bus: a count of one
+    kind of vehicle could take it for any."""
+    px = IDENTIFY * visible_px(g.task.width, g.task.height)
+    return any(i.category == "vehicle" and TRACE_PX <= i.pixels < px for i in g.views[u].instances)
+
+
+# what counting and comparing views count: every vehicle, and each kind of vehicle on its own
+COUNTED: dict[str, Callable[[Instance], bool]] = {
+    "vehicles": _vehicle,
+    "cars": _of_class("car"),
+    "trucks": _of_class("truck"),
+    "buses": _of_class("bus"),
+}
+MAX_COUNT = 12  # more than this in one view, and people's counts of it differ
+
+
 # the environmental features a view can be mostly of (:func:`.facts.feature_of`), one form each
 FEATURES = {
     "road": "roads and paved streets",
@@ -268,20 +294,25 @@ def scene_description(g: Group) -> Iterator[Question]:
 
 
 def scene_comparison(g: Group) -> Iterator[Question]:
-    """The view that shows the most vehicles (every vehicle in the picture, not only the
-    area's), ``COUNT_MARGIN`` ahead of any other view even if everything a person might count
-    there were counted."""
-    bounds = [_whole(g, u, _vehicle) for u in range(len(g.views))]
-    if any(b is None for b in bounds) or len(bounds) < MAX_OPTIONS:
+    """The view that shows the most vehicles (or cars, trucks, buses: every one in the picture,
+    not only the area's), ``COUNT_MARGIN`` ahead of any other view even if everything a person
+    might count there were counted."""
+    if len(g.views) < MAX_OPTIONS:
         return
-    lo = [len(b[0]) for b in bounds if b is not None]
-    hi = [len(b[0]) + len(b[1]) for b in bounds if b is not None]
-    best = max(range(len(lo)), key=lambda k: (lo[k], -k))
-    if all(lo[best] >= hi[k] + COUNT_MARGIN for k in range(len(lo)) if k != best):
-        ev: Evidence = {"vehicles": lo, "at_most": hi}
-        gold = g.labels[best]
-        q = "Which UAV's view shows the most vehicles?"
-        yield Question("scene_comparison", "", q, gold, gold, among(gold, g.labels), ev)
+    for noun, keep in COUNTED.items():
+        bounds = [_whole(g, u, keep) for u in range(len(g.views))]
+        if any(b is None for b in bounds):
+            return
+        if noun != "vehicles" and any(_kind_unsure(g, u) for u in range(len(g.views))):
+            continue
+        lo = [len(b[0]) for b in bounds if b is not None]
+        hi = [len(b[0]) + len(b[1]) for b in bounds if b is not None]
+        best = max(range(len(lo)), key=lambda k: (lo[k], -k))
+        if all(lo[best] >= hi[k] + COUNT_MARGIN for k in range(len(lo)) if k != best):
+            ev: Evidence = {noun: lo, "at_most": hi}
+            gold = g.labels[best]
+            q = f"Which UAV's view shows the most {noun}?"
+            yield Question("scene_comparison", "", q, gold, gold, among(gold, g.labels), ev)
 
 
 POSTURES: dict[str, tuple[str, Callable[[Group, int], float]]] = {
@@ -347,18 +378,24 @@ def object_recognition(g: Group) -> Iterator[Question]:
 
 
 def object_counting(g: Group) -> Iterator[Question]:
-    """How many vehicles a view shows, every vehicle in the picture, when it shows some and
-    none is one a person might or might not count (a sliver at the frame, a car mostly hidden,
-    a few pixels, a view rated Poor or worse). Counts start at 1, options too: most views that
-    make out nothing are views of nothing (hidden, lost, blurred), and a count that is often 0
-    would make the smallest of four options the likeliest wherever the options start at 0."""
+    """How many vehicles (cars, trucks, buses) a view shows, every one in the picture, when it
+    shows some, at most ``MAX_COUNT``, and none is one a person might or might not count (a
+    sliver at the frame, one mostly hidden, a few pixels, a view rated Poor or worse). A whole
+    city view often holds a far car or two of a few dozen pixels: then its vehicles are not
+    counted, but its buses may be. Counts start at 1, options too: most views that make out
+    nothing are views of nothing (hidden, lost, blurred), and a count that is often 0 would make
+    the smallest of four options the likeliest wherever the options start at 0."""
     for u in range(len(g.views)):
-        found = _whole(g, u, _vehicle)
-        if found is None or found[1] or not found[0]:
-            continue
-        n = len(found[0])
-        q = f"How many vehicles can be made out in {g.labels[u]}'s view?"
-        yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=1), {"vehicles": n})
+        for noun, keep in COUNTED.items():
+            found = _whole(g, u, keep)
+            if found is None or found[1] or not 1 <= len(found[0]) <= MAX_COUNT:
+                continue
+            if noun != "vehicles" and _kind_unsure(g, u):
+                continue
+            n = len(found[0])
+            q = f"How many {noun} can be made out in {g.labels[u]}'s view?"
+            ev: Evidence = {noun: n}
+            yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=1), ev)
 
 
 # where one object appears relative to another in an image, one form each
