@@ -60,13 +60,15 @@ SYSTEM = (
 
 
 NOT_BUILT = (
-    "Source elements not built here (AirCopBench collaboration rows): real-world (Real2) views and "
-    "its MDMT groups; pedestrians, bicycles and moving objects (no such classes or motion in the "
-    "scenes), so no motion states in grounding or matching; 4-UAV groups; questions written by GPT-4o "
+    "Source elements not built here (AirCopBench collaboration rows): real-world two-UAV views "
+    "(Real2); pedestrians, bicycles and moving objects (no such classes or motion in the scenes), "
+    "so no motion states in grounding or matching; questions written by GPT-4o "
     "or by people (every question is rule-derived from the renderer's measurements); UAV-choice "
     "questions (scene comparison, observing posture, who to collaborate) in groups too small to offer "
     'four UAVs (the source pads them with "None" or "a ground-based sensor"); an "about equal" '
-    "option (near-ties inside the margin are not asked)."
+    "option (near-ties inside the margin are not asked). Counting and the view with most vehicles "
+    "are asked only where every vehicle in the picture is clearly one (wide city views with far "
+    "cars of a few pixels are not asked)."
 )
 
 
