@@ -30,8 +30,9 @@ from skyqa.contracts.qa import Option
 from skyqa.degrade import LEVELS, draw
 from skyqa.families import options as O
 from skyqa.families.aircop import facts as F
+from skyqa.families.aircop.checks import LETTERS
 from skyqa.families.aircop.export import aircop_questions
-from skyqa.families.aircop.family import LETTERS, MIN_POOL, Chosen, choose, fair, release_pool
+from skyqa.families.aircop.family import MIN_POOL, Chosen, choose, fair, release_pool
 from skyqa.families.aircop.questions import (
     BUILDERS,
     CAUSE,
@@ -608,8 +609,8 @@ def test_the_question_json_uses_the_source_ids_and_types() -> None:
     def row(task: str, group_id: str, n: int, uav: str) -> CollabRow:
         labels = [f"UAV{k + 1}" for k in range(n)]
         return CollabRow(
-            sample_id=f"{group_id}_{task}", scene_id="s", engine="builtin", task=task,  # type: ignore[arg-type]
-            task_display_name=COLLAB_DISPLAY[task], group=collab_group_of(task),  # type: ignore[arg-type]
+            sample_id=f"{group_id}_{task}", scene_id="s", engine="builtin", task=task,
+            task_display_name=COLLAB_DISPLAY[task], group=collab_group_of(task),
             group_id=group_id, uav=uav, images=[f"{u}.jpg" for u in labels], image_labels=labels,
             question="q?", options=[Option(option_id=x, label=x.lower()) for x in "ABCD"],
             answer_option_id="B", answer_label="b", evidence={}, difficulty="easy",
