@@ -119,9 +119,11 @@ def check_rows(
             v.fail(r.sample_id, "group views missing or unreadable")
             continue
         g = Group(task, facts.seen, facts.qualities, facts.names, facts.views)
-        golds = {(q.question, q.gold) for q in BUILDERS[r.task](g) if _same(q, r)}
-        if (r.question, r.answer_label) not in golds:
+        golds = {q.gold for q in BUILDERS[r.task](g) if _same(q, r)}
+        if r.answer_label not in golds:
             v.fail(r.sample_id, "answer disagrees with the re-measured views")
+        elif any(o.label in golds for o in r.options if o.option_id != r.answer_option_id):
+            v.fail(r.sample_id, "a wrong option is also an answer the views support")
     return v
 
 
