@@ -119,14 +119,19 @@ def test_demo_prints_where_the_outputs_are(two_demo_runs: list[dict[str, Path]])
     assert {g["output_image"] for g in requests} >= {p for r in collab for p in r["images"]}
     assert all((release / p).is_file() for r in collab for p in r["images"])
     aircop = json.loads(out["collab_aircop"].read_text())["results"]
-    # AirCopBench's evaluation sorts rows into its four categories by these exact subtask names
-    assert {q["question_type"] for q in aircop} <= {
+    # AirCopBench's evaluation sorts rows into its four categories by the subtask name its
+    # parse_subcat reads out of "n.m Name (UAVk)"; ids follow its generators (Sim3_OC_UAV1_1001)
+    subtasks = {re.match(r"\d+\.\d+\s+(.+?)\s*(?:\(|$)", q["question_type"]).group(1) for q in aircop}  # type: ignore[union-attr]
+    assert subtasks <= {
         "Scene Description", "Scene Comparison", "Observing Posture", "Object Recognition",
         "Object Counting", "Object Grounding", "Object Matching", "Quality Assessment",
         "Usability Assessment", "Causal Assessment", "When to Collaborate", "What to Collaborate",
         "Who to Collaborate", "Why to Collaborate",
     }  # fmt: skip
-    assert [(q["question_id"], q["correct_answer"]) for q in aircop] == [
+    assert all(re.fullmatch(r"Sim\d_[A-Za-z_2]+(_UAV\d)?_\d{4}", q["question_id"]) for q in aircop)
+    assert len({q["question_id"] for q in aircop}) == len(aircop)
+    assert all(len(q["options"]) == 4 for q in aircop)
+    assert [(q["sample_id"], q["correct_answer"]) for q in aircop] == [
         (r["sample_id"], r["answer_option_id"]) for r in collab
     ]
     # action trajectories (Reasoning-Structured Videos style): one of each split (an equivalence

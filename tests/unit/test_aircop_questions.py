@@ -1,6 +1,7 @@
 """The AirCopBench rules on a hand-built street (a red car, a tall white truck west of it, a blue
 car north): UAV1 looks at the car over the truck, UAV2 from the east with nothing in between,
-UAV3 from high and far. Who, when, why and what to collaborate, quality and the object questions
+UAV3 from high and far, UAV4 and UAV5 away from the street (five UAVs, so that who to
+collaborate with has the source's four options). Who, when, why and what to collaborate, quality and the object questions
 follow from what the renderer measured and what each view's degradation did."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from skyqa.blob import LocalBlobStore
 from skyqa.contracts.aircop import GroupIndexRow, GroupTask
 from skyqa.contracts.degradation import KINDS
 from skyqa.contracts.missions import MissionIndex
-from skyqa.degrade import LEVELS, degraded_jpeg, draw
+from skyqa.degrade import LEVELS, degraded_jpeg, draw, lost_mask
 from skyqa.families.aircop import facts as F
 from skyqa.families.aircop.checks import check_rows
 from skyqa.families.aircop.family import FAMILY
@@ -33,6 +34,8 @@ POSES = [
     [-30.0, 0.0, 6.0, 0.0, -10.0, 0.0],  # behind the truck
     [30.0, 0.0, 6.0, 180.0, -10.0, 0.0],  # clear
     [0.0, -45.0, 40.0, 90.0, -40.0, 0.0],  # high, south
+    [90.0, 90.0, 30.0, 45.0, -30.0, 0.0],  # north-east, looking away
+    [-90.0, -90.0, 35.0, 225.0, -30.0, 0.0],  # south-west, looking away
 ]
 
 
@@ -42,7 +45,7 @@ def render(tmp_path: Path, truck: bool = True) -> tuple[GroupTask, LocalBlobStor
 
 def group(task: GroupTask, store: LocalBlobStore, kinds: dict[int, tuple[str, float]] | None = None) -> Group:
     final = "runs/r/video_tasks/missions/street_hand_000/final_task"
-    frames, masks, classes, qualities = [], [], [], []
+    frames, masks, classes, qualities, views = [], [], [], [], []
     for u in range(len(task.uavs)):
         clean = store.get(f"{final}/{task.images[u]}")
         frames.append(np.asarray(Image.open(io.BytesIO(clean)).convert("RGB")))
@@ -53,7 +56,9 @@ def group(task: GroupTask, store: LocalBlobStore, kinds: dict[int, tuple[str, fl
         d = draw(kind, strength, seed=u)  # type: ignore[arg-type]
         _, m = degraded_jpeg(clean, d)
         qualities.append(F.ViewQuality(d, m.quality, m.limited_by))
-    return Group(task, F.perceive(task, qualities), qualities, F.unique_names(task, frames, masks, classes))
+        views.append(F.contents(cls, instance, lost_mask(d, instance.shape[1], instance.shape[0])))
+    names = F.unique_names(task, frames, masks, classes)
+    return Group(task, F.perceive(task, qualities), qualities, names, views)
 
 
 def asked(g: Group, kind: str, uav: str, about: str = "") -> Question:
@@ -109,14 +114,31 @@ def test_heavier_noise_lowers_the_quality_and_a_ruined_view_helps_nobody(
 
 
 def test_object_questions_read_the_measured_views(scene: tuple[GroupTask, LocalBlobStore]) -> None:
+    task = scene[0]
     g = group(*scene)
-    # UAV2 looks west at the red car from 30 m: it sits at the image centre, in no quarter a
-    # person could name, so it is not grounded
-    assert not [q for q in BUILDERS["object_grounding"](g) if q.uav == "UAV2" and "red car" in q.question]
-    cars = [s for s in g.seen[1] if s.obj.category == "vehicle"]
-    assert all(F.made_out(s) is not None for s in cars)  # no vehicle UAV2 perhaps makes out
-    n = sum(1 for s in cars if F.made_out(s))
-    assert asked(g, "object_counting", "UAV2").gold == str(n)
+    # UAV2 looks west along the street from 30 m: the white truck stands behind the red car,
+    # their boxes overlap, so neither is grounded relative to the other
+    about = "red car appear relative to the white"
+    assert not [q for q in BUILDERS["object_grounding"](g) if q.uav == "UAV2" and about in q.question]
+    # every vehicle UAV2's picture shows is counted, read off its segmentation
+    cars = [i for i in g.views[1].instances if i.category == "vehicle"]
+    assert all(F.counted(i, g.views[1], g.q[1], task.width, task.height) for i in cars)
+    assert asked(g, "object_counting", "UAV2").gold == str(len(cars)) == "3"
+    # UAV1 looks east: the blue car, 10 m north, is left of the truck in its picture; UAV3 sees
+    # the blue car with too few pixels to be sure of it, so nothing is grounded on it there
+    grounded = {(q.uav, q.question): q.gold for q in BUILDERS["object_grounding"](g)}
+    assert (
+        grounded["UAV1", "In UAV1's image, where does the blue car appear relative to the white truck?"]
+        == "on its left"
+    )
+    assert not [u for u, q in grounded if u == "UAV3" and "blue car" in q]
+    # matching points at the object by colour, class and the object nearest it
+    matched = {q.question: q.gold for q in BUILDERS["object_matching"](g)}
+    asked_ = (
+        "In UAV1's image, take the blue car nearest the white truck. In UAV2's image, where does "
+        "that same object appear relative to the white truck?"
+    )
+    assert matched[asked_] == "on its right"  # UAV2 looks west: north is on the right
     # UAV1 and UAV2 both fly at 6 m, and all three 30 m off: no UAV is lowest or farthest by a
     # margin a person could see, so no posture is asked (there is no "about equal" answer)
     assert not list(BUILDERS["observing_posture"](g))
@@ -131,7 +153,7 @@ def test_qc_rederives_the_planned_answers_from_the_stored_views_and_catches_a_wr
         scene_id="street",
         missions=[],
         rejected=[],
-        groups=[GroupIndexRow(group_id=task.group_id, size=3, task=key)],
+        groups=[GroupIndexRow(group_id=task.group_id, size=5, task=key)],
     )
     scan = scan_pb2.ScanRequest(scene_id="street", run_id="r")
     inputs = PlanInputs(
@@ -139,15 +161,24 @@ def test_qc_rederives_the_planned_answers_from_the_stored_views_and_catches_a_wr
         landmarks=[], excluded={}, missions=index,
     )  # fmt: skip
     planned = FAMILY.plan(inputs)
-    assert {d.degradation.kind for d in planned.degraded} <= set(KINDS) and len(planned.degraded) == 3
+    assert {d.degradation.kind for d in planned.degraded} <= set(KINDS) and len(planned.degraded) == 5
     for g in planned.degraded:
         degrade_view(store, "runs/r", g)
     degraded = {g.output_image: g for g in planned.degraded}
     rows = planned.rows
-    # one group of three UAVs: no posture or comparison leads by a visible margin, every object
-    # lies on the image's middle line (no quarter to ground) and every view makes out both kinds
+    # one group of five UAVs: no posture or comparison leads by a visible margin
     assert len({r.task for r in rows}) >= 6
+    assert all([o.option_id for o in r.options] == list("ABCD") for r in rows)
     assert not check_rows(rows, {task.group_id: task}, store, "r", degraded).reasons
+    # a row cut to three options is refused, whatever its gold
+    short = rows[0].model_copy(
+        update={"options": [o for o in rows[0].options if o.option_id == rows[0].answer_option_id]
+                + [o for o in rows[0].options if o.option_id != rows[0].answer_option_id][:2]}
+    )  # fmt: skip
+    assert (
+        "four options"
+        in check_rows([short], {task.group_id: task}, store, "r", degraded).reasons[short.sample_id]
+    )
     # a gold moved to another option, and a shipped view swapped for a clean one
     other = next(o for o in rows[0].options if o.option_id != rows[0].answer_option_id)
     wrong = rows[0].model_copy(update={"answer_option_id": other.option_id, "answer_label": other.label})

@@ -10,26 +10,34 @@ described by their measurements, no rendering) and shown gone.
   height differences decided), tied UAVs listed as wrong options;
 - one "No: ..." among three "Yes: ..." singled an option out by its form;
 - labels offered as options were never the answer.
+
+And the human answerability audit (skyqa issue #43): counts over objects near a centre the
+model was never shown, fewer than four options, and a tied UAV as a wrong option.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
 from skyqa.contracts.aircop import GroupObject, GroupTask, GroupUav, ObjectView
-from skyqa.contracts.collab import COLLAB_TASKS
+from skyqa.contracts.collab import COLLAB_DISPLAY, COLLAB_TASKS, CollabRow, collab_group_of
+from skyqa.contracts.qa import Option
 from skyqa.degrade import LEVELS, draw
 from skyqa.families import options as O
 from skyqa.families.aircop import facts as F
-from skyqa.families.aircop.family import LETTERS, MIN_POOL, Chosen, choose, fair, release_pool
+from skyqa.families.aircop.checks import LETTERS
+from skyqa.families.aircop.export import aircop_questions
+from skyqa.families.aircop.family import MIN_POOL, Chosen, choose, fair, release_pool
 from skyqa.families.aircop.questions import (
     BUILDERS,
     CAUSE,
-    REGIONS,
+    FEATURES,
+    SIDES,
     SPACES,
     USABLE,
     WHEN,
@@ -38,7 +46,7 @@ from skyqa.families.aircop.questions import (
     Question,
     among,
     numeric,
-    region,
+    relation,
     released,
 )
 from skyqa.families.structure import MAX_SIMILARITY
@@ -52,7 +60,9 @@ CLASSES = [
     ("truck", "vehicle"),
     ("bus", "vehicle"),
     ("house", "building"),
-    ("tree", "plant"),
+    ("tree", "vegetation"),
+    ("street_lamp", "public_facility"),
+    ("storage_tank", "industrial_infrastructure"),
 ]
 COLOURS = ["red", "blue", "white", "gray", "green", "yellow", "black"]
 
@@ -64,14 +74,30 @@ def view(iid: int, px: int, box: tuple[float, float, float, float], occluded: fl
     )  # fmt: skip
 
 
+def shown(
+    objects: list[tuple[str, str]], views: list[ObjectView], shares: dict[str, float]
+) -> F.ViewContents:
+    """What a view's segmentation would show: the group's objects with pixels (here the whole
+    picture), cut by the frame where their box reaches its edge."""
+    instances = tuple(
+        F.Instance(
+            v.instance_id, c, cat, v.pixels, min(v.bbox_xyxy_norm) <= 0 or max(v.bbox_xyxy_norm) >= 1, 0.0
+        )
+        for (c, cat), v in zip(objects, views, strict=True)
+        if v.pixels
+    )
+    return F.ViewContents(instances, shares)
+
+
 def make_group(
     objects: list[tuple[str, str]],
     views: list[list[ObjectView]],
     quality: list[tuple[str, int]],
     uavs: list[tuple[float, float]] | None = None,
+    shares: list[dict[str, float]] | None = None,
 ) -> Group:
     """A group from its objects (class, category), per-UAV views and (degradation kind,
-    measured quality); UAVs at (altitude, distance)."""
+    measured quality); UAVs at (altitude, distance); each view's feature shares."""
     n = len(views)
     uavs = uavs or [(40.0 + 10 * k, 60.0) for k in range(n)]
     task = GroupTask(
@@ -87,7 +113,9 @@ def make_group(
     degradations = [draw(kind, 0.0 if kind == "none" else 0.8, seed=1) for kind, _ in quality]  # type: ignore[arg-type]
     qualities = [F.ViewQuality(d, q, "") for d, (_, q) in zip(degradations, quality, strict=True)]
     names = {i + 1: f"{COLOURS[i % len(COLOURS)]} {c}" for i, (c, _) in enumerate(objects)}
-    return Group(task, F.perceive(task, qualities), qualities, names)
+    shares = shares or [{"road": 0.6, "building": 0.2, "other": 0.2}] * n
+    contents = [shown(objects, v, sh) for v, sh in zip(views, shares, strict=True)]
+    return Group(task, F.perceive(task, qualities), qualities, names, contents)
 
 
 def random_group(rng: np.random.Generator) -> Group:
@@ -109,8 +137,10 @@ def random_group(rng: np.random.Generator) -> Group:
     quality = [("none", 4) if kind == "none" else (kind, q) for kind, q in quality]
     alts = rng.uniform(20, 80, n)
     dists = rng.uniform(20, 110, n)
+    features = list(SPACES["scene_description"]) + ["other"]
+    shares = [dict(zip(features, rng.dirichlet(np.full(len(features), 0.4)), strict=True)) for _ in range(n)]
     return make_group(
-        objects, views, quality, [(float(a), float(d)) for a, d in zip(alts, dists, strict=True)]
+        objects, views, quality, [(float(a), float(d)) for a, d in zip(alts, dists, strict=True)], shares
     )
 
 
@@ -181,25 +211,33 @@ def old_region_options(gold: str, rng: np.random.Generator) -> list[str]:
 def test_region_options_do_not_point_at_the_gold() -> None:
     """The old options were the gold's nearest cells of a 3 x 3 grid: the gold was the one
     option adjacent to all others (18/18). A grounding or matching row now offers all four
-    quarters of the image whatever its gold, so no rule on the set can tell it."""
+    sides of its reference object whatever its gold, so no rule on the set can tell it."""
     acc, n = rule_accuracy(OLD_GRID, old_region_options, central, 2000)
     assert acc > 0.7 and n == 2000  # the planted leak, as it was (chance: 0.25)
     rng = np.random.default_rng(0)
-    for gold in REGIONS:
+    for gold in SIDES:
         for _ in range(50):
-            labels = among(gold, REGIONS)(rng, ())
-            assert labels is not None and labels[0] == gold and sorted(labels) == sorted(REGIONS)
-    assert fair("Where in UAV2's image is the red car?", list(REGIONS))
-    assert fair("The leftmost car in UAV1's image: where is the same car in UAV2's image?", list(REGIONS))
+            labels = among(gold, SIDES)(rng, ())
+            assert labels is not None and labels[0] == gold and sorted(labels) == sorted(SIDES)
+    assert fair("In UAV2's image, where does the red car appear relative to the white truck?", list(SIDES))
+    matching = (
+        "In UAV1's image, take the red car nearest the white truck. In UAV2's image, where does that "
+        "same object appear relative to the blue bus?"
+    )
+    assert fair(matching, list(SIDES))
 
 
-def test_region_reads_measured_boxes() -> None:
-    """The QC re-check measures boxes with numpy: its scalars name the same quarter as floats,
-    and a box across the middle names none."""
-    box = [0.6, 0.1, 0.8, 0.3]
-    assert region(box) == region([np.float64(v) for v in box]) == "top right"
-    assert region([np.float32(0.1), np.float32(0.6), np.float32(0.3), np.float32(0.9)]) == "bottom left"
-    assert region([np.float64(0.3), 0.1, np.float64(0.7), 0.3]) is None
+def test_relation_reads_measured_boxes_and_names_no_side_when_unclear() -> None:
+    """The QC re-check measures boxes with numpy: its scalars name the same side as floats; a
+    box diagonal to its reference, or overlapping it, has no side a person would agree on."""
+    ref = [0.4, 0.4, 0.5, 0.5]
+    left = [0.1, 0.42, 0.2, 0.48]
+    assert relation(left, ref, W, H) == relation([np.float64(v) for v in left], ref, W, H) == "left"
+    assert relation([0.6, 0.41, 0.7, 0.49], ref, W, H) == "right"
+    assert relation([0.42, 0.05, 0.48, 0.15], ref, W, H) == "above"
+    assert relation([np.float32(0.42), 0.8, 0.48, 0.9], ref, W, H) == "below"
+    assert relation([0.1, 0.1, 0.2, 0.2], ref, W, H) is None  # diagonal
+    assert relation([0.35, 0.42, 0.45, 0.48], ref, W, H) is None  # overlapping
 
 
 def test_a_name_another_instance_in_the_picture_shares_is_not_used() -> None:
@@ -258,15 +296,39 @@ def test_planned_count_and_region_rows_follow_no_option_rule(release: Release) -
     region rules stay near chance."""
     for task in ("object_counting", "object_recognition"):
         rows = rows_of(release, task)
-        assert len(rows) > 40, task  # windows stay under the release's largest gold: fewer at the top
+        # windows stay under the release's largest gold (fewer at the top), and a view with a
+        # vehicle a person might or might not count is not asked: these views' sizes spread
+        # widely on purpose, so most have one
+        assert len(rows) > (20 if task == "object_counting" else 40), task
         ranks = Counter(sorted(labels, key=int).index(q.gold) for q, labels in rows)
-        # the old second-smallest was right in 25 of 28; what is left is these groups' count
-        # prior (small counts are common), which only spreading golds can reduce
-        assert ranks[1] / len(rows) < 0.4 and max(ranks.values()) / len(rows) < 0.45, (task, ranks)
+        # the old second-smallest was right in 25 of 28
+        assert ranks[1] / len(rows) < 0.4, (task, ranks)
+        if task == "object_counting":  # vehicle counts spread: the marginal ranks stay near chance
+            assert max(ranks.values()) / len(rows) < 0.45, (task, ranks)
+            continue
+        # given its gold, a row's window puts the gold at each rank the range allows alike: at
+        # the lowest and at the highest allowed rank as often as chance says (what is left of
+        # the marginal ranks is the groups' prior: views show most of the five listed kinds)
+        low = high = expected = 0.0
+        for _, chosen in release:
+            mine = [c for c in chosen if COLLAB_TASKS[c.kind] == task]
+            if not mine:
+                continue
+            hi = max(int(x) for c in mine for x in c.labels)
+            for c in mine:
+                gold, rank = int(c.question.gold), sorted(c.labels, key=int).index(c.question.gold)
+                allowed = [r for r in range(4) if gold - r >= 1 and gold - r + 3 <= hi]
+                if len(allowed) < 2:
+                    continue
+                low += rank == allowed[0]
+                high += rank == allowed[-1]
+                expected += 1 / len(allowed)
+        assert expected > 5, task
+        assert 0.6 < low / expected < 1.4 and 0.6 < high / expected < 1.4, (task, low, high, expected)
     for task in ("object_grounding", "object_matching"):
         rows = rows_of(release, task)
         assert len(rows) > 40, task
-        assert all(sorted(labels) == sorted(REGIONS) for _, labels in rows)
+        assert all(sorted(labels) == sorted(SIDES) for _, labels in rows)
         golds = Counter(q.gold for q, _ in rows)
         assert max(golds.values()) / len(rows) < 0.4, (task, golds)
 
@@ -290,26 +352,30 @@ def test_a_degraded_view_is_neither_counted_nor_the_one_with_most_vehicles() -> 
     when = [q for q in BUILDERS["when_to_collaborate"](g) if q.uav == "UAV2" and "red car" in q.question]
     assert [q.gold for q in when] == [WHEN["degraded"]]
     assert all(q.gold != "UAV2" for q in BUILDERS["who_to_collaborate"](g))
-    # every count-like question rests only on objects made out or certainly not
-    for task in ("object_counting", "object_recognition", "scene_description"):
+    # every count-like question rests only on instances a person counts or certainly does not
+    for task in ("object_counting", "object_recognition"):
         for q in BUILDERS[task](g):
             u = g.labels.index(q.uav)
-            assert all(F.made_out(s) is not None for s in g.seen[u]), (task, q.uav)
+            shows = g.views[u]
+            assert all(F.counted(i, shows, g.q[u], W, H) is not None for i in shows.instances), (task, q.uav)
 
 
 def test_objects_near_a_threshold_decide_no_answer() -> None:
-    """A car half hidden (occluded 0.45, threshold 0.4) or just above the small size: a person
-    could judge either way, so it is neither counted nor asked about."""
+    """A car half hidden (occluded 0.45, threshold 0.4; in the picture 250 pixels against the
+    other car's 600) or just above the size a person makes out: a person could judge either
+    way, so it is neither counted nor asked about."""
     objects = [("car", "vehicle"), ("car", "vehicle"), ("house", "building")]
     box = (0.45, 0.45, 0.55, 0.55)
     small = int(F.small_px(W, H) * 1.2)
     views = [
-        [view(1, 600, box, occluded=0.45), view(2, 600, box), view(3, 600, box)],
+        [view(1, 250, box, occluded=0.45), view(2, 600, box), view(3, 600, box)],
         [view(1, 600, box), view(2, small, box), view(3, 600, box)],
         [view(1, 600, box), view(2, 600, box), view(3, 600, box)],
     ]
     g = make_group(objects, views, [("none", 4)] * 3)
     assert g.seen[0][0].doubtful and g.seen[1][1].doubtful and F.made_out(g.seen[0][0]) is None
+    assert F.counted(g.views[0].instances[0], g.views[0], g.q[0], W, H) is None  # half the other car
+    assert F.counted(g.views[1].instances[1], g.views[1], g.q[1], W, H) is None  # near the size
     counted = {q.uav for q in BUILDERS["object_counting"](g)}
     assert counted == {"UAV3"}
     for task in ("usability_assessment", "causal_assessment", "when_to_collaborate"):
@@ -321,7 +387,7 @@ def test_no_fixed_tie_or_nobody_option_and_no_near_tie_asked() -> None:
     """UAVs at 23.56 m and 24.58 m (4 % apart): the old rule answered "no single one" and listed
     the truly lowest UAV as wrong. No option now is anything but a UAV of the group, and a
     leader closer than the margin is not asked."""
-    objects = [("car", "vehicle"), ("house", "building"), ("tree", "plant")]
+    objects = [("car", "vehicle"), ("house", "building"), ("tree", "vegetation")]
     box = (0.45, 0.45, 0.55, 0.55)
     views = [[view(i + 1, 600, box) for i in range(3)] for _ in range(4)]
     close = make_group(objects, views, [("none", 4)] * 4, [(23.56, 60), (24.58, 90), (40, 61), (50, 62)])
@@ -335,13 +401,96 @@ def test_no_fixed_tie_or_nobody_option_and_no_near_tie_asked() -> None:
         [view(1, 900, box), view(2, 600, box), view(3, 600, box)],
         [view(1, 800, box), view(2, 600, box), view(3, 600, box)],
         [view(1, 100, box), view(2, 600, box), view(3, 600, box)],
+        [view(1, 0, box), view(2, 600, box), view(3, 600, box)],
     ]
-    g = make_group(objects, hidden, [("none", 4)] * 4)
+    g = make_group(objects, hidden, [("none", 4)] * 5)
     assert not [q for q in BUILDERS["who_to_collaborate"](g) if q.uav == "UAV1" and "red car" in q.question]
     hidden[2][0] = view(1, 300, box)
-    g = make_group(objects, hidden, [("none", 4)] * 4)
+    g = make_group(objects, hidden, [("none", 4)] * 5)
     (who,) = [q for q in BUILDERS["who_to_collaborate"](g) if q.uav == "UAV1" and "red car" in q.question]
     assert who.gold == "UAV2"
+    # a view rated Very poor that shows the car as large as the leader: a person might pick it,
+    # so it is a tie, and the row is not asked rather than listing it as wrong
+    hidden[2][0] = view(1, 850, box)
+    g = make_group(objects, hidden, [("none", 4), ("none", 4), ("blur", 0), ("none", 4), ("none", 4)])
+    assert g.seen[2][0].state == "degraded"
+    assert not [q for q in BUILDERS["who_to_collaborate"](g) if q.uav == "UAV1" and "red car" in q.question]
+
+
+def test_counts_are_of_the_whole_view_not_of_an_area_nobody_marked() -> None:
+    """demo_city_group3_000: "How many vehicles of the area can be made out in UAV3's view?",
+    gold 2, while the picture shows seven cars and trucks. The area's two cars and five more
+    vehicles in the picture: the count is seven, and a sliver of a car cut by the frame (a
+    fifth of the others' size) makes the count one a person might give either way."""
+    objects = [("car", "vehicle"), ("car", "vehicle"), ("house", "building")]
+    box = (0.45, 0.45, 0.55, 0.55)
+    views = [[view(1, 600, box), view(2, 600, box), view(3, 900, box)] for _ in range(3)]
+    g = make_group(objects, views, [("none", 4)] * 3)
+    more = tuple(
+        F.Instance(100 + j, "truck" if j % 2 else "car", "vehicle", 700, False, 0.0) for j in range(5)
+    )
+    g.views[0] = F.ViewContents(g.views[0].instances + more, g.views[0].shares)
+    sliver = F.Instance(200, "car", "vehicle", 120, True, 0.0)
+    g.views[1] = F.ViewContents(g.views[1].instances + more + (sliver,), g.views[1].shares)
+    counts = {(q.uav, q.question.split()[2]): q.gold for q in BUILDERS["object_counting"](g)}
+    assert counts == {
+        ("UAV1", "vehicles"): "7", ("UAV1", "cars"): "5", ("UAV1", "trucks"): "2",
+        ("UAV3", "vehicles"): "2", ("UAV3", "cars"): "2",
+    }  # fmt: skip
+    # a vehicle too small to tell a car from a truck: each kind's count could take it for any
+    g.views[2] = F.ViewContents(
+        g.views[2].instances + (F.Instance(400, "truck", "vehicle", 90, False, 0.0),), {}
+    )
+    counts = {(q.uav, q.question.split()[2]): q.gold for q in BUILDERS["object_counting"](g)}
+    assert counts[("UAV3", "vehicles")] == "3" and ("UAV3", "cars") not in counts
+    assert all("area" not in q.question for task in BUILDERS for q in BUILDERS[task](g))
+    kinds = {q.uav: q.gold for q in BUILDERS["object_recognition"](g)}
+    assert kinds["UAV1"] == "2"  # vehicles and buildings: car and truck are one listed kind
+    # a speck of a few pixels is nothing a person counts; a lost half is judged either way
+    speck = F.Instance(300, "car", "vehicle", 5, False, 0.0)
+    assert F.counted(speck, g.views[0], g.q[0], W, H) is False
+    half = F.Instance(301, "car", "vehicle", 700, False, 0.55)
+    assert F.counted(half, g.views[0], g.q[0], W, H) is None
+
+
+def test_every_row_has_four_options_or_is_not_asked() -> None:
+    """3 of 36 demo rows had fewer than the source's four options (UAV choices in a small
+    group). A three-UAV group asks no UAV-choice question; a five-UAV group asks who to
+    collaborate with among the four others."""
+    objects = [("car", "vehicle"), ("house", "building"), ("tree", "vegetation")]
+    box = (0.45, 0.45, 0.55, 0.55)
+    views = [[view(1, 600, box, occluded=0.9), view(2, 600, box), view(3, 600, box)]]
+    views += [[view(1, 2000, box), view(2, 600, box), view(3, 600, box)]] * 2
+    alts = [(20.0, 90.0), (40.0, 60.0), (60.0, 30.0)]
+    small = make_group(objects, views, [("none", 4)] * 3, alts)
+    for task in ("scene_comparison", "observing_posture", "who_to_collaborate"):
+        assert not list(BUILDERS[task](small)), task
+    five = views[:1] + [
+        [view(1, px, box), view(2, 600, box), view(3, 600, box)] for px in (2000, 900, 600, 300)
+    ]
+    g = make_group(objects, five, [("none", 4)] * 5)
+    (who,) = [q for q in BUILDERS["who_to_collaborate"](g) if q.uav == "UAV1"]
+    labels = who.draw(np.random.default_rng(0), ())
+    assert labels is not None and len(labels) == 4 and "UAV1" not in labels
+    assert among("UAV2", ["UAV2", "UAV3", "UAV4"])(np.random.default_rng(0), ()) is None
+    assert not fair("Which UAV?", ["UAV2", "UAV3", "UAV4"])
+
+
+def test_the_main_feature_is_asked_only_with_a_clear_margin() -> None:
+    """The source asks for the dominant environmental feature, not a list of counts: roads on
+    60 % of the view against buildings on 25 % are its main feature; 45 % against 40 % is
+    anyone's call, and a view rated Very poor is not asked about."""
+    objects = [("car", "vehicle")]
+    box = (0.45, 0.45, 0.55, 0.55)
+    views = [[view(1, 600, box)] for _ in range(3)]
+    shares = [
+        {"road": 0.6, "building": 0.25, "other": 0.15},
+        {"road": 0.45, "building": 0.4, "other": 0.15},
+        {"vegetation": 0.7, "road": 0.3},
+    ]
+    g = make_group(objects, views, [("none", 4), ("none", 4), ("blur", 0)], shares=shares)
+    golds = {q.uav: q.gold for q in BUILDERS["scene_description"](g)}
+    assert golds == {"UAV1": FEATURES["road"]}
 
 
 def test_uav_rows_offer_only_uavs(release: Release) -> None:
@@ -384,7 +533,7 @@ def test_no_planned_row_has_an_option_singled_out(release: Release) -> None:
     for _, chosen in release:
         for c in chosen:
             n += 1
-            assert 2 <= len(c.labels) <= len(LETTERS) and len(set(c.labels)) == len(c.labels)
+            assert len(c.labels) == len(LETTERS) and len(set(c.labels)) == len(c.labels)
             assert O.singled_out(c.question.question, c.labels) is None, (c.question.question, c.labels)
             assert c.labels[0] == c.question.gold
     assert n > 40 * 8 * 8
@@ -437,20 +586,52 @@ def test_the_same_seed_plans_the_same_rows() -> None:
     assert one == two and one
 
 
-def kinds_in(label: str) -> int:
-    return label.count(",") + label.count(" and ") + 1
-
-
 def test_listed_and_shared_objects_differ_only_in_what_the_pixels_decide(release: Release) -> None:
-    """Lists of kinds are as long as each other (views make out few kinds more often than many,
-    so the shortest list was the gold half the time), and the objects a helper might share are
-    of one category (a hidden car among houses both UAVs see would be the car)."""
+    """A view's main feature is one of the features' texts, all in one form, and the objects a
+    helper might share are of one category (a hidden car among houses both UAVs see would be
+    the car)."""
     rows = rows_of(release, "scene_description")
     assert len(rows) > 20
-    for _, labels in rows:
-        assert len({kinds_in(lab) for lab in labels}) == 1, labels
+    for q, labels in rows:
+        assert set(labels) <= set(FEATURES.values()) and q.gold == labels[0], labels
     category = dict(CLASSES)
     rows = rows_of(release, "what_to_collaborate")
     assert rows
     for _, labels in rows:
         assert len({category[lab.split()[-1]] for lab in labels}) == 1, labels
+
+
+def test_the_question_json_uses_the_source_ids_and_types() -> None:
+    """AirCopBench's generators write ids as Sim3_OC_UAV1_1001 (group-level: Sim5_SC_CP_1001)
+    and types as "2.2 Object Counting (UAV1)", which its evaluation parses; ids are unique and
+    do not depend on which other rows ship."""
+
+    def row(task: str, group_id: str, n: int, uav: str) -> CollabRow:
+        labels = [f"UAV{k + 1}" for k in range(n)]
+        return CollabRow(
+            sample_id=f"{group_id}_{task}", scene_id="s", engine="builtin", task=task,
+            task_display_name=COLLAB_DISPLAY[task], group=collab_group_of(task),
+            group_id=group_id, uav=uav, images=[f"{u}.jpg" for u in labels], image_labels=labels,
+            question="q?", options=[Option(option_id=x, label=x.lower()) for x in "ABCD"],
+            answer_option_id="B", answer_label="b", evidence={}, difficulty="easy",
+            prompt_text="q?", user_prompt="q?", system_prompt="s",
+        )  # fmt: skip
+
+    rows = [
+        row("object_counting", "s_group3_000", 3, "UAV1"),
+        row("object_counting", "s_group3_001", 3, "UAV1"),
+        row("scene_comparison", "s_group5_000", 5, ""),
+        row("observing_posture", "s_group5_000", 5, ""),
+        row("who_to_collaborate", "s_group6_000", 6, "UAV2"),
+    ]
+    out = json.loads(aircop_questions(rows))["results"]
+    assert [(q["question_id"], q["question_type"]) for q in out] == [
+        ("Sim3_OC_UAV1_1001", "2.2 Object Counting (UAV1)"),
+        ("Sim3_OC_UAV1_1002", "2.2 Object Counting (UAV1)"),
+        ("Sim5_SC_CP_1001", "1.2 Scene Comparison (5UAV)"),
+        ("Sim5_SC_OP_1001", "1.3 Observing Posture (5UAV)"),
+        ("Sim6_who2col_UAV2_1001", "4.3 Who to Collaborate (UAV2)"),
+    ]
+    assert json.loads(aircop_questions(rows[1:]))["results"][0]["question_id"] == "Sim3_OC_UAV1_1002"
+    with pytest.raises(ValueError, match="share a question id"):
+        aircop_questions([rows[0], rows[0]])

@@ -4,7 +4,11 @@ The planner's per-view facts are not trusted here. An object's pixels and box co
 stored segmentation image, the share of it a mask lost from the pixels under the recorded
 rectangle (not box overlap), a view's quality from re-measuring the shipped, degraded image
 against the clean frame; only the in-frame and occluded shares are the renderer's (nothing
-stored says what is behind what). A row whose re-derived answer differs from its gold fails.
+stored says what is behind what). A row whose re-derived answer differs from its gold fails,
+and so does one without exactly the source's four options A-D. What a view shows as a whole
+(counts, kinds, the dominant feature) is re-read from the stored segmentation and the mask's
+pixels (:func:`.facts.contents`), and a row whose candidates fall inside a perceptual margin
+(a near-tie, an object a person might or might not count) is re-derived as not asked, so fails.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from skyqa.families.aircop.questions import (
 )
 from skyqa.families.structure import Verdict
 
+LETTERS = "ABCD"  # AirCopBench's QC: exactly four options keyed A-D
+
 
 class Rebuilt:
     """A group's facts from the stored images: states from the segmentation, quality re-measured."""
@@ -41,7 +47,7 @@ class Rebuilt:
     ) -> None:
         final = keys.final_task(run_id, task.group_id)
         root = keys.run_prefix(run_id)
-        self.qualities, seen, frames, masks, classes = [], [], [], [], []
+        self.qualities, seen, frames, masks, classes, views = [], [], [], [], [], []
         for u, uav in enumerate(task.uavs):
             req = degraded[f"image_tasks/groups/{task.group_id}/{uav.uav}.jpg"]
             clean = _rgb(store.get(f"{final}/{task.images[u]}"))
@@ -54,6 +60,7 @@ class Rebuilt:
             masks.append(instance)
             classes.append(cls)
             lost = lost_mask(req.degradation, instance.shape[1], instance.shape[0])
+            views.append(F.contents(cls, instance, lost))
             row = []
             for obj, v in zip(task.objects, task.views[u], strict=True):
                 mask = instance == obj.instance_id
@@ -65,6 +72,7 @@ class Rebuilt:
                 row.append(replace(s, doubtful=F.borderline(s, task.width, task.height)))
             seen.append(row)
         self.seen = seen
+        self.views = views
         # naming is the question's wording, not its answer
         self.names = F.unique_names(task, frames, masks, classes)
 
@@ -95,6 +103,8 @@ def check_rows(
     rebuilt: dict[str, Rebuilt | None] = {}
     for r in rows:
         mcq.check_structure(r, v)
+        if [o.option_id for o in r.options] != list(LETTERS):
+            v.fail(r.sample_id, f"not the source's four options {'-'.join(LETTERS)}")
         task = tasks.get(r.group_id)
         if task is None:
             v.fail(r.sample_id, "group task missing or unreadable")
@@ -108,10 +118,12 @@ def check_rows(
         if facts is None:
             v.fail(r.sample_id, "group views missing or unreadable")
             continue
-        g = Group(task, facts.seen, facts.qualities, facts.names)
-        golds = {(q.question, q.gold) for q in BUILDERS[r.task](g) if _same(q, r)}
-        if (r.question, r.answer_label) not in golds:
+        g = Group(task, facts.seen, facts.qualities, facts.names, facts.views)
+        golds = {q.gold for q in BUILDERS[r.task](g) if _same(q, r)}
+        if r.answer_label not in golds:
             v.fail(r.sample_id, "answer disagrees with the re-measured views")
+        elif any(o.label in golds for o in r.options if o.option_id != r.answer_option_id):
+            v.fail(r.sample_id, "a wrong option is also an answer the views support")
     return v
 
 

@@ -41,6 +41,7 @@ from numpy.typing import NDArray
 
 from skyqa.contracts.aircop import GroupObject, GroupTask, ObjectView
 from skyqa.contracts.degradation import Degradation
+from skyqa.sim.classes import BY_ID
 from skyqa.vocab.colours import coarse_colour
 
 State = Literal["out_of_view", "occluded", "lost", "small", "degraded", "clear"]
@@ -231,3 +232,126 @@ def _outside_names(
         if colour:
             out.append(f"{colour} {class_of[cid]}")
     return out
+
+
+# ---- the whole view: every instance its segmentation shows, not only the group's area -------
+#
+# Counting, listing kinds and comparing views ask about what a view shows as a whole (a person
+# looking at the image counts every car in it, not the cars near a centre nobody marked). The
+# segmentation shows each instance's visible pixels; the renderer measured occlusion and framing
+# only for the area's objects, so for the rest they are read off the pixels: an instance with
+# far fewer pixels than the others of its class in the view (mostly hidden or cut off), or cut
+# by the frame with nothing of its class to compare with, is one a person might or might not
+# count.
+TRACE_PX = 12  # fewer pixels than this: a speck nobody counts as an object
+VISIBLE_SHARE = 0.0001  # of the image: a person makes the object out from this size on
+PART = 0.5  # an instance this share of its class's median size in the view: perhaps a part
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One instance a view's segmentation shows."""
+
+    instance_id: int
+    class_name: str | None  # None: a class the built-in vocabulary does not name
+    category: str | None
+    pixels: int
+    edge: bool  # its pixels touch the image border: perhaps cut off by the frame
+    lost: float  # share of its pixels under the view's lost region
+
+
+@dataclass(frozen=True)
+class ViewContents:
+    """What a view shows as a whole: its instances and each environmental feature's share of
+    the scene's pixels a viewer sees (those the view did not lose; the sky is no feature)."""
+
+    instances: tuple[Instance, ...]
+    shares: dict[str, float]
+
+
+# the environmental feature of each category (and the stuff classes): what a view is "mostly"
+FEATURE_OF_CATEGORY = {
+    "building": "building",
+    "vegetation": "vegetation",
+    "vehicle": "vehicle",
+    "industrial_infrastructure": "industrial",
+}
+FEATURE_OF_CLASS = {"road": "road", "ground": "ground"}
+
+
+def feature_of(class_id: int) -> str:
+    c = BY_ID.get(class_id)
+    if c is None:
+        return "other"
+    return FEATURE_OF_CLASS.get(c.name) or FEATURE_OF_CATEGORY.get(c.category, "other")
+
+
+def contents(
+    classes: NDArray[np.uint16], instances: NDArray[np.uint32], lost: NDArray[np.bool_]
+) -> ViewContents:
+    """A view's contents from its segmentation (class and instance maps) and the mask of the
+    pixels its degradation lost."""
+    flat, cls = instances.ravel(), classes.ravel().astype(np.int64)
+    keep = flat > 0
+    ids, inverse, counts = np.unique(flat[keep], return_inverse=True, return_counts=True)
+    # each instance's class: the class most of its pixels carry (one pass over (instance, class))
+    pairs, pair_n = np.unique(inverse.astype(np.int64) * 256 + cls[keep], return_counts=True)
+    order = np.lexsort((pair_n, pairs // 256))
+    cid_of = np.zeros(len(ids), dtype=np.int64)
+    cid_of[pairs[order] // 256] = pairs[order] % 256  # the last (most pixels) per instance wins
+    lost_n = np.bincount(inverse, weights=lost.ravel()[keep].astype(np.float64), minlength=len(ids))
+    rim = np.concatenate([instances[0], instances[-1], instances[:, 0], instances[:, -1]])
+    on_edge = set(np.unique(rim[rim > 0]).tolist())
+    out = []
+    for k, iid in enumerate(ids.tolist()):
+        c = BY_ID.get(int(cid_of[k]))
+        if c is not None and c.stuff:
+            continue
+        n = int(counts[k])
+        out.append(
+            Instance(
+                int(iid),
+                c.name if c else None,
+                c.category if c else None,
+                n,
+                iid in on_edge,
+                round(float(lost_n[k]) / n, 4),
+            )
+        )
+    shown = classes[~lost & (classes > 0)]  # class 0 is nothing the scene holds (the sky)
+    shares: Counter[str] = Counter()
+    if shown.size:
+        cids, n_px = np.unique(shown, return_counts=True)
+        for cid, n in zip(cids.tolist(), n_px.tolist(), strict=True):
+            shares[feature_of(int(cid))] += n / shown.size
+    return ViewContents(tuple(out), {k: round(v, 4) for k, v in sorted(shares.items())})
+
+
+def visible_px(width: int, height: int) -> float:
+    return max(SMALL_MIN_PX, VISIBLE_SHARE * width * height)
+
+
+def counted(i: Instance, view: ViewContents, q: ViewQuality, width: int, height: int) -> bool | None:
+    """Whether a person looking at the view counts the instance: True, False (a speck, or
+    lost), or None when a person might or might not (near the size or lost threshold, in a
+    view rated Poor or worse, mostly hidden or cut off by the frame as far as its class's other
+    instances in the view tell)."""
+    px = visible_px(width, height)
+    if i.pixels < TRACE_PX:
+        return False
+    if abs(i.lost - 0.5) < SHARE_MARGIN:
+        return None
+    if i.lost >= 0.5:
+        return False
+    if q.quality < USABLE_QUALITY and q.degradation.kind != "masking":
+        return None
+    if i.pixels < px * SIZE_MARGIN:
+        return None
+    peers = [
+        p.pixels
+        for p in view.instances
+        if p.class_name == i.class_name and p.instance_id != i.instance_id and not p.edge
+    ]
+    if not peers:
+        return None if i.edge else True
+    return None if i.pixels < PART * float(np.median(peers)) else True

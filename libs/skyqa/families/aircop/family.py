@@ -30,12 +30,12 @@ from skyqa.contracts import ValidInstance, load_json
 from skyqa.contracts.aircop import GroupTask
 from skyqa.contracts.collab import COLLAB_DISPLAY, COLLAB_GROUPS, COLLAB_TASKS, CollabRow, collab_group_of
 from skyqa.contracts.qa import DegradeRequest, Funnel, Option, ReasoningStep
-from skyqa.degrade import KINDS, degraded_jpeg, draw
+from skyqa.degrade import KINDS, degraded_jpeg, draw, lost_mask
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families import mcq
-from skyqa.families.aircop.checks import check_rows
+from skyqa.families.aircop.checks import LETTERS, check_rows
 from skyqa.families.aircop.export import aircop_questions
-from skyqa.families.aircop.facts import ViewQuality, perceive, unique_names
+from skyqa.families.aircop.facts import ViewQuality, contents, perceive, unique_names
 from skyqa.families.aircop.questions import (
     BUILDERS,
     MAX_OPTIONS,
@@ -50,13 +50,25 @@ from skyqa.families.options import lettered, singled_out
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.vocab.directions import similarity
 
-LETTERS = "ABCD"
 MIN_POOL = MAX_OPTIONS + 2
 OVER = "collaboration answer over-represented"
 SYSTEM = (
     "You are one of several drones observing the same area at the same moment; the images are "
     "their views, labelled UAV1, UAV2, ... Answer the multiple-choice question about them. Reply "
     'with one JSON object and nothing else: {"answer_option_id": "<letter>"}'
+)
+
+
+NOT_BUILT = (
+    "Source elements not built here (AirCopBench collaboration rows): real-world two-UAV views "
+    "(Real2); pedestrians, bicycles and moving objects (no such classes or motion in the scenes), "
+    "so no motion states in grounding or matching; questions written by GPT-4o "
+    "or by people (every question is rule-derived from the renderer's measurements); UAV-choice "
+    "questions (scene comparison, observing posture, who to collaborate) in groups too small to offer "
+    'four UAVs (the source pads them with "None" or "a ground-based sensor"); an "about equal" '
+    "option (near-ties inside the margin are not asked). Counting and the view with most vehicles "
+    "are asked only where every vehicle in the picture is clearly one (wide city views with far "
+    "cars of a few pixels are not asked)."
 )
 
 
@@ -96,7 +108,7 @@ class AirCop:
         for entry in inputs.missions.groups:
             task = load_json(GroupTask, inputs.store.get(entry.task), "group task")
             final = keys.final_task(inputs.run_id, task.group_id)
-            frames, masks, classes, qualities, images = [], [], [], [], []
+            frames, masks, classes, qualities, images, views = [], [], [], [], [], []
             for u, uav in enumerate(task.uavs):
                 clean = inputs.store.get(f"{final}/{task.images[u]}")
                 seg = inputs.store.get(f"{final}/{task.segmentation[u]}")
@@ -110,6 +122,7 @@ class AirCop:
                 view += 1
                 _, measured = degraded_jpeg(clean, d)
                 qualities.append(ViewQuality(d, measured.quality, measured.limited_by))
+                views.append(contents(cls, instance, lost_mask(d, instance.shape[1], instance.shape[0])))
                 images.append(view_path(task.group_id, uav.uav))
                 out.degraded.append(
                     DegradeRequest(
@@ -119,7 +132,8 @@ class AirCop:
                     )
                 )
             names = unique_names(task, frames, masks, classes)
-            groups.append((task, Group(task, perceive(task, qualities), qualities, names), images))
+            group = Group(task, perceive(task, qualities), qualities, names, views)
+            groups.append((task, group, images))
             out.missions[task.group_id] = task.group_id
         # the gold's letter cycles per type from a seeded start: a type asked once or twice per
         # release would otherwise have its gold at A in every release of a benchmark
@@ -242,6 +256,7 @@ class AirCop:
         return CardPart(
             funnel=[f"| collaboration rows (AirCopBench style) | {funnel.family_rows.get(self.name, 0)} |"],
             drops=[],
+            notes=NOT_BUILT,
             files=[
                 (
                     "collab_qa",
@@ -360,10 +375,11 @@ def release_pool(
 
 
 def fair(question: str, labels: Sequence[str]) -> bool:
-    """A set a text-only reader cannot tell the gold in by its form: two to four distinct
-    options, no option standing apart in its words (``options.singled_out``), no two more alike
-    than ``MAX_SIMILARITY``. Decided from the set alone, never from which member is the gold."""
-    if not 2 <= len(labels) <= len(LETTERS) or len(set(labels)) != len(labels):
+    """A set a text-only reader cannot tell the gold in by its form: four distinct options (the
+    source's A-D, which its own QC requires), no option standing apart in its words
+    (``options.singled_out``), no two more alike than ``MAX_SIMILARITY``. Decided from the set
+    alone, never from which member is the gold."""
+    if len(labels) != len(LETTERS) or len(set(labels)) != len(labels):
         return False
     if singled_out(question, labels) is not None:
         return False

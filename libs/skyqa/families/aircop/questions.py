@@ -3,33 +3,37 @@ renderer measured and what the view's recorded degradation did (:mod:`.facts`).
 
 A builder yields candidate questions: the gold, the key its label class is balanced by, and how
 to draw its options. The family picks one candidate per group and type and draws its options
-so that the option set says nothing about which member is the gold (:mod:`..options`):
+so that the option set says nothing about which member is the gold (:mod:`..options`). Every
+row has the source's four options A-D; a candidate that cannot offer four is not asked:
 
 - counts: a window of four consecutive values from 1 up with the gold at a uniformly drawn rank;
-- UAVs: drawn from the group's UAVs (the asking one excepted), whichever is the gold;
-- image quarters: all four, every time;
-- quality levels, states and causes (:data:`SPACES`): drawn from the labels that are golds of
-  this type elsewhere in the release (:data:`RELEASED`), the same pool for every row;
-- kinds of object: drawn from every list of as many of the area's kinds;
+- UAVs: drawn from the group's UAVs (the asking one excepted), whichever is the gold; a group
+  with too few UAVs is not asked (AirCopBench pads with "None" and "a ground-based sensor");
+- sides (grounding, matching): all four, every time;
+- features, quality levels, states and causes (:data:`SPACES`): drawn from the labels that are
+  golds of this type elsewhere in the release (:data:`RELEASED`), the same pool for every row;
 - objects to share: drawn from the other objects of the gold's category that need not be sent.
 
-Option texts of one type share one form ("it is ..., so no" for every usability option, two
-words for every quarter), and no question repeats an option's words (matching points at its
-object as the "leftmost car", never by a quarter). A drawn set whose form still singles an
-option out (``options.singled_out``), or that holds two options more alike than
-``MAX_SIMILARITY``, is not asked, whichever of its members the gold is.
+What a view shows is asked about as a whole (counts, kinds, the view with most vehicles, the
+dominant feature): every instance its segmentation shows, never only the objects near a
+centre the model is not shown (:func:`.facts.counted`). Objects are named by colour and class
+where the name picks out one object in every view (:func:`.facts.unique_names`).
 
-A question is only asked where its answer holds with a margin a person can see: counts two
-apart, heights and distances 25 % apart, pixels 50 % apart, boxes off the lines between the
-image's quarters, and
-nothing it depends on perhaps made out (:func:`.facts.made_out`). There is no "about equal"
-or "none of them" option: where the two leading UAVs are too close to tell, nothing is asked.
+Option texts of one type share one form ("it is ..., so no" for every usability option, "on
+its left" / "above it" for every side), and no question repeats an option's words. A drawn set
+whose form still singles an option out (``options.singled_out``), or that holds two options more
+alike than ``MAX_SIMILARITY``, is not asked, whichever of its members the gold is.
+
+A question is only asked where its answer holds with a margin a person can see from the
+images: counts two apart, heights and distances 25 % apart (:func:`beyond_margin`), pixels 50 %
+apart, one side of a box twice the other offset and the boxes apart, and nothing it depends on
+perhaps made out (:func:`.facts.made_out`, :func:`.facts.counted`). There is no "about equal" or
+"none of them" option: where the two leading candidates are too close to tell, nothing is asked,
+so a tied candidate is never a wrong option.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import SupportsFloat
@@ -40,22 +44,27 @@ from skyqa.contracts.aircop import GroupTask
 from skyqa.contracts.collab import CollabTask
 from skyqa.degrade import LEVELS
 from skyqa.families import options as O
-from skyqa.families.aircop.facts import Seen, ViewQuality, made_out
+from skyqa.families.aircop.facts import (
+    TRACE_PX,
+    USABLE_QUALITY,
+    Instance,
+    Seen,
+    ViewContents,
+    ViewQuality,
+    counted,
+    made_out,
+    visible_px,
+)
 
 Evidence = dict[str, str | int | float | bool | list[str] | list[int] | list[float]]
 # gold first; None: not asked with this draw. The second argument is the release's pool of
 # keys for the types in RELEASED (the golds of the type elsewhere), empty for the others.
 Draw = Callable[[np.random.Generator, Sequence[str]], list[str] | None]
-REGION_MARGIN = 0.05  # of the image: how far a box keeps off the lines between quarters
 RATIO = 1.25  # heights and distances: the leader this far beyond the next
 PX_RATIO = 1.5  # an object's pixels in the helper's view this many times any other's
 COUNT_MARGIN = 2  # the view with the most vehicles shows this many more than any other
 MAX_OPTIONS = 4
 
-# the quarters of the image: the UAVs of a group aim at the area's centre, so a finer grid's
-# middle cell would be most objects' answer (58 % of grounding golds with a 3 x 3 grid), while
-# quarters are about equally likely; every row offers all four, alike in form
-REGIONS = ("top left", "top right", "bottom left", "bottom right")
 # every option text of a type in one form: the object as "it", the verdict last
 USABLE = {
     "clear": "it is clearly visible, so yes",
@@ -95,6 +104,7 @@ WHY = {
 # the types whose options are drawn from the golds of the type elsewhere in the release, and
 # each one's label space (its keys, in the order a pool too small is topped up from)
 SPACES: dict[str, tuple[str, ...]] = {
+    "scene_description": ("road", "building", "vegetation", "ground", "vehicle", "industrial"),
     "quality_assessment": LEVELS,
     "usability_assessment": tuple(USABLE),
     "causal_assessment": tuple(CAUSE),
@@ -124,9 +134,13 @@ class Group:
         seen: list[list[Seen]],
         qualities: list[ViewQuality],
         names: dict[int, str],
+        views: list[ViewContents],
     ) -> None:
+        if not len(seen) == len(qualities) == len(views) == len(task.uavs):
+            raise ValueError("a group needs the objects, quality and contents of every UAV's view")
         self.task = task
         self.seen = seen
+        self.views = views  # per UAV, everything its segmentation shows
         self.q = qualities
         self.names = names  # instance id -> "red car", for objects named uniquely in the group
         self.labels = [u.uav for u in task.uavs]
@@ -140,39 +154,43 @@ class Group:
 
 
 def numeric(gold: int, lo: int = 0) -> Draw:
-    """Four consecutive counts (fewer when the range holds fewer) from ``lo`` up to the type's
-    largest gold in the release (the pool's one value), the gold at a uniformly drawn rank."""
+    """Four consecutive counts from ``lo`` up to the type's largest gold in the release (the
+    pool's one value), the gold at a uniformly drawn rank; None (not asked) when that range holds
+    fewer than four: a count above every gold would be an option nobody needs to look to rule
+    out."""
 
     def draw(rng: np.random.Generator, pool: Sequence[str]) -> list[str] | None:
         if not pool:
             raise ValueError("a count's options need the type's largest gold")
         hi = int(pool[0])
-        k = min(MAX_OPTIONS, hi - lo + 1)
-        if k < 2:
+        if hi - lo + 1 < MAX_OPTIONS:
             return None
-        w = O.window(gold, k, rng, lo=lo, hi=hi)
+        w = O.window(gold, MAX_OPTIONS, rng, lo=lo, hi=hi)
         return None if w is None else [str(gold), *(str(v) for v in w if v != gold)]
 
     return draw
 
 
 def among(gold: str, pool: Sequence[str]) -> Draw:
-    """Distractors drawn uniformly from ``pool``, a set fixed before the gold is (the group's
-    UAVs): up to three, fewer when the pool is smaller."""
+    """Three distractors drawn uniformly from ``pool``, a set fixed before the gold is (the
+    group's UAVs, the four sides); None (not asked) when the pool holds fewer than four: the
+    source's rows have exactly four options."""
 
     def draw(rng: np.random.Generator, _: Sequence[str]) -> list[str] | None:
-        k = min(MAX_OPTIONS, len(set(pool)))
-        return O.from_pool(gold, pool, k, rng) if k >= 2 else None
+        if len(set(pool)) < MAX_OPTIONS:
+            return None
+        return O.from_pool(gold, pool, MAX_OPTIONS, rng)
 
     return draw
 
 
 def released(key: str, text: Callable[[str], str]) -> Draw:
-    """Distractors drawn uniformly from the release's golds of this type, each key as ``text``."""
+    """Three distractors drawn uniformly from the release's golds of this type, each key as
+    ``text``; None when the pool holds fewer than four keys."""
 
     def draw(rng: np.random.Generator, pool: Sequence[str]) -> list[str] | None:
-        k = min(MAX_OPTIONS, len(set(pool)))
-        keys = O.from_pool(key, pool, k, rng) if k >= 2 and key in pool else None
+        ok = len(set(pool)) >= MAX_OPTIONS and key in pool
+        keys = O.from_pool(key, pool, MAX_OPTIONS, rng) if ok else None
         return None if keys is None else [text(x) for x in keys]
 
     return draw
@@ -181,71 +199,119 @@ def released(key: str, text: Callable[[str], str]) -> Draw:
 # ---- what a view shows: counts and lists that no "perhaps" object could change ----------------
 
 
-def _made_out(seen: list[Seen], keep: Callable[[Seen], bool]) -> tuple[list[Seen], list[Seen]]:
-    """The objects ``keep`` selects that are made out, and those perhaps made out."""
-    picked = [s for s in seen if keep(s)]
-    return [s for s in picked if made_out(s) is True], [s for s in picked if made_out(s) is None]
-
-
-def _alike(s: Seen, t: Seen) -> bool:
-    return s.obj.class_name == t.obj.class_name
-
-
 def _kindred(s: Seen, t: Seen) -> bool:
     return s.obj.category == t.obj.category
 
 
-def _vehicle(s: Seen) -> bool:
-    return s.obj.category == "vehicle"
+def _whole(
+    g: Group, u: int, keep: Callable[[Instance], bool]
+) -> tuple[list[Instance], list[Instance]] | None:
+    """The instances ``keep`` selects in view ``u`` that a person counts for certain, and those
+    a person might or might not count (:func:`.facts.counted`); None when an instance of a class
+    the vocabulary does not name might be one of them (it cannot be told either way)."""
+    view, q = g.views[u], g.q[u]
+    sure: list[Instance] = []
+    perhaps: list[Instance] = []
+    for i in view.instances:
+        verdict = counted(i, view, q, g.task.width, g.task.height)
+        if verdict is False:
+            continue
+        if i.class_name is None:
+            return None
+        if keep(i):
+            (sure if verdict else perhaps).append(i)
+    return sure, perhaps
 
 
-def _plural(name: str) -> str:
-    name = name.replace("_", " ")
-    return f"{name}es" if name.endswith(("s", "sh", "ch")) else f"{name}s"
+def _vehicle(i: Instance) -> bool:
+    return i.category == "vehicle"
 
 
-def _kinds_label(kinds: frozenset[str], order: list[str]) -> str:
-    names = [_plural(c) for c in order if c in kinds]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+def _of_class(name: str) -> Callable[[Instance], bool]:
+    return lambda i: i.class_name == name
+
+
+IDENTIFY = 4.0  # times the size a vehicle is made out at: only from here on is its kind told
+
+
+def _kind_unsure(g: Group, u: int) -> bool:
+    """A vehicle in view ``u`` too small to tell a car from a truck or a bus: a count of one
+    kind of vehicle could take it for any."""
+    px = IDENTIFY * visible_px(g.task.width, g.task.height)
+    return any(i.category == "vehicle" and TRACE_PX <= i.pixels < px for i in g.views[u].instances)
+
+
+# what counting and comparing views count: every vehicle, and each kind of vehicle on its own
+COUNTED: dict[str, Callable[[Instance], bool]] = {
+    "vehicles": _vehicle,
+    "cars": _of_class("car"),
+    "trucks": _of_class("truck"),
+    "buses": _of_class("bus"),
+}
+MAX_COUNT = 12  # more than this in one view, and people's counts of it differ
+
+
+# the environmental features a view can be mostly of (:func:`.facts.feature_of`), one form each
+FEATURES = {
+    "road": "roads and paved streets",
+    "building": "buildings and their roofs",
+    "vegetation": "trees and green areas",
+    "ground": "open ground and plazas",
+    "vehicle": "parked and moving vehicles",
+    "industrial": "tanks, containers and chimneys",
+}
+DOMINANT = 1.5  # the main feature's share this many times any other's (unlabelled pixels too)
+DOMINANT_MIN = 0.3  # and at least this share of what the view shows
 
 
 def scene_description(g: Group) -> Iterator[Question]:
-    """The kinds of object of the area a UAV makes out, among lists of as many kinds of the
-    area (every such list as likely a distractor): lists of different lengths would let the
-    length point at the gold (views make out few kinds more often than many). The kinds of the
-    area are listed by how many of its objects have them, so lists of the same kinds read the
-    same."""
-    counts = Counter(o.class_name for o in g.task.objects)
-    order = sorted(counts, key=lambda c: (-counts[c], c))
-    for u, seen in enumerate(g.seen):
-        sure, perhaps = _made_out(seen, lambda s: True)
-        kinds = frozenset(s.obj.class_name for s in sure)
-        if not kinds or not {s.obj.class_name for s in perhaps} <= kinds:
-            continue  # nothing to list, or a kind perhaps made out would change the list
-        alike = [_kinds_label(frozenset(c), order) for c in itertools.combinations(order, len(kinds))]
-        gold = _kinds_label(kinds, order)
-        q = f"Which kinds of object of the area can be made out in {g.labels[u]}'s view?"
-        ev: Evidence = {"kinds": sorted(kinds)}
-        yield Question("scene_description", g.labels[u], q, gold, gold, among(gold, alike), ev)
-
-
-COMPARED: dict[str, tuple[str, Callable[[Seen], bool]]] = {
-    "vehicles": ("Which UAV's view shows the most vehicles?", _vehicle),
-    "objects": ("Which UAV's view shows the most objects of the area?", lambda s: True),
-}
+    """The main environmental feature of a view (AirCopBench: "What is the dominant
+    environmental feature in UAV1's view?"): the feature whose pixels cover the largest share of
+    what the view shows, ``DOMINANT`` times any other's, so that a person sees it at a glance.
+    Views rated Poor or worse are not asked about."""
+    for u, view in enumerate(g.views):
+        q = g.q[u]
+        if q.quality < USABLE_QUALITY and q.degradation.kind != "masking":
+            continue
+        ranked = sorted(view.shares.items(), key=lambda kv: (-kv[1], kv[0]))
+        if not ranked:
+            continue
+        top, share = ranked[0]
+        second = ranked[1][1] if len(ranked) > 1 else 0.0
+        if top not in FEATURES or share < DOMINANT_MIN or share < DOMINANT * second:
+            continue
+        text = f"What is the dominant environmental feature in {g.labels[u]}'s view?"
+        ev: Evidence = {"feature": top, "shares": [f"{k} {v:.2f}" for k, v in ranked]}
+        yield Question(
+            "scene_description",
+            g.labels[u],
+            text,
+            FEATURES[top],
+            top,
+            released(top, FEATURES.__getitem__),
+            ev,
+        )
 
 
 def scene_comparison(g: Group) -> Iterator[Question]:
-    """The view that makes out the most vehicles (or objects), ``COUNT_MARGIN`` ahead of what
-    any other view shows even if everything it perhaps makes out were counted."""
-    for what, (q, keep) in COMPARED.items():
-        bounds = [_made_out(s, keep) for s in g.seen]
-        lo = [len(sure) for sure, _ in bounds]
-        hi = [len(sure) + len(perhaps) for sure, perhaps in bounds]
+    """The view that shows the most vehicles (or cars, trucks, buses: every one in the picture,
+    not only the area's), ``COUNT_MARGIN`` ahead of any other view even if everything a person
+    might count there were counted."""
+    if len(g.views) < MAX_OPTIONS:
+        return
+    for noun, keep in COUNTED.items():
+        bounds = [_whole(g, u, keep) for u in range(len(g.views))]
+        if any(b is None for b in bounds):
+            return
+        if noun != "vehicles" and any(_kind_unsure(g, u) for u in range(len(g.views))):
+            continue
+        lo = [len(b[0]) for b in bounds if b is not None]
+        hi = [len(b[0]) + len(b[1]) for b in bounds if b is not None]
         best = max(range(len(lo)), key=lambda k: (lo[k], -k))
-        if len(lo) >= 2 and all(lo[best] >= hi[k] + COUNT_MARGIN for k in range(len(lo)) if k != best):
-            ev: Evidence = {what: lo, "at_most": hi}
+        if all(lo[best] >= hi[k] + COUNT_MARGIN for k in range(len(lo)) if k != best):
+            ev: Evidence = {noun: lo, "at_most": hi}
             gold = g.labels[best]
+            q = f"Which UAV's view shows the most {noun}?"
             yield Question("scene_comparison", "", q, gold, gold, among(gold, g.labels), ev)
 
 
@@ -260,24 +326,51 @@ POSTURES: dict[str, tuple[str, Callable[[Group, int], float]]] = {
 
 def observing_posture(g: Group) -> Iterator[Question]:
     """The UAV lowest or farthest, ``RATIO`` beyond the next: closer than that, a person
-    cannot tell from the views which one it is, and nothing is asked."""
+    cannot tell from the views which one it is, and nothing is asked (there is no "about
+    equal" option, and so no tied UAV among the wrong ones)."""
+    if len(g.labels) < MAX_OPTIONS:
+        return
     for name, (q, value) in POSTURES.items():
         values = [value(g, k) for k in range(len(g.labels))]
         ranked = sorted(range(len(values)), key=lambda k: (values[k], k))
         a, b = abs(values[ranked[0]]), abs(values[ranked[1]])
-        if max(a, b) >= RATIO * min(a, b):
+        if beyond_margin(a, b):
             ev: Evidence = {"posture": name, "values": [round(abs(v), 2) for v in values]}
             gold = g.labels[ranked[0]]
             yield Question("observing_posture", "", q, gold, gold, among(gold, g.labels), ev)
 
 
+def beyond_margin(a: float, b: float, ratio: float = RATIO) -> bool:
+    """Two magnitudes a person can tell apart from the images: the larger ``ratio`` times the
+    smaller."""
+    return max(a, b) >= ratio * min(a, b)
+
+
+# the kinds of object a recognition question lists, by category: named in the question, so a
+# person counts what the question counts (a billboard or a car and a truck as one kind or two
+# would otherwise be anyone's guess)
+KINDS = {
+    "building": "buildings",
+    "vehicle": "vehicles",
+    "vegetation": "trees",
+    "public_facility": "street lamps or shelters",
+    "industrial_infrastructure": "tanks, containers or chimneys",
+}
+KIND_LIST = "; ".join(KINDS.values())
+
+
 def object_recognition(g: Group) -> Iterator[Question]:
-    for u, seen in enumerate(g.seen):
-        sure, perhaps = _made_out(seen, lambda s: True)
-        kinds = sorted({s.obj.class_name for s in sure})
-        if not kinds or not {s.obj.class_name for s in perhaps} <= set(kinds):
-            continue  # none made out (see object_counting), or one perhaps made out would change it
-        q = f"How many different kinds of object of the area can be made out in {g.labels[u]}'s view?"
+    """How many of the listed kinds a view shows, every instance of the picture counted; not
+    asked when a kind only perhaps shown would change the number."""
+    for u in range(len(g.views)):
+        found = _whole(g, u, lambda i: i.category in KINDS)
+        if found is None:
+            continue
+        sure, perhaps = found
+        kinds = sorted({str(i.category) for i in sure})
+        if not kinds or not {str(i.category) for i in perhaps} <= set(kinds):
+            continue
+        q = f"How many of these kinds of object can be made out in {g.labels[u]}'s view: {KIND_LIST}?"
         n = len(kinds)
         yield Question(
             "object_recognition", g.labels[u], q, str(n), str(n), numeric(n, lo=1), {"kinds": kinds}
@@ -285,91 +378,140 @@ def object_recognition(g: Group) -> Iterator[Question]:
 
 
 def object_counting(g: Group) -> Iterator[Question]:
-    """How many vehicles of the area a view makes out, when it makes out some and none is
-    perhaps made out. Counts start at 1, options too: most views that make out nothing are
-    views of nothing (hidden, lost, blurred), and a count that is often 0 would make the
-    smallest of four options the likeliest wherever the options start at 0."""
-    for u, seen in enumerate(g.seen):
-        sure, perhaps = _made_out(seen, _vehicle)
-        if perhaps or not sure:
-            continue  # none made out, or one perhaps made out would change the count
-        n = len(sure)
-        q = f"How many vehicles of the area can be made out in {g.labels[u]}'s view?"
-        yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=1), {"vehicles": n})
+    """How many vehicles (cars, trucks, buses) a view shows, every one in the picture, when it
+    shows some, at most ``MAX_COUNT``, and none is one a person might or might not count (a
+    sliver at the frame, one mostly hidden, a few pixels, a view rated Poor or worse). A whole
+    city view often holds a far car or two of a few dozen pixels: then its vehicles are not
+    counted, but its buses may be. Counts start at 1, options too: most views that make out
+    nothing are views of nothing (hidden, lost, blurred), and a count that is often 0 would make
+    the smallest of four options the likeliest wherever the options start at 0."""
+    for u in range(len(g.views)):
+        for noun, keep in COUNTED.items():
+            found = _whole(g, u, keep)
+            if found is None or found[1] or not 1 <= len(found[0]) <= MAX_COUNT:
+                continue
+            if noun != "vehicles" and _kind_unsure(g, u):
+                continue
+            n = len(found[0])
+            q = f"How many {noun} can be made out in {g.labels[u]}'s view?"
+            ev: Evidence = {noun: n}
+            yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=1), ev)
 
 
-def region(box: Sequence[SupportsFloat]) -> str | None:
-    """The quarter of the image the box lies in ("top left" .. "bottom right"), or None when
-    its centre is within ``REGION_MARGIN`` of a line between quarters or the box reaches more
-    than that across one (a person would not say which quarter it is in)."""
-    out = []
+# where one object appears relative to another in an image, one form each
+RELATIONS = {"left": "on its left", "right": "on its right", "above": "above it", "below": "below it"}
+SIDES = tuple(RELATIONS.values())
+AXIS_RATIO = 2.0  # the offset along one image axis this many times the other's
+GAP = 0.02  # of the image: the two boxes this far apart along that axis
+
+
+def relation(
+    box: Sequence[SupportsFloat], ref: Sequence[SupportsFloat], width: int, height: int
+) -> str | None:
+    """Where the box lies relative to ``ref`` in the image ("left", "right", "above", "below"),
+    or None when no one side is clear: its offset along one axis less than ``AXIS_RATIO`` times
+    the other's (in pixels), or the boxes closer than ``GAP`` along it (overlapping boxes have
+    no side a person would agree on)."""
     x0, y0, x1, y1 = (float(v) for v in box)  # numpy scalars from a re-check would index as bools
-    for lo, hi, words in ((y0, y1, ("top", "bottom")), (x0, x1, ("left", "right"))):
-        centre = (lo + hi) / 2
-        if abs(centre - 0.5) < REGION_MARGIN or (
-            hi > 0.5 + REGION_MARGIN if centre < 0.5 else lo < 0.5 - REGION_MARGIN
-        ):
-            return None
-        out.append(words[centre > 0.5])
-    return " ".join(out)
+    r0, s0, r1, s1 = (float(v) for v in ref)
+    dx = ((x0 + x1) - (r0 + r1)) / 2 * width
+    dy = ((y0 + y1) - (s0 + s1)) / 2 * height
+    if abs(dx) >= AXIS_RATIO * abs(dy):
+        gap = r0 - x1 if dx < 0 else x0 - r1
+        return ("left" if dx < 0 else "right") if gap >= GAP else None
+    if abs(dy) >= AXIS_RATIO * abs(dx):
+        gap = s0 - y1 if dy < 0 else y0 - s1
+        return ("above" if dy < 0 else "below") if gap >= GAP else None
+    return None
+
+
+def _relations(g: Group, u: int, k: int) -> Iterator[tuple[int, str]]:
+    """The named objects object ``k`` has a clear side of in view ``u``, with that side."""
+    s = g.seen[u][k]
+    if not s.usable:
+        return
+    for j in _targets(g):
+        t = g.seen[u][j]
+        if j != k and t.usable:
+            side = relation(s.view.bbox_xyxy_norm, t.view.bbox_xyxy_norm, g.task.width, g.task.height)
+            if side:
+                yield j, side
 
 
 def object_grounding(g: Group) -> Iterator[Question]:
-    for u, seen in enumerate(g.seen):
-        for s in seen:
-            name = g.names.get(s.obj.instance_id)
-            place = region(s.view.bbox_xyxy_norm) if s.usable else None
-            if name and place:
-                q = f"Where in {g.labels[u]}'s image is the {name}?"
-                ev: Evidence = {"instance_id": s.obj.instance_id, "box": s.view.bbox_xyxy_norm}
-                yield Question("object_grounding", g.labels[u], q, place, place, among(place, REGIONS), ev)
+    """Where a named object appears relative to another named object in a view (AirCopBench:
+    "the white van is ... behind the red car"), the four sides offered every time."""
+    for u in range(len(g.seen)):
+        for k in _targets(g):
+            for j, side in _relations(g, u, k):
+                name, ref = g.names[g.task.objects[k].instance_id], g.names[g.task.objects[j].instance_id]
+                q = f"In {g.labels[u]}'s image, where does the {name} appear relative to the {ref}?"
+                ev: Evidence = {"instance_id": g.task.objects[k].instance_id, "reference": ref, "side": side}
+                gold = RELATIONS[side]
+                yield Question(
+                    "object_grounding", g.labels[u], q, gold, side, among(gold, list(RELATIONS.values())), ev
+                )
 
 
-# how the matching question points at its object in the first view: one word each, none of
-# which is a word of the quarter options (a question that said "top left" would make the option
-# repeating it stand out, and point at it whenever the two views are alike)
-POINTERS: dict[str, tuple[int, int]] = {
-    "leftmost": (0, -1),
-    "rightmost": (0, 1),
-    "topmost": (1, -1),
-    "bottommost": (1, 1),
-}
-EXTREME_MARGIN = 0.05  # of the image: the pointed-at object this far beyond any rival
+NEAR_RATIO = 1.5  # the pointer's reference this many times nearer than any other named object
 
 
-def _centre(s: Seen, axis: int) -> float:
-    box = s.view.bbox_xyxy_norm
-    return (box[axis] + box[axis + 2]) / 2
+def _nearest(g: Group, u: int, k: int) -> int | None:
+    """The named object nearest object ``k`` in view ``u`` (box centres, in pixels), when it is
+    ``NEAR_RATIO`` times nearer than any other object the view perhaps shows."""
+    s = g.seen[u][k]
+    w, h = g.task.width, g.task.height
+
+    def centre(t: Seen) -> tuple[float, float]:
+        b = t.view.bbox_xyxy_norm
+        return (b[0] + b[2]) / 2 * w, (b[1] + b[3]) / 2 * h
+
+    cx, cy = centre(s)
+    dist = sorted(
+        (float(np.hypot(centre(t)[0] - cx, centre(t)[1] - cy)), j)
+        for j, t in enumerate(g.seen[u])
+        if j != k and made_out(t) is not False
+    )
+    nearest = dist[0][1] if dist else -1
+    if nearest < 0 or g.task.objects[nearest].instance_id not in g.names or not g.seen[u][nearest].usable:
+        return None
+    if len(dist) > 1 and dist[1][0] < NEAR_RATIO * dist[0][0]:
+        return None
+    return dist[0][1]
 
 
 def object_matching(g: Group) -> Iterator[Question]:
-    """An object pointed at in one view as the leftmost (rightmost, topmost, bottommost) of its
-    class there, by a margin over every other object of its class the view perhaps shows, and
-    the quarter it lies in in another view."""
-    for a, seen in enumerate(g.seen):
-        for k, s in enumerate(seen):
-            if not s.usable:
+    """An object pointed at in one view by its description (colour, class and the named object
+    it is nearest), and where the same object appears in another view relative to a named
+    object there (AirCopBench: "which object in UAV2 corresponds to the dark gray car
+    approaching the intersection from the left in UAV1?")."""
+    for a in range(len(g.seen)):
+        for k in _targets(g):
+            if not g.seen[a][k].usable:
                 continue
-            rivals = [
-                t
-                for t in seen
-                if t is not s and made_out(t) is not False and t.obj.class_name == s.obj.class_name
-            ]
-            cls = s.obj.class_name.replace("_", " ")
-            for pointer, (axis, sign) in POINTERS.items():
-                if any(sign * (_centre(s, axis) - _centre(t, axis)) < EXTREME_MARGIN for t in rivals):
+            near = _nearest(g, a, k)
+            if near is None:
+                continue
+            name = g.names[g.task.objects[k].instance_id]
+            ref = g.names[g.task.objects[near].instance_id]
+            for b in range(len(g.seen)):
+                if b == a:
                     continue
-                for b, other in enumerate(g.seen):
-                    there = region(other[k].view.bbox_xyxy_norm) if b != a and other[k].usable else None
-                    if there is None:
-                        continue
+                for j, side in _relations(g, b, k):
+                    other = g.names[g.task.objects[j].instance_id]
                     q = (
-                        f"The {pointer} {cls} in {g.labels[a]}'s image: where is the same {cls} "
-                        f"in {g.labels[b]}'s image?"
+                        f"In {g.labels[a]}'s image, take the {name} nearest the {ref}. In {g.labels[b]}'s "
+                        f"image, where does that same object appear relative to the {other}?"
                     )
-                    ev: Evidence = {"instance_id": s.obj.instance_id, "from": g.labels[a], "to": g.labels[b]}
-                    draw = among(there, REGIONS)
-                    yield Question("object_matching", g.labels[b], q, there, there, draw, ev)
+                    ev: Evidence = {
+                        "instance_id": g.task.objects[k].instance_id,
+                        "from": g.labels[a],
+                        "to": g.labels[b],
+                        "side": side,
+                    }
+                    gold = RELATIONS[side]
+                    draw = among(gold, SIDES)
+                    yield Question("object_matching", g.labels[b], q, gold, side, draw, ev)
 
 
 def quality_assessment(g: Group) -> Iterator[Question]:
@@ -443,15 +585,16 @@ def who_to_collaborate(g: Group) -> Iterator[Question]:
     for k in _targets(g):
         for u, seen in enumerate(g.seen):
             helpers = _helpers(g, k, u)
-            if not _needs_help(seen[k]) or not helpers:
-                continue
+            if not _needs_help(seen[k]) or not helpers or len(g.labels) - 1 < MAX_OPTIONS:
+                continue  # the options are the other UAVs: four of them, or the row is not asked
             best = helpers[0]
+            # every other UAV a person might think sees it (a view rated Poor or worse too)
             rivals = [
                 g.seen[b][k].view.pixels
                 for b in range(len(g.seen))
-                if b not in (u, best) and (g.seen[b][k].state == "clear" or g.seen[b][k].doubtful)
+                if b not in (u, best) and made_out(g.seen[b][k]) is not False
             ]
-            if any(g.seen[best][k].view.pixels < PX_RATIO * px for px in rivals):
+            if any(not beyond_margin(g.seen[best][k].view.pixels, px, PX_RATIO) for px in rivals):
                 continue  # two UAVs see it about as well: no single answer a person would agree on
             name = g.names[seen[k].obj.instance_id]
             q = f"Which UAV should {g.labels[u]} collaborate with to see the {name} clearly?"
