@@ -121,20 +121,21 @@ def frames(mp4: bytes, video_fps: float, policy: MediaPolicy) -> list[Part]:
 
 
 def parts(sources: Sequence[Source], kinds: tuple[str, ...], policy: MediaPolicy) -> list[Part]:
-    """Every image a request carries, in prompt order: a still in each of ``kinds`` (see
-    ``conditions.MEDIA``), a video as its frames in the full-image kinds."""
+    """Every image a request carries, in prompt order: each still, and each sampled frame of a
+    video, in each of ``kinds`` (see ``conditions.MEDIA``)."""
     out: list[Part] = []
+    if not kinds:
+        return out  # text only: no video is decoded for nothing
     for s in sources:
-        if s.fps is not None:
-            out += frames(s.data, s.fps, policy) if "full" in kinds else []
-            continue
-        for kind in kinds:
-            if kind == "full":
-                out.append(still(s.data, s.label, policy))
-            elif kind == "thumbnail":
-                out.append(thumbnail(s.data, s.label, policy))
-            else:
-                out += quadrants(s.data, s.label, policy)
+        shown = [s] if s.fps is None else [Source(p.label, p.data) for p in frames(s.data, s.fps, policy)]
+        for one in shown:
+            for kind in kinds:
+                if kind == "full":
+                    out.append(still(one.data, one.label, policy))
+                elif kind == "thumbnail":
+                    out.append(thumbnail(one.data, one.label, policy))
+                else:
+                    out += quadrants(one.data, one.label, policy)
     return out
 
 

@@ -91,7 +91,9 @@ class ModelResponder:
         if "seed" in self.params:
             req.params.seed = int(self.params["seed"])
         policy = self.policy(q.family)
-        parts, used = media.within_bytes(self.sources(q), MEDIA[condition], policy, self.endpoint.base64)
+        kinds = MEDIA[condition]
+        sources = self.sources(q) if kinds else []
+        parts, used = media.within_bytes(sources, kinds, policy, self.endpoint.base64)
         for p in parts:
             req.images.add(data=p.data, mime_type=p.mime, label=p.label)
         sent: dict[str, Any] = {

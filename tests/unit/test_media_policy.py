@@ -120,3 +120,23 @@ def test_quadrants_keep_their_own_resolution_unless_the_endpoint_limits_pixels()
         [media.Source("the image", data)], ("quadrants",), MediaPolicy(max_pixels=256 * 192)
     )
     assert [p.size for p in limited] == [(256, 192)] * 4
+
+
+def test_a_videos_sampled_frames_go_in_each_media_kind_and_text_only_decodes_nothing() -> None:
+    from skyqa.video import Mp4Writer, discard
+
+    with Mp4Writer(320, 240, 10.0, 200_000) as writer:
+        for i in range(21):  # 2 s at 10 FPS
+            writer.write(np.full((240, 320, 3), i * 10, dtype=np.uint8))
+    with open(writer.path, "rb") as fh:
+        video = media.Source("video", fh.read(), fps=10.0)
+    discard(writer.path)
+    policy = MediaPolicy(frames=Frames(count=3))
+    full = media.parts([video], ("full",), policy)
+    assert [(p.label, p.size) for p in full] == [
+        (f"video frame at {t} s", (320, 240)) for t in ("0.0", "1.0", "2.0")
+    ]
+    small = media.parts([video], ("thumbnail",), policy)
+    assert [(p.label, p.size) for p in small] == [(f"{p.label} (thumbnail)", (160, 120)) for p in full]
+    assert media.parts([video], (), policy) == []
+    assert media.parts([video], ("full",), effective(policy, max_pixels=160 * 120))[0].size == (160, 120)
