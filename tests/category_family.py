@@ -15,6 +15,7 @@ from skyqa.contracts.base import Contract
 from skyqa.contracts.qa import Funnel, Option, ReasoningStep
 from skyqa.families import CardPart, Checked, Item, PlanInputs, Planned, Rendered
 from skyqa.families.base import Mark, MediaRef
+from skyqa.media_policy import MediaPolicy
 
 LETTERS = "ABCD"
 
@@ -35,6 +36,7 @@ class LandmarkCategory:
 
     name = "landmark_category"
     noun = "category"
+    media_policy = MediaPolicy()
     manifest = "category_qa"
     files: Mapping[str, str] = MappingProxyType({"category_qa": "category_tasks/{scene}.category_qa.jsonl"})
     row_model = CategoryRow

@@ -17,6 +17,7 @@ from skyqa.contracts.base import Contract
 from skyqa.contracts.qa import Funnel, Option, ReasoningStep
 from skyqa.families import CardPart, Checked, Item, PlanInputs, Planned, Rendered
 from skyqa.families.base import Mark, MediaRef
+from skyqa.media_policy import MediaPolicy
 
 LETTERS = "ABCD"
 WORDS = ("harbour", "meadow", "quarry", "orchard", "viaduct", "lighthouse", "windmill", "granary")
@@ -35,6 +36,7 @@ class DrawRow(Contract):
 class DrawProbe:
     name = "draw_probe"
     noun = "probe"
+    media_policy = MediaPolicy()
     manifest = "probe_qa"
     files: Mapping[str, str] = MappingProxyType({"probe_qa": "probe_tasks/{scene}.probe_qa.jsonl"})
     row_model = DrawRow

@@ -124,10 +124,16 @@ class ModelEndpoint(BaseModel):
     max_attempts: int = Field(4, ge=1, le=20)
     rpm: int = Field(0, ge=0)
     tpm: int = Field(0, ge=0)  # tokens per minute (prompt estimate + max_tokens); 0 = no limit
-    # how a video reaches the model: this many frames spread over it, or, when video_sample_fps
-    # is set, that many frames per second of video (at most 256)
-    video_frames: int = Field(8, ge=1, le=256)
+    # how a video reaches the model: 0 = as each family's source benchmark samples it
+    # (skyqa.media_policy); else this many frames spread over it, or that many frames per second
+    video_frames: int = Field(0, ge=0, le=256)
     video_sample_fps: float = Field(0.0, ge=0.0, le=30.0)
+    # what the endpoint accepts, 0 = no stated limit: the largest width x height of one image
+    # (stills go as stored unless larger), the most frames of one video, and the most media
+    # bytes of one request (media are scaled down to fit, or the request is not sent)
+    max_pixels: int = Field(0, ge=0)
+    max_frames: int = Field(0, ge=0, le=256)
+    max_request_bytes: int = Field(0, ge=0)
     # a world model that receives the scene and root state (a reference renderer, not a model
     # under test); only the operator's entry can say so
     privileged: bool = False

@@ -4,8 +4,9 @@ Visual-evidence access (UltraVR V0-V4), same prompt and options, only the pixels
 
 - ``text_only`` (V0): no image at all; measures language-prior leakage and option bias.
 - ``thumbnail`` (V1): every image downsampled to at most 160x120 before upload.
-- ``full`` (V2): every image at the runner's default upload size (at most 640x480); the
-  standard condition every leaderboard number refers to unless it names another.
+- ``full`` (V2): every image as its family's media policy sends it (``skyqa.media_policy``:
+  stills as stored unless the endpoint states a pixel limit, a video as the source samples it);
+  the standard condition every leaderboard number refers to unless it names another.
 - ``crop`` (V3): the four quadrants of every image at their original resolution, without the
   whole image. Quadrants, not answer-localising crops, so the crop never gives the box away.
   Rows that show only stills: a video has no single image to cut.

@@ -12,6 +12,7 @@ from skyqa import integrity, keys
 from skyqa.blob import BlobStore
 from skyqa.families import FAMILIES, TaskFamily
 from skyqa.models import open_model
+from skyqa.models.grpc import MAX_MESSAGE
 from skyqa.settings import ModelEndpoint
 
 from services.evaluator.baselines import RandomBaseline, Responder, TextPrior
@@ -22,7 +23,9 @@ from services.evaluator.judge import Judge, judge_item
 from services.evaluator.leaderboard import leaderboard
 from services.evaluator.metrics_csv import image_csv, video_csv
 from services.evaluator.questions import Question, load_questions
-from services.evaluator.runner import Cache, ModelResponder, RunStats, cache_for, run_items
+from services.evaluator.runner import Cache, EndpointMedia, ModelResponder, RunStats, cache_for, run_items
+
+GRPC_MEDIA_MAX = MAX_MESSAGE - (1 << 20)  # a MiB for the prompt and the message's framing
 
 
 @dataclass
@@ -47,13 +50,36 @@ def responders_for(
     ]
     for ep in endpoints:
         name = ep.model or ep.url
-        params = {
-            "temperature": 0.0,
-            "video_frames": ep.video_frames,
-            "video_sample_fps": ep.video_sample_fps,
-        }
-        out.append(ModelResponder(name, open_model(ep), store, keys.run_prefix(run_id), params))
+        root = keys.run_prefix(run_id)
+        out.append(
+            ModelResponder(name, open_model(ep), store, root, {"temperature": 0.0}, endpoint_media(ep))
+        )
     return out
+
+
+def endpoint_media(ep: ModelEndpoint) -> EndpointMedia:
+    """What the endpoint states about media; a gRPC endpoint also takes no more than its
+    transport's message limit (less room for the prompt)."""
+    limit = ep.max_request_bytes
+    if ep.kind == "grpc":
+        limit = min(limit or GRPC_MEDIA_MAX, GRPC_MEDIA_MAX)
+    return EndpointMedia(
+        max_pixels=ep.max_pixels,
+        max_frames=ep.max_frames,
+        max_request_bytes=limit,
+        video_frames=ep.video_frames,
+        video_sample_fps=ep.video_sample_fps,
+        base64=ep.kind == "openai",
+    )
+
+
+def media_record(responders: list[Responder], families: Sequence[TaskFamily[Any]]) -> dict[str, Any]:
+    """Per model and family, the media policy its requests were made under (evaluation metadata)."""
+    return {
+        r.name: {f.name: r.policy(f).record() for f in families}
+        for r in responders
+        if isinstance(r, ModelResponder)
+    }
 
 
 async def evaluate(
@@ -82,7 +108,8 @@ async def evaluate(
     if judge is not None:
         name = judge.model or judge.url
         grader = Judge(name, open_model(judge), Cache(cache_dir / f"judge_{name.replace('/', '_')}.jsonl"))
-    for responder in responders_for(rows, endpoints, store, run_id, scene_id):
+    responders = responders_for(rows, endpoints, store, run_id, scene_id)
+    for responder in responders:
         cache = cache_for(responder, cache_dir)
         total = RunStats()
         for condition in conditions:
@@ -100,6 +127,7 @@ async def evaluate(
             total = total + st
         stats[responder.name] = total
     board = leaderboard(items, families)
+    board["media_policy"] = media_record(responders, families)
     outputs = keys.eval_outputs(run_id, scene_id)
     lines = b"".join(json.dumps(i, sort_keys=True).encode() + b"\n" for i in items)
     store.put(outputs["eval_items"], lines, "application/x-ndjson")

@@ -123,6 +123,34 @@ def _group_tables(models: list[dict[str, Any]]) -> str:
     return "".join(out) or "<p><i>No family with task groups was evaluated.</i></p>"
 
 
+def _frames(f: dict[str, Any] | None) -> str:
+    if f is None:
+        return "no video"
+    every = f"{f['count']} spread over the video" if f["count"] else f"{f['fps']:g} per second"
+    return f"{every}, at most {f['cap']}"
+
+
+def _media_table(board: dict[str, Any]) -> str:
+    """Per model and family, the media policy its requests were made under."""
+    if not board.get("media_policy"):
+        return "<p><i>No model was evaluated (the baselines are shown no media).</i></p>"
+    return _table(
+        ["model", "family", "largest image", "video frames", "media bytes per request", "follows"],
+        [
+            [
+                model,
+                family,
+                f"{p['max_pixels']:,} pixels" if p["max_pixels"] else "as stored",
+                _frames(p["frames"]),
+                f"{p['max_request_bytes']:,}" if p["max_request_bytes"] else "no limit",
+                p["source"],
+            ]
+            for model, families in board.get("media_policy", {}).items()
+            for family, p in families.items()
+        ],
+    )
+
+
 def html_page(board: dict[str, Any], title: str) -> bytes:
     """A self-contained report page: bars, tables per protocol, the correlation heat map."""
     models = board["models"]
@@ -280,6 +308,9 @@ condition): the exact McNemar test on the rows only one got right, and a 95% clu
 interval of the difference (resampling release units).</p>{paired}
 <h2>Task groups</h2><p>Primary score per group of a family's tasks (and all of them), with 95%
 cluster-bootstrap intervals.</p>{_group_tables(models)}
+<h2>Media sent</h2><p>What each model was shown, per family: its source benchmark's media policy
+clipped by the limits the endpoint states (a larger image is scaled down to its pixel limit).</p>
+{_media_table(board)}
 <h2>Task correlation</h2><p>{html.escape(corr["method"])},
 {corr["units"]} units.</p>{_heatmap_svg(corr)}
 <p>{html.escape(corr["across_models"]["method"])}, {corr["across_models"]["models"]} models.</p>

@@ -5,100 +5,59 @@ prompt and the sha256 of every media input, so a changed asset is a cache miss, 
 hit. Only successful replies are cached; failures go to the item log and are retried on the
 next run. Items beyond the request budget are recorded as ``not_run`` and never scored.
 
-Video input for models: 8 frames sampled uniformly with both endpoints, each sent with its
-timestamp ("frame k at t s"), so temporal answers can be audited.
+Media for models follow each family's source benchmark, clipped by what the endpoint states
+(:mod:`services.evaluator.media`); a video's frames are each sent with their time ("video frame
+at t s"), so temporal answers can be audited.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 import json
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
 from skyqa.answers import Parsed
 from skyqa.blob import BlobStore
+from skyqa.families import TaskFamily
+from skyqa.media_policy import MediaPolicy, effective
 from skyqa.models.base import VisionModel
 from skyqa.steps import score_steps
 from skyqa.v1 import model_pb2
-from skyqa.video import decode_frames
 
-from services.evaluator import rollout as rollout_steps
+from services.evaluator import media, rollout as rollout_steps
 from services.evaluator.baselines import Responder
 from services.evaluator.conditions import CONDITIONS, GENERIC_COT, MEDIA, SEQUENTIAL, STEP_CONDITIONS
 from services.evaluator.questions import Question
 
-VIDEO_FRAMES = 8
-MAX_FRAMES = 256
-UPLOAD_MAX = (640, 480)
-THUMBNAIL_MAX = (160, 120)
-UPLOAD_QUALITY = 80
 
+@dataclass(frozen=True)
+class EndpointMedia:
+    """What an endpoint states about the media it takes (``ModelEndpoint``; 0: no limit, or
+    the family's own sampling), and whether its requests carry them as base64 text."""
 
-QUADRANTS = ("top-left", "top-right", "bottom-left", "bottom-right")
-
-
-def _jpeg(img: Image.Image, limit: tuple[int, int] = UPLOAD_MAX) -> bytes:
-    img = img.copy()
-    img.thumbnail(limit)
-    buf = io.BytesIO()
-    img.save(buf, "JPEG", quality=UPLOAD_QUALITY)
-    return buf.getvalue()
-
-
-def _variants(
-    data: bytes, label: str, kinds: tuple[str, ...], native: bool = False
-) -> list[tuple[str, bytes]]:
-    """What one image becomes under a condition's media kinds (see ``conditions``); a native
-    image goes as stored in the full-image kinds, its quadrants at their own resolution."""
-    if native and kinds == ("full",):
-        return [(label, data)]  # as stored: no need to decode 50 megapixels
-    img = Image.open(io.BytesIO(data)).convert("RGB")
-    out = []
-    for kind in kinds:
-        if kind == "full":
-            out.append((label, data if native else _jpeg(img)))
-        elif kind == "thumbnail":
-            out.append((f"{label} (thumbnail)", _jpeg(img, THUMBNAIL_MAX)))
-        else:
-            w, h = img.size
-            for name, (x, y) in zip(QUADRANTS, ((0, 0), (1, 0), (0, 1), (1, 1)), strict=True):
-                part = img.crop((x * w // 2, y * h // 2, (x + 1) * w // 2, (y + 1) * h // 2))
-                out.append((f"{label}, {name} quadrant", _jpeg(part, (w, h))))
-    return out
-
-
-def sample_frames(
-    mp4: bytes, n: int = VIDEO_FRAMES, fps: float = 10.0, sample_fps: float = 0.0
-) -> list[tuple[float, bytes]]:
-    """Uniform with endpoints: frame indices round(i * (N-1) / (n-1)); with ``sample_fps`` set,
-    ``n`` follows the video's length (``sample_fps`` frames per second, at most MAX_FRAMES)."""
-    with tempfile.NamedTemporaryFile(suffix=".mp4") as fh:
-        fh.write(mp4)
-        fh.flush()
-        frames = decode_frames(fh.name)
-    if sample_fps > 0:
-        n = min(MAX_FRAMES, round(max(0, len(frames) - 1) / fps * sample_fps) + 1)
-    idx = sorted({round(i * (len(frames) - 1) / max(1, n - 1)) for i in range(n)}) if frames else []
-    out = []
-    for i in idx:
-        buf = io.BytesIO()
-        Image.fromarray(frames[i]).save(buf, "JPEG", quality=UPLOAD_QUALITY)
-        out.append((round(i / fps, 2), buf.getvalue()))
-    return out
+    max_pixels: int = 0
+    max_frames: int = 0
+    max_request_bytes: int = 0
+    video_frames: int = 0
+    video_sample_fps: float = 0.0
+    base64: bool = False
 
 
 class ModelResponder:
     """A model-service endpoint (OpenAI-compatible HTTP or gRPC) behind the responder interface."""
 
     def __init__(
-        self, name: str, model: VisionModel, store: BlobStore, run_root: str, params: dict[str, float]
+        self,
+        name: str,
+        model: VisionModel,
+        store: BlobStore,
+        run_root: str,
+        params: dict[str, float],
+        endpoint: EndpointMedia = EndpointMedia(),
     ) -> None:
         self.name = name
         self.conditions: frozenset[str] = frozenset(CONDITIONS)
@@ -106,40 +65,57 @@ class ModelResponder:
         self.store = store
         self.root = run_root
         self.params = params
+        self.endpoint = endpoint
+
+    def policy(self, family: TaskFamily[Any]) -> MediaPolicy:
+        """The family's media policy as this endpoint receives it."""
+        e = self.endpoint
+        return effective(
+            family.media_policy,
+            max_pixels=e.max_pixels,
+            max_frames=e.max_frames,
+            max_request_bytes=e.max_request_bytes,
+            video_frames=e.video_frames,
+            video_sample_fps=e.video_sample_fps,
+        )
 
     def request(self, q: Question, condition: str = "full") -> model_pb2.GenerateRequest:
+        return self.build(q, condition)[0]
+
+    def build(self, q: Question, condition: str = "full") -> tuple[model_pb2.GenerateRequest, dict[str, Any]]:
+        """The request and what its media came to (for the item record)."""
         prompt = q.user + (GENERIC_COT if condition == "generic_cot" else "")
         req = model_pb2.GenerateRequest(system=q.system, prompt=prompt, request_id=q.sample_id)
         req.params.temperature = float(self.params.get("temperature", 0.0))
         req.params.max_tokens = int(self.params.get("max_tokens", 500))
         if "seed" in self.params:
             req.params.seed = int(self.params["seed"])
-        for label, data, native in self.media(q):
-            for part_label, part in _variants(data, label, MEDIA[condition], native):
-                req.images.add(data=part, mime_type="image/jpeg", label=part_label)
-        return req
+        policy = self.policy(q.family)
+        kinds = MEDIA[condition]
+        sources = self.sources(q) if kinds else []
+        parts, used = media.within_bytes(sources, kinds, policy, self.endpoint.base64)
+        for p in parts:
+            req.images.add(data=p.data, mime_type=p.mime, label=p.label)
+        sent: dict[str, Any] = {
+            "images": len(parts),
+            "bytes": media.wire_bytes(parts, self.endpoint.base64),
+            "largest": max((list(p.size) for p in parts), key=lambda s: s[0] * s[1], default=[0, 0]),
+        }
+        if used != policy:
+            sent["scaled_to_max_pixels"] = used.max_pixels  # over the endpoint's byte limit
+        return req, sent
 
-    def media(self, q: Question) -> list[tuple[str, bytes, bool]]:
-        """The row's images in prompt order, each with the label the prompt uses for it and
-        whether it goes at its own size; a video becomes its sampled frames, each labelled with
-        its time."""
-        out = []
-        for m in q.family.media(q.row):
-            data = self.store.get(f"{self.root}/{m.path}")
-            if m.fps is None:
-                out.append((m.label, data, m.native))
-            else:
-                n, rate = (
-                    int(self.params.get("video_frames", VIDEO_FRAMES)),
-                    self.params.get("video_sample_fps", 0.0),
-                )
-                frames = sample_frames(data, n, m.fps, rate)
-                out += [(f"video frame at {t:.1f} s", f, False) for t, f in frames]
-        return out
+    def sources(self, q: Question) -> list[media.Source]:
+        """The row's media in prompt order, each with the label the prompt uses for it."""
+        return [
+            media.Source(m.label, self.store.get(f"{self.root}/{m.path}"), m.fps)
+            for m in q.family.media(q.row)
+        ]
 
     async def answer(self, q: Question, condition: str = "full") -> tuple[str, dict[str, Any]]:
         # decoding and re-encoding images is CPU work: off the loop, so requests overlap
-        resp = await self.model.generate(await asyncio.to_thread(self.request, q, condition))
+        req, sent = await asyncio.to_thread(self.build, q, condition)
+        resp = await self.model.generate(req)
         meta = {
             "status": "ok" if resp.error_class == model_pb2.ERROR_CLASS_UNSPECIFIED else "failed",
             "error_class": model_pb2.ErrorClass.Name(resp.error_class),
@@ -147,6 +123,7 @@ class ModelResponder:
             "latency_ms": round(resp.latency_s * 1000, 1),
             "prompt_tokens": resp.usage.prompt_tokens,
             "completion_tokens": resp.usage.completion_tokens,
+            "media_sent": sent,
         }
         return resp.text, meta
 
@@ -163,6 +140,12 @@ def cache_key(responder: Responder, q: Question, media: list[str], condition: st
     body = {
         "responder": responder.name,
         "params": getattr(responder, "params", {}),
+        # what the model is shown of the media: a changed policy is a new request
+        **(
+            {"media_policy": responder.policy(q.family).record()}
+            if isinstance(responder, ModelResponder)
+            else {}
+        ),
         "condition": condition,
         "system": q.system,
         "prompt": q.user,

@@ -43,6 +43,14 @@ if TYPE_CHECKING:
     from skyqa.models.world import WorldModel
 
 PSNR_CAP = 100.0
+# Reasoning-Structured Videos' rollout(context, actions) protocol: nothing is resized or re-encoded
+WORLD_MEDIA = {
+    "reasoning_videos": {
+        "context": "the trajectory's first frame, lossless PNG at the release's frame size",
+        "returned": "the frames the relations name, at the same size, scored against lossless frames",
+        "source": "Reasoning-Structured Videos: rollout(context, actions) -> frames",
+    }
+}
 ABSENT = {
     "lpips": "absent: needs LPIPS network weights, which are not available on this machine",
     "fvd": "absent: needs I3D network weights, which are not available on this machine",
@@ -202,6 +210,7 @@ async def evaluate_world(
                 waiting[r.number] = {p.first: mine[p.first] for p in r.identities if p.partner}
             items.append(item | scores)
     board = leaderboard(items)
+    board["media_policy"] = WORLD_MEDIA
     out = keys.world_outputs(run_id)
     store.put(
         out["world_items"],

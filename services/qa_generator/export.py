@@ -279,7 +279,11 @@ This run ({media.profile} profile): stills {media.still_width}x{media.still_heig
 {media.jpeg_quality}; videos {media.video_width}x{media.video_height} H.264 (libx264, baseline),
 yuv420p, {media.fps} FPS, {media.video_bitrate / 1e6:g} Mb/s, MP4 with `+faststart`. (UAV-DualCog's
 release contract is 4096x3072 stills at JPEG 80 and 1440x1080 video at 10 Mb/s: the release
-profile.){notes}
+profile.) skyqa's evaluator sends the stills to a model as stored (only its thumbnail condition
+shrinks them) and a video as the frames its family's source benchmark samples (UrbanVideo-Bench
+32 per clip, UAV-DualCog every frame at 10 FPS); only an endpoint's own stated limits clip
+that, and every evaluation records the policy each model got in `eval/leaderboard.json`
+(`media_policy`).{notes}
 """.encode()
 
 

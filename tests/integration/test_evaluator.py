@@ -5,6 +5,7 @@ process-level steps), plus the classical-CV baseline on images with a known answ
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import json
 import os
@@ -22,7 +23,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from PIL import Image
-from rows import image_row
+from rows import image_row, video_row
 from skyqa.blob import LocalBlobStore
 from skyqa.bus import Bus, topology
 from skyqa.families import release_files
@@ -702,3 +703,103 @@ async def test_a_budget_cut_evaluation_summarizes_only_what_ran_and_says_so(
     page = store.get(result.outputs["eval_report"]).decode()
     assert "incomplete groups (left out)" in page
     assert store.get(result.outputs["eval_image_metrics"]).startswith(b"model,")
+
+
+def sizes_server(seen: list[tuple[str, str, list[tuple[int, int]], list[str]]]) -> FastAPI:
+    """Answers right and records, per request, the model asked, the prompt and the size and
+    type of every image it was sent."""
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> JSONResponse:
+        body = await request.json()
+        text = _text(body)
+        uris = [
+            p["image_url"]["url"]
+            for m in body["messages"]
+            if m["role"] == "user"
+            for p in m["content"]
+            if p["type"] == "image_url"
+        ]
+        sizes = [Image.open(io.BytesIO(base64.b64decode(u.split(",", 1)[1]))).size for u in uris]
+        seen.append((body["model"], text, sizes, [u[5:].split(";")[0] for u in uris]))
+        if "(target" in text:
+            return _completion(_answer(text))
+        return _completion(json.dumps({"visible_count": 1, "visible_intervals_sec": [[0.0, 2.0]]}))
+
+    return app
+
+
+def _video(frames: int) -> bytes:
+    """A 160x120 MP4 at 10 FPS whose frames brighten one step each."""
+    from skyqa.video import Mp4Writer, discard
+
+    with Mp4Writer(160, 120, 10.0, 200_000) as writer:
+        for i in range(frames):
+            writer.write(np.full((120, 160, 3), i * 6, dtype=np.uint8))
+    data = Path(writer.path).read_bytes()
+    discard(writer.path)
+    return data
+
+
+async def test_media_reach_each_endpoint_as_the_source_sends_them_clipped_by_its_stated_limits(
+    tmp_path: Path,
+) -> None:
+    """Issue 43.3: 4096x3072 stills go native to an endpoint that states no limit and scaled to
+    its max_pixels to one that does; a DualCog video row gets the family's sampling (every frame
+    of the 10 FPS video) or the endpoint's max_frames; one stating max_request_bytes gets its
+    images scaled down to fit; the leaderboard records each policy."""
+    store = LocalBlobStore(tmp_path / "store")
+    write_manifest(store, 2)
+    for key, box in [("ref.jpg", REF_BOX), *((f"env{i}.jpg", list(PLACES.values())[i]) for i in range(2))]:
+        store.put(f"runs/{RUN}/{key}", _scene(box, 4096, 3072))
+    store.put(f"runs/{RUN}/m1.mp4", _video(41))  # 4 s at 10 FPS
+    video = video_row(
+        video_path="m1.mp4", reference_image_with_bbox="ref.jpg", frame_count=41, duration_sec=4.0
+    )
+    store.put(release_files(RUN, SCENE)["video_qa"], (video.model_dump_json() + "\n").encode())
+    stored = [store.get(f"runs/{RUN}/{k}") for k in ("ref.jpg", "env0.jpg")]
+    tight = sum(4 * -(-len(b) // 3) for b in stored) // 3  # a third of an image row's base64
+    seen: list[tuple[str, str, list[tuple[int, int]], list[str]]] = []
+    with ServedApp(sizes_server(seen)) as served:
+        eps = [
+            ModelEndpoint(kind="openai", url=served.url + "/v1", model="native"),
+            ModelEndpoint(
+                kind="openai", url=served.url + "/v1", model="limited", max_pixels=640 * 480, max_frames=8
+            ),
+            ModelEndpoint(kind="openai", url=served.url + "/v1", model="tight", max_request_bytes=tight),
+        ]
+        result = await evaluate(store, RUN, SCENE, eps, tmp_path / "cache")
+    got = {(model, "(target" in text): (sizes, mimes) for model, text, sizes, mimes in seen}
+    assert len(seen) == 3 * 3  # three endpoints, two image rows and one video row each
+    assert got[("native", True)] == ([(4096, 3072)] * 2, ["image/jpeg"] * 2)
+    assert got[("limited", True)][0] == [(640, 480)] * 2
+    native_video, limited_video = got[("native", False)][0], got[("limited", False)][0]
+    assert native_video == [(4096, 3072)] + [(160, 120)] * 41  # the reference image, every frame
+    assert limited_video == [(640, 480)] + [(160, 120)] * 8
+    policy = result.leaderboard["media_policy"]
+    assert set(policy) == {"native", "limited", "tight"}  # only models: baselines see no media
+    assert policy["native"]["dualcog_image"]["max_pixels"] == 0
+    assert policy["limited"]["dualcog_image"]["max_pixels"] == 640 * 480
+    assert policy["native"]["dualcog_video"]["frames"] == {"count": 0, "fps": 10.0, "cap": 256}
+    assert policy["limited"]["dualcog_video"]["frames"] == {"count": 0, "fps": 10.0, "cap": 8}
+    assert policy["native"]["urbanvideo_nav"]["frames"]["count"] == 32
+    assert policy["native"]["ultravr"]["source"].startswith("UltraVR")
+    items = [json.loads(x) for x in store.get(result.outputs["eval_items"]).splitlines()]
+    sent = {(i["model"], i["sample_id"]): i["media_sent"] for i in items if "media_sent" in i}
+    assert sent[("limited", "v1")] == {
+        "images": 9,
+        "bytes": sent[("limited", "v1")]["bytes"],
+        "largest": [640, 480],
+    }
+    assert sent[("native", "s0")]["largest"] == [4096, 3072]
+    for sid in ("s0", "s1"):  # each request scaled on its own until its base64 fits
+        small = sent[("tight", sid)]
+        assert small["bytes"] <= tight and 0 < small["scaled_to_max_pixels"] < 4096 * 3072
+        w, h = small["largest"]
+        assert w * h <= small["scaled_to_max_pixels"] and abs(w / h - 4 / 3) < 0.01
+    assert policy["tight"]["dualcog_image"]["max_request_bytes"] == tight
+    board = json.loads(store.get(result.outputs["leaderboard"]))
+    assert board["media_policy"] == policy  # the written metadata, not only the returned one
+    page = store.get(result.outputs["eval_report"]).decode()
+    assert "<h2>Media sent</h2>" in page and "307,200 pixels" in page and "10 per second, at most 8" in page

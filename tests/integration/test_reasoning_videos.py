@@ -221,6 +221,8 @@ def test_the_world_model_evaluator_ranks_the_oracle_first(released: Released, tm
     ]
     result = asyncio.run(evaluate_world(store, RUN, SCENE, models))
     assert result is not None
+    written = json.loads(store.get(result.outputs["world_leaderboard"]))
+    assert "lossless PNG" in written["media_policy"]["reasoning_videos"]["context"]  # issue 43.3
     board = {m["model"]: m for m in result.leaderboard["models"]}
     assert result.leaderboard["models"][0]["model"] == "oracle"
     oracle, shortcut, copy = board["oracle"], board["symmetric_shortcut"], board["copy_last"]

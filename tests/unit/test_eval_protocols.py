@@ -359,19 +359,22 @@ def test_joint_rows_score_composite_and_atomic_levels_like_uav_dualcog() -> None
 
 def test_a_video_reaches_a_model_as_a_frame_budget_or_a_sampling_rate() -> None:
     import numpy as np
+    from skyqa.media_policy import Frames, MediaPolicy
     from skyqa.video import Mp4Writer, discard
 
-    from services.evaluator.runner import sample_frames
+    from services.evaluator.media import frames
 
     with Mp4Writer(32, 32, 10.0, 200_000) as writer:
         for i in range(31):  # 3 s at 10 fps
             writer.write(np.full((32, 32, 3), i * 8, dtype=np.uint8))
     data = Path(writer.path).read_bytes()
     discard(writer.path)
-    budget = sample_frames(data, 4, 10.0)
-    assert [t for t, _ in budget] == [0.0, 1.0, 2.0, 3.0]
-    rate = sample_frames(data, 4, 10.0, sample_fps=2.0)  # two frames a second, the budget unused
-    assert [t for t, _ in rate] == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+    budget = frames(data, 10.0, MediaPolicy(frames=Frames(count=4)))
+    assert [p.label for p in budget] == [f"video frame at {t:.1f} s" for t in (0, 1, 2, 3)]
+    rate = frames(data, 10.0, MediaPolicy(frames=Frames(fps=2.0)))  # two frames a second
+    assert [p.label[15:18] for p in rate] == ["0.0", "0.5", "1.0", "1.5", "2.0", "2.5", "3.0"]
+    capped = frames(data, 10.0, MediaPolicy(frames=Frames(fps=10.0, cap=5)))  # every frame, at most 5
+    assert [p.label[15:18] for p in capped] == ["0.0", "0.8", "1.5", "2.2", "3.0"]
 
 
 def test_generic_cot_asks_the_same_with_a_step_by_step_instruction(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from skyqa.answers import Parsed
 from skyqa.contracts import ValidInstance
 from skyqa.contracts.missions import MissionIndex
 from skyqa.contracts.qa import ClipRequest, DegradeRequest, EnvRequest, Funnel, OverlayRequest, ReasoningStep
+from skyqa.media_policy import MediaPolicy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -90,10 +91,8 @@ class MediaRef:
 
     label: str  # how the prompt names it ("Image 2", "reference image")
     path: str  # relative to the release folder
-    fps: float | None = None  # a video: the evaluator sends frames sampled from it
-    # an ultra-resolution still: the full-image conditions send it as stored, at its own size,
-    # and leave any resizing to the model's own preprocessing (UltraVR's V2)
-    native: bool = False
+    # a video: the evaluator sends frames sampled from it (its family's ``media_policy``)
+    fps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -256,6 +255,8 @@ class TaskFamily(ReleaseFamily[R], Protocol[R]):
     # -- evaluation: how a model is asked a row and how its reply is scored --
 
     groups: Mapping[str, tuple[str, ...]]  # task groups reported together (none: empty)
+    # how its media reach a model, as its source benchmark sends them (endpoints may clip it)
+    media_policy: MediaPolicy
 
     def difficulty(self, row: R) -> str:
         """The difficulty results are reported by."""

@@ -48,6 +48,7 @@ from skyqa.families.aircop.questions import (
 from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered
 from skyqa.families.options import lettered, singled_out
 from skyqa.families.structure import MAX_SIMILARITY
+from skyqa.media_policy import MediaPolicy
 from skyqa.vocab.directions import similarity
 
 MIN_POOL = MAX_OPTIONS + 2
@@ -79,6 +80,8 @@ def view_path(group_id: str, uav: str) -> str:
 class AirCop:
     name = "aircop_collab"
     noun = "collaboration"
+    # AirCopBench's 1920x1080 UAV views go through VLMEvalKit as stored
+    media_policy = MediaPolicy(source="AirCopBench: every UAV's view as stored")
     manifest = "collab_qa"
     files: Mapping[str, str] = MappingProxyType(
         {

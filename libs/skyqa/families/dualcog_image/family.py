@@ -28,6 +28,7 @@ from skyqa.families.dualcog_image.tasks import (
     unplannable,
     usable_views,
 )
+from skyqa.media_policy import MediaPolicy
 from skyqa.scan import stills
 
 STILL_FOV_DEG = 72.0
@@ -36,6 +37,10 @@ STILL_FOV_DEG = 72.0
 class DualCogImage:
     name = "dualcog_image"
     noun = "image"
+    # UAV-DualCog renders its image rows at 4096x3072 and exports them as JPEG 80 "to preserve
+    # high-frequency spatial details for grounding": each still goes as stored (its reference
+    # runner's 640x480 upload is, here, an endpoint's stated max_pixels)
+    media_policy = MediaPolicy(source="UAV-DualCog image tasks: 4096x3072 stills as stored, JPEG 80")
     manifest = "image_qa"
     files: Mapping[str, str] = MappingProxyType(
         {

@@ -45,6 +45,7 @@ from skyqa.families.dualcog_video.checks import NEVER_SEEN, check_video_rows, pi
 from skyqa.families.dualcog_video.export import dualcog_manifest
 from skyqa.families.dualcog_video.tasks import joint_row, visibility_row
 from skyqa.families.views import reference_overlay
+from skyqa.media_policy import Frames, MediaPolicy
 from skyqa.vocab.behaviors import element_label, load_library
 
 AMBIGUOUS = "visible count within the margin of the sighting rule"
@@ -55,6 +56,12 @@ FAILED_FILE = "video_tasks/failed_missions.json"  # under the run: mission id ->
 class DualCogVideo:
     name = "dualcog_video"
     noun = "video"
+    # UAV-DualCog sends the released 10 FPS MP4 itself and the reference image as stored: every
+    # frame at the video's rate, the frame cap spreading a longer mission evenly
+    media_policy = MediaPolicy(
+        frames=Frames(fps=10.0),
+        source="UAV-DualCog video tasks: the 10 FPS video whole, the reference image as stored",
+    )
     manifest = "video_qa"
     files: Mapping[str, str] = MappingProxyType(
         {

@@ -64,6 +64,7 @@ from skyqa.families.ultravr.templates import (
     difficulty,
     mirror,
 )
+from skyqa.media_policy import MediaPolicy
 from skyqa.steps import score_steps
 
 LETTERS = "ABCD"
@@ -104,6 +105,9 @@ def unit_of(survey_id: str, view: str) -> str:
 class UltraVR:
     name = "ultravr"
     noun = "ultra-resolution"
+    # UltraVR's V2 sends the original image and leaves resizing or tiling to each model's own
+    # preprocessing (V1 thumbnails and V3/V4 quadrants are conditions of their own)
+    media_policy = MediaPolicy(source="UltraVR V2: the original ultra-resolution image, as stored")
     manifest = "ultravr_qa"
     files: Mapping[str, str] = MappingProxyType(
         {
@@ -287,7 +291,7 @@ class UltraVR:
         return row.system_prompt, row.user_prompt
 
     def media(self, row: UltraRow) -> list[MediaRef]:
-        return [MediaRef("the image", row.image, native=True)]
+        return [MediaRef("the image", row.image)]
 
     def marks(self, row: UltraRow) -> list[Mark]:
         out = []

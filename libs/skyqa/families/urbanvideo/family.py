@@ -34,6 +34,7 @@ from skyqa.families.urbanvideo import evaluation
 from skyqa.families.urbanvideo.checks import check_rows
 from skyqa.families.urbanvideo.export import urbanvideo_table
 from skyqa.families.urbanvideo.questions import BUILDERS, VOCABULARY, Mission, Question, difficulty
+from skyqa.media_policy import Frames, MediaPolicy
 
 LETTERS = "ABCDEFGH"
 OVER = "navigation answer over-represented"
@@ -42,6 +43,12 @@ OVER = "navigation answer over-represented"
 class UrbanVideo:
     name = "urbanvideo_nav"
     noun = "navigation"
+    # UrbanVideo-Bench's run.py sends at most 32 uniformly strided frames of each clip (its
+    # frame-list models; those that take a rate get 1 fps: an endpoint's video_sample_fps)
+    media_policy = MediaPolicy(
+        frames=Frames(count=32),
+        source="UrbanVideo-Bench: 32 frames spread over the clip (1 fps for rate-taking models)",
+    )
     manifest = "navigation_qa"
     files: Mapping[str, str] = MappingProxyType(
         {
