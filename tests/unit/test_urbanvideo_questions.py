@@ -26,7 +26,7 @@ pytestmark = pytest.mark.unit
 
 
 def as_row(q: Question, task: NavigationTask) -> NavRow:
-    options = [Option(option_id="ABCD"[k], label=lab) for k, lab in enumerate(q.options)]
+    options = [Option(option_id="ABCDEFGH"[k], label=lab) for k, lab in enumerate(q.options)]
     return NavRow(
         sample_id="s", scene_id="blocks", engine="builtin", task=q.task, task_display_name=q.task,
         group="recall", mission_id=task.traj_id, mission_kind="route", instruction=task.instruction,
@@ -174,16 +174,26 @@ def test_questions_per_type_and_the_types_asked_come_from_the_scan(
 @pytest.mark.parametrize(
     ("variant", "caption"),
     [
-        ({}, "turn left, stone fountain, turn right, climb over the red brick hall, grey office tower"),
+        (
+            {},
+            "The drone turned left and reached the stone fountain, then turned right, climbed over "
+            "the red brick hall and reached the grey office tower.",
+        ),
         (
             {"side": -1.0},
-            "turn right, stone fountain, turn left, climb over the red brick hall, grey office tower",
+            "The drone turned right and reached the stone fountain, then turned left, climbed over "
+            "the red brick hall and reached the grey office tower.",
         ),
-        ({"hall": None}, "turn left, stone fountain, turn right, grey office tower"),
+        (
+            {"hall": None},
+            "The drone turned left and reached the stone fountain, then turned right and reached the "
+            "grey office tower.",
+        ),
         # a tall, short hall: flying around it is quicker than over
         (
             {"hall": 60.0, "span": 12.0},
-            "turn left, stone fountain, turn right, go around the red brick hall, grey office tower",
+            "The drone turned left and reached the stone fountain, then turned right, went around "
+            "the red brick hall and reached the grey office tower.",
         ),
     ],
 )

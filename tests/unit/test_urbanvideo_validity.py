@@ -19,11 +19,13 @@ from nav_blocks import build, mission
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts.missions import MissionIndex, NavigationIndexRow
 from skyqa.contracts.navigation import NavigationTask
+from skyqa.contracts.qa import Option
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.families import options as O
 from skyqa.families.base import PlanInputs
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.families.urbanvideo import words as W
+from skyqa.families.urbanvideo.checks import check_rows, moment
 from skyqa.families.urbanvideo.family import FAMILY
 from skyqa.families.urbanvideo.questions import BUILDERS, VOCABULARY, Question, draw, from_vocabulary
 from skyqa.v1 import scan_pb2
@@ -67,6 +69,17 @@ def plan_many(tasks: list[NavigationTask], tmp_path: Path, per_type: int = 1, se
         landmarks=[], excluded={}, missions=index,
     )  # fmt: skip
     return FAMILY.plan(inputs).rows
+
+
+def as_row(q: Question, task: NavigationTask) -> NavRow:
+    options = [Option(option_id="ABCDEFGH"[k], label=lab) for k, lab in enumerate(q.options)]
+    return NavRow(
+        sample_id="s", scene_id="blocks", engine="builtin", task=q.task, task_display_name=q.task,
+        group="recall", mission_id=task.traj_id, mission_kind="route", instruction=task.instruction,
+        video_path="v.mp4", fps=30.0, clip_end_frame=q.end_frame, frame_count=task.frame_count,
+        question=q.question, options=options, answer_option_id="A", answer_label=q.options[0],
+        evidence=q.evidence, difficulty="easy", prompt_text="", user_prompt="", system_prompt="",
+    )  # fmt: skip
 
 
 def every_question(task: NavigationTask, seeds: int = 1) -> list[Question]:
@@ -190,21 +203,18 @@ def test_start_and_end_options_form_a_square(task: NavigationTask) -> None:
 # -- 3. the question's words do not decide the answer ---------------------------------------
 
 
-def test_proximity_is_asked_in_one_wording(task: NavigationTask) -> None:
-    """ "descended" was always "about as far", "climbed" "farther": every proximity question
-    now has one wording (no motion, no time), and its answers still vary."""
+def test_proximity_names_a_move_and_balances_within_its_kind(task: NavigationTask) -> None:
+    """ "descended" was always "about as far", "climbed" "farther": a proximity question names
+    the move by what happened (as the source's "after the agent descends to street level"),
+    and the move's reason is the row's stratum, within which the family balances the answers;
+    the answers still vary."""
     found = build("proximity", task)
-    names = sorted((lm.description for lm in task.landmarks), key=len, reverse=True)
-
-    def wording(q: str) -> str:
-        for name in names:
-            q = q.replace(name, "X")
-        return q
-
-    assert {wording(q.question) for q in found} == {
-        "How did the distance between the drone and the X change over the last 3 seconds?"
-    }
-    assert len({q.options[0] for q in found}) >= 3
+    assert found
+    for q in found:
+        s = task.segments[int(q.evidence["segment"])]  # type: ignore[arg-type]
+        assert q.stratum == s.reason
+        assert q.question.endswith(f"change while it {q.evidence['moment']}?"), q.question
+    assert len({q.options[0] for q in found}) >= 2
 
 
 def test_duration_compares_flights_of_one_kind(task: NavigationTask) -> None:
@@ -220,18 +230,42 @@ def test_duration_compares_flights_of_one_kind(task: NavigationTask) -> None:
     assert len({(q.evidence["first"], q.evidence["second"]) for q in found}) == 2
 
 
-def test_a_moment_is_the_end_of_the_video_shown(task: NavigationTask) -> None:
-    """A time in the question tells the phase of the flight (early on the drone turns), a span
-    also the motion (by its length): Sequence Recall, Causal and Proximity name no time; the
-    video shown ends at the moment asked about, inside the move it asks of."""
-    for kind in ("sequence_recall", "causal", "proximity"):
+MOMENT_TYPES = ("sequence_recall", "causal", "scene_recall", "proximity")
+
+
+def test_a_moment_is_named_by_what_happened_never_by_a_time(task: NavigationTask) -> None:
+    """ "between 8.3 s and 10.3 s" named a moment a person cannot find without a clock, and a
+    time tells the flight's phase: Sequence Recall, Causal, Scene Recall and Proximity name the
+    moment by the move made there, in words naming its landmark, as QC re-reads it from the
+    states; the named move's kind is the row's stratum where the answers come from a fixed
+    vocabulary (after "climbed to get above" the drone flies on over: balanced within it)."""
+    for kind in MOMENT_TYPES:
         found = build(kind, task)
-        assert found and len({q.question for q in found if kind != "proximity"}) <= 1
+        assert found, kind
         for q in found:
-            assert not re.search(r"\d+\.\d", q.question), q.question
-            if kind != "proximity":
-                s = task.segments[int(q.evidence["next" if kind == "sequence_recall" else "segment"])]  # type: ignore[arg-type]
-                assert s.start_frame < q.end_frame < s.end_frame
+            assert not re.search(r"\d", q.question), q.question
+            field = "after" if kind == "causal" else "segment"
+            row = as_row(q, task)
+            assert moment(row, task) == q.evidence["moment"], (kind, q.question)
+            assert q.question.endswith(f"it {q.evidence['moment']}?"), q.question
+            if kind in VOCABULARY:
+                assert q.stratum == task.segments[int(q.evidence[field])].reason  # type: ignore[arg-type]
+
+
+def test_qc_refuses_a_moment_named_by_a_time(task: NavigationTask, tmp_path: Path) -> None:
+    """The rows of the old form fail QC: a time in the question, or a question naming another
+    move than the one its evidence holds; the row as built passes."""
+    found = build("sequence_recall", task)
+    row = as_row(found[0], task).model_copy(update={"sample_id": "good"})
+    timed = row.model_copy(
+        update={"sample_id": "timed", "question": "What did it do between 8.3 s and 10.3 s?"}
+    )
+    wrong = row.model_copy(update={"sample_id": "wrong", "question": found[-1].question})
+    verdict = check_rows([row, timed, wrong], {task.traj_id: task}, LocalBlobStore(tmp_path), "r")
+    assert verdict.reasons == {
+        "timed": "question points at a moment by a time",
+        "wrong": "question does not name its moment by what happened there",
+    }
 
 
 def test_a_wording_is_asked_with_each_answer_equally(task: NavigationTask, tmp_path: Path) -> None:

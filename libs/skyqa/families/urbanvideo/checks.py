@@ -12,6 +12,7 @@ and the quickest. A row whose re-derived answer differs from its gold fails.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -26,7 +27,7 @@ from skyqa.families import mcq
 from skyqa.families.frames import per_frame
 from skyqa.families.structure import Verdict
 from skyqa.families.urbanvideo import words as W
-from skyqa.families.urbanvideo.questions import caption_text, progress_steps, step_label
+from skyqa.families.urbanvideo.questions import caption_text, leg_blocker, progress_steps, step_label
 
 Derive = Callable[[NavRow, NavigationTask], str | None]
 REACHED_M = 14.0  # the planner stops 12 m outside a landmark's footprint
@@ -94,16 +95,10 @@ def _next_action(row: NavRow, task: NavigationTask) -> str | None:
 
 
 def _sequence(row: NavRow, task: NavigationTask) -> str | None:
-    """The move before the one under way at the cut, from the states: back from the cut while
-    the drone moves as it does there, then the move before."""
-    t = row.clip_end_frame
-    if t + 1 >= len(task.poses):
-        return None
-    now = moved(task.poses[t], task.poses[t + 1])
-    f = t
-    while f > 0 and moved(task.poses[f - 1], task.poses[f]) == now:
-        f -= 1
-    return W.PAST[moved(task.poses[f - 1], task.poses[f])] if f > 0 else None
+    """The move after the one the question names, from the states: what changes from the frame
+    the named segment ends on."""
+    e = task.segments[int(row.evidence["segment"])].end_frame  # type: ignore[arg-type]
+    return W.PAST[moved(task.poses[e + 1], task.poses[e + 2])] if e + 2 < len(task.poses) else None
 
 
 def _position(row: NavRow, task: NavigationTask) -> str | None:
@@ -399,6 +394,37 @@ def in_view_during(store: BlobStore, run_id: str, row: NavRow, task: NavigationT
     return seen[0] if len(seen) == 1 and not any(others) else None
 
 
+# a clock time or a span of seconds: "at 8.3 s", "between 8.3 s and 10.3 s", "the last 3 seconds"
+TIME = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|sec|secs|seconds?)\b", re.IGNORECASE)
+# the types whose question is about a moment of the flight: it must name it by what happened
+MOMENT_FROM = {
+    "sequence_recall": "segment",
+    "causal": "after",
+    "scene_recall": "segment",
+    "proximity": "segment",
+}
+
+
+def moment(row: NavRow, task: NavigationTask) -> str | None:
+    """What a moment-type row's named segment did, in words, re-read from the states: its
+    action from the poses, its reason from the motion and geometry (:func:`why`), the landmark
+    it was about (the structure in the leg's way for an obstacle's reason); None when the row
+    names no segment or the words would name no landmark."""
+    field = MOMENT_FROM.get(row.task)
+    idx = row.evidence.get(field or "")
+    if not isinstance(idx, int) or not 0 <= idx < len(task.segments):
+        return None
+    s = task.segments[idx]
+    reason = why(task, idx)
+    about = (
+        leg_blocker(task, s.leg) if reason in W.OBSTACLE_REASONS or reason == "avoid_obstacle" else s.toward
+    )
+    if not about:
+        return None
+    end = task.poses[min(s.end_frame + 1, len(task.poses) - 1)]
+    return W.event(reason, moved(task.poses[s.start_frame], end), _name(task, about))
+
+
 def check_rows(
     rows: list[NavRow], tasks: dict[str, NavigationTask | None], store: BlobStore, run_id: str
 ) -> Verdict:
@@ -421,4 +447,10 @@ def check_rows(
             derived = DERIVE[r.task](r, task)
         if derived != r.answer_label:
             v.fail(r.sample_id, "answer disagrees with the geometry re-check")
+        if TIME.search(r.question):
+            v.fail(r.sample_id, "question points at a moment by a time")
+        if r.task in MOMENT_FROM:
+            words = moment(r, task)
+            if words is None or f"it {words}?" not in r.question:
+                v.fail(r.sample_id, "question does not name its moment by what happened there")
     return v

@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import combinations, pairwise
+from itertools import combinations, pairwise, permutations
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,12 +52,31 @@ from skyqa.families.urbanvideo import words as W
 from skyqa.vocab.directions import similarity
 
 MIN_SEEN = 3  # frames a landmark must be visible in to count as seen
-WINDOW_S = 2.0  # a Scene Recall moment
-PROXIMITY_S = 3.0  # the window a Proximity question asks about
 ANGLE_MARGIN = 15.0
 RATIO = 1.3
 THIRD_MARGIN = 0.05
 K = 4  # options a row offers where its universe allows
+# options per row, as the source's tasks have them (its examples and its random baseline: five
+# for most, three for Duration, Proximity and Counterfactual, seven actions for Action
+# Generation); a row that cannot have them all plausible is not asked
+OPTIONS: dict[str, int] = {
+    "trajectory_captioning": 5,
+    "sequence_recall": 5,
+    "object_recall": 4,
+    "scene_recall": 5,
+    "start_end_position": 4,
+    "proximity": 3,
+    "duration": 3,
+    "landmark_position": 4,
+    "goal_detection": 4,
+    "cognitive_map": 4,
+    "causal": 5,
+    "counterfactual": 2,
+    "association": 4,
+    "progress_evaluation": 4,
+    "high_level_planning": 5,
+    "action_generation": 7,
+}
 Evidence = dict[str, str | int | float | bool | list[str] | list[float]]
 
 
@@ -107,22 +126,50 @@ class Mission:
         # the landmarks some mission of the plan flies to (set by the family; None: any)
         self.routed: frozenset[str] | None = None
 
-    def labels(self, task: str, every: Sequence[str], frame: int) -> list[str]:
+    def labels(self, task: str, every: Sequence[str], frame: int, words: str = "") -> list[str]:
         """The labels of a fixed-vocabulary type this plan offers in a row showing the video up
-        to ``frame`` (all, unless the family kept only those it can ask as answers about equally
-        often at that row's difficulty: see :attr:`allowed`)."""
-        kept = self.allowed.get((task, self.stratum(task, frame)))
+        to ``frame`` whose wording's class is ``words`` (all, unless the family kept only those
+        it can ask as answers about equally often in that stratum: see :attr:`allowed`)."""
+        kept = self.allowed.get((task, self.stratum(task, frame, words)))
         return [x for x in every if kept is None or x in kept]
 
     def wording(self, question: str) -> str:
         return _norm(question)
 
-    def stratum(self, task: str, frame: int) -> str:
+    def stratum(self, task: str, frame: int, words: str = "") -> str:
         """What a row shows of its answer's circumstances without the video, which a type of
-        fixed vocabulary balances its answers within: the difficulty (the video's length), and
-        whether the mission is a goal or a route when the question quotes its instruction."""
+        fixed vocabulary balances its answers within: the difficulty (the video's length),
+        whether the mission is a goal or a route when the question quotes its instruction, and
+        the class of the move the question names (:attr:`Question.stratum`: "right after it
+        climbed to get above ..." makes some next moves likelier, so within it every answer
+        is asked equally often)."""
         level = difficulty(frame, self.fps)
-        return f"{level}/{self.task.kind}" if task in QUOTES else level
+        level = f"{level}/{self.task.kind}" if task in QUOTES else level
+        return f"{level}/{words}" if words else level
+
+    def about(self, s: NavSegment) -> str:
+        """The landmark id a segment was about: the structure in the leg's way for an obstacle's
+        reason, else the leg's landmark ("" when the way was blocked by something unlabelled)."""
+        if s.reason in W.OBSTACLE_REASONS or s.reason == "avoid_obstacle":
+            return leg_blocker(self.task, s.leg)
+        return s.toward
+
+    def event(self, s: NavSegment) -> str | None:
+        """What the segment did, in words that name its landmark, when they name one moment of
+        the flight: the landmark described uniquely, and no other segment in the same words
+        (None otherwise). A moment is named by what happened, never by its time."""
+        lid = self.about(s)
+        if not lid or not self.named(lid):
+            return None
+        words = W.event(s.reason, s.action, self.names[lid])
+        same = [
+            x
+            for x in self.task.segments
+            if (y := self.about(x))
+            and y in self.names
+            and W.event(x.reason, x.action, self.names[y]) == words
+        ]
+        return words if len(same) == 1 else None
 
     def named(self, *lids: str) -> bool:
         """Every landmark id given ("" for none) has a description of its own in the mission."""
@@ -218,22 +265,18 @@ def _close(a: str, b: str) -> bool:
 
 
 def sets_of(universe: Sequence[str], question: str, k: int = K) -> list[tuple[str, ...]]:
-    """Every ``k``-subset of ``universe`` (``k - 1`` when it has none) whose members are
-    :func:`alike`."""
+    """Every ``k``-subset of ``universe`` whose members are :func:`alike` (none with fewer: a
+    row has the source's number of options or is not asked)."""
     return _sets(tuple(dict.fromkeys(universe)), question, k)
 
 
 @lru_cache(maxsize=4096)
 def _sets(labels: tuple[str, ...], question: str, k: int) -> list[tuple[str, ...]]:
-    for size in (k, k - 1):
-        out = [
-            c
-            for c in combinations(labels, size)
-            if not any(_close(a, b) for a, b in combinations(c, 2)) and O.singled_out(question, c) is None
-        ]
-        if out:
-            return out
-    return []
+    return [
+        c
+        for c in combinations(labels, k)
+        if not any(_close(a, b) for a, b in combinations(c, 2)) and O.singled_out(question, c) is None
+    ]
 
 
 def draw(
@@ -254,13 +297,14 @@ def from_vocabulary(
     gold: str, labels: Sequence[str], rng: np.random.Generator, k: int = K
 ) -> tuple[str, ...] | None:
     """A fixed vocabulary's options: the gold and ``k - 1`` others drawn uniformly from the
-    labels the plan offers (all of them when they are ``k`` or fewer). Every ``k``-subset is
+    labels the plan offers (None when it offers fewer than ``k``: a row with fewer options than
+    the source's is not asked). Every ``k``-subset is
     a candidate set, as many holding each label: the design stays exchangeable when the family
     then balances the golds (a filter on the sets, or pairs never offered together, would
     have some labels in fewer sets, and a balanced gold then more often one of those)."""
-    if gold not in labels:
+    if gold not in labels or len(labels) < k:
         return None
-    if len(labels) <= k:
+    if len(labels) == k:
         return (gold, *(x for x in labels if x != gold))
     drawn = O.from_pool(gold, list(labels), k, rng)
     return None if drawn is None else tuple(drawn)
@@ -279,29 +323,33 @@ def pick(gold: str, sets: Sequence[tuple[str, ...]], rng: np.random.Generator) -
 # -- recall ------------------------------------------------------------------------------
 
 
-Flight = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # landmarks, turns, ways, per leg
-Edit = Callable[[Flight], Flight]
-
-
 def caption_text(
     names: Sequence[str], turns: Sequence[str], ways: Sequence[str], blockers: Sequence[str]
 ) -> str:
-    """Terse, so options differ by what matters: "turn left, stone fountain, climb over the red
-    brick hall, grey office tower" (per leg: its opening turn, how it avoided what, where to)."""
-    parts = []
+    """The flight as one sentence, as the source's captions are: "The drone turned left and
+    reached the stone fountain, then turned right, climbed over the red brick hall and reached
+    the grey office tower." (per leg: its opening turn, how it avoided what, where to)."""
+    legs = []
     for name, turn, way, blocker in zip(names, turns, ways, blockers, strict=True):
-        parts += [f"turn {turn}"] if turn else []
-        parts += [f"{way} {W.obstacle(blocker)}"] if way else []
-        parts.append(name)
-    return ", ".join(parts)
+        parts = [f"turned {turn}"] if turn else []
+        parts += [f"{PAST_WAY[way]} {W.obstacle(blocker)}"] if way else []
+        parts.append(f"reached the {name}")
+        legs.append(", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1])
+    return "The drone " + ", then ".join(legs) + "."
 
 
-TURNED = {"left": "right", "right": "left", "": ""}
-AVOIDED = {"climb over": "go around", "go around": "climb over", "": ""}
-CAPTION_Q = "Which sequence sums up the drone's whole flight?"
+PAST_WAY = {"climb over": "climbed over", "go around": "went around"}
+CAPTION_Q = "Which of these sentences best sums up the drone's whole flight in the video?"
 
 
 def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Which sentence sums up the flight, as the source's captions do. The options differ in
+    where the drone flew, not in one word (sentences one word apart are too alike to offer):
+    five landmarks on a cycle, the ones the flight names (each leg's obstacle and landmark) in
+    flight order among them, and option ``i`` names them from cycle place ``i`` on, each leg
+    with its turn and way. Every landmark of the cycle is named as often by the options and
+    every two options differ in every name, whichever is the gold (no near misses around the gold, which
+    make it the option overlapping the rest most)."""
     legs = sorted({s.leg for s in m.task.segments})
     turns, ways, blockers, blocker_ids = [], [], [], []
     for leg in legs:
@@ -312,90 +360,63 @@ def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Ques
         ways.append("" if avoid is None else "climb over" if avoid.action == "ascend" else "go around")
         blockers.append("" if avoid is None else m.blocker(avoid))
         blocker_ids.append("" if avoid is None else avoid.blocked_by)
-    if not m.named(*m.task.route, *blocker_ids):
+    # an avoidance without a described structure would read "around a structure": not asked
+    unnamed = any(w and not b for w, b in zip(ways, blocker_ids, strict=True))
+    n = OPTIONS["trajectory_captioning"]
+    if unnamed or not m.named(*m.task.route, *blocker_ids):
+        return
+    # the things the caption names, in flight order: per leg the obstacle it avoided, then its
+    # landmark; the cycle's others: seen, described uniquely, none of those, and ones other
+    # missions fly to (:attr:`Mission.routed`), so the gold is not the one option naming only
+    # landmarks other missions' golds name
+    slots = [lid for leg in legs for lid in (blocker_ids[leg], m.task.route[leg]) if lid]
+    others = [
+        lid
+        for lid in m.seen_in(0, m.last)
+        if lid not in slots and m.named(lid) and (m.routed is None or lid in m.routed)
+    ]
+    if len(set(slots)) < len(slots) or len(slots) > n or len(others) < n - len(slots):
         return
 
-    def caption(f: Flight) -> str:
-        return caption_text([m.names[lid] for lid in f[0]], f[1], f[2], blockers)
+    def caption(cycle: Sequence[str], i: int) -> str:
+        """The flight with every named thing moved ``i`` places on along the cycle."""
+        at = iter(m.names[cycle[(i + j) % n]] for j in range(len(slots)))
+        names, walls = [], []
+        for leg in legs:
+            walls.append(next(at) if blocker_ids[leg] else "")
+            names.append(next(at))
+        return caption_text(names, turns, ways, walls)
 
-    def reverse(f: Flight) -> Flight:
-        return f[0][::-1], f[1], f[2]
-
-    def flip(k: int) -> Edit:
-        return lambda f: (f[0], tuple(TURNED[t] if j == k else t for j, t in enumerate(f[1])), f[2])
-
-    def swap(k: int) -> Edit:
-        return lambda f: (f[0], f[1], tuple(AVOIDED[w] if j == k else w for j, w in enumerate(f[2])))
-
-    def transpose(i: int, j: int) -> Edit:
-        return lambda f: (
-            tuple(f[0][j if k == i else i if k == j else k] for k in range(len(f[0]))),
-            f[1],
-            f[2],
+    cycles = []
+    for extra in combinations(others, n - len(slots)):
+        for order in permutations(extra):
+            options = tuple(caption([*slots, *order], i) for i in range(n))
+            if alike(CAPTION_Q, options):
+                cycles.append(options)
+        if len(cycles) >= 64:
+            break
+    if cycles:
+        options = cycles[int(rng.integers(len(cycles)))]
+        yield Question(
+            "trajectory_captioning", m.last, CAPTION_Q, options, options[0], {"route": list(m.task.route)}
         )
-
-    def replace(i: int, lid: str) -> Edit:
-        return lambda f: ((*f[0][:i], lid, *f[0][i + 1 :]), f[1], f[2])
-
-    # Edits that undo themselves (reverse, transpose, flip, swap) keep a caption's words; one
-    # that puts another landmark in a route landmark's place does not, so it takes landmarks
-    # other missions fly to (:attr:`Mission.routed`): the gold then is not the one option
-    # naming only landmarks other missions' golds name.
-    others = [lid for lid in m.names if lid not in m.task.route and m.named(lid)]
-    single: list[Edit] = [reverse] if len(legs) > 1 else []
-    single += [transpose(i, j) for i, j in combinations(range(len(legs)), 2) if len(legs) > 2]
-    single += [flip(k) for k, t in enumerate(turns) if t]
-    single += [swap(k) for k, w in enumerate(ways) if w]
-    single += [
-        replace(i, lid) for i in range(len(legs)) for lid in others if m.routed is None or lid in m.routed
-    ]
-
-    def both(a: Edit, b: Edit) -> Edit:
-        return lambda f: b(a(f))
-
-    # Options form a square: the flight, two edits of it and both edits together. Each option
-    # then differs from two others by one edit and from one by two, so the gold is not the
-    # option that overlaps the rest most (which one-edit distractors all around it make it).
-    # One changed word in a long caption is too close to tell apart (QC's 0.85): squares of
-    # double edits are tried when no square of single ones is alike. Among the squares that
-    # are, one is drawn, so which edits a flight gets is not a habit of the family.
-    flown: Flight = (tuple(m.task.route), tuple(turns), tuple(ways))
-    for edits in (single, [both(a, b) for n, a in enumerate(single) for b in single[n + 1 :]]):
-        squares = []
-        for n, e1 in enumerate(edits):
-            for e2 in edits[n + 1 :]:
-                flights = (flown, e1(flown), e2(flown), e2(e1(flown)))
-                # a caption naming one landmark twice is no flight (the gold never does)
-                if any(len(set(f[0])) < len(f[0]) for f in flights):
-                    continue
-                square = tuple(caption(f) for f in flights)
-                if alike(CAPTION_Q, square):
-                    squares.append(square)
-            if len(squares) >= 64:
-                break
-        if squares:
-            square = squares[int(rng.integers(len(squares)))]
-            yield Question(
-                "trajectory_captioning", m.last, CAPTION_Q, square, square[0], {"route": list(m.task.route)}
-            )
-            return
 
 
 def sequence_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """What the drone did just before its current move, the video cut at a moment inside that
-    move: a time in the question would tell the phase of the flight (early on the drone turns),
-    the cut names the moment without words. Options drawn uniformly from the actions (never
-    the ones after the gold in a fixed order, which leaves the gold the one outside a run)."""
-    q = "What did the drone do just before the move it is making now?"
+    """What the drone did right after a move the question names by what happened ("right after
+    it turned left to face the stone fountain"), as the source asks, over the whole video. The
+    named move's reason is the row's stratum: the family makes every offered next move the
+    answer equally often after each kind of named move, so the words decide nothing. Options
+    drawn uniformly from the actions."""
     for s, nxt in pairwise(m.task.segments):
-        if nxt.action == s.action or (t := m.moment(nxt, rng)) is None:
+        if nxt.action == s.action or (words := m.event(s)) is None:
             continue
-        options = from_vocabulary(
-            W.PAST[s.action], m.labels("sequence_recall", list(W.PAST.values()), t), rng
-        )
+        q = f"What did the drone do right after it {words}?"
+        labels = m.labels("sequence_recall", list(W.PAST.values()), m.last, s.reason)
+        options = from_vocabulary(W.PAST[nxt.action], labels, rng, OPTIONS["sequence_recall"])
         if options is not None:
-            evidence: Evidence = {"segment": s.index, "next": nxt.index, "frame": t}
-            yield Question("sequence_recall", t, q, options, options[0], evidence)
+            evidence: Evidence = {"segment": s.index, "next": nxt.index, "moment": words}
+            yield Question("sequence_recall", m.last, q, options, options[0], evidence, stratum=s.reason)
 
 
 def object_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
@@ -421,25 +442,36 @@ def object_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 
 
 def scene_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Over a window of ``WINDOW_S`` inside one segment (stepping a second): the one landmark
-    in view for at least half of it, when at least two others show not a pixel in it."""
-    size, step = round(WINDOW_S * m.fps), round(m.fps)
+    """While a move the question names by what happened (a segment, in words), a landmark in
+    view for at least half of it (not the one the words name), the others offered never
+    showing a pixel in it. Every option is a landmark the video shows and that is the answer of
+    some moment of this flight: a landmark only ever offered (one glimpsed, or beside the way)
+    would be ruled out without looking."""
+    found = []
     for s in m.task.segments:
-        for a in range(s.start_frame, s.end_frame - size + 2, step):
-            b = a + size - 1
-            inside = [lid for lid in m.names if m.seen(lid, a, b) * 2 >= size]
-            outside = [
-                lid
-                for lid in m.names
-                if m.named(lid) and not any(f.pixels for f in m.task.visibility[lid][a : b + 1])
-            ]
-            if len(inside) != 1 or len(outside) < 2 or not m.named(inside[0]):
-                continue
-            q = f"Which landmark was in view between {W.seconds(a, m.fps)} and {W.seconds(b + 1, m.fps)}?"
-            options = draw(m.names[inside[0]], [m.names[x] for x in [inside[0], *outside]], q, rng)
-            if options is not None:
-                evidence: Evidence = {"start": a, "end": b, "landmark": inside[0]}
-                yield Question("scene_recall", m.last, q, options, options[0], evidence)
+        a, b = s.start_frame, s.end_frame
+        words = m.event(s)
+        if words is None or b - a + 1 < round(m.fps):  # a glimpse is no scene
+            continue
+        named = m.about(s)
+        for lid in m.names:
+            if lid != named and m.named(lid) and m.seen(lid, a, b) * 2 >= b - a + 1:
+                found.append((s, words, named, lid))
+    universe = {gold for *_, gold in found}  # the landmarks some moment of the flight has as answer
+    for s, words, named, gold in found:
+        a, b = s.start_frame, s.end_frame
+        # the others offered show not a pixel while the move lasts (one in view then is no
+        # distractor, whether or not it is offered)
+        outside = [
+            lid
+            for lid in sorted(universe)
+            if lid not in (named, gold) and not any(f.pixels for f in m.task.visibility[lid][a : b + 1])
+        ]
+        q = f"Which of these did the drone have in view while it {words}?"
+        options = draw(m.names[gold], [m.names[x] for x in [gold, *outside]], q, rng, OPTIONS["scene_recall"])
+        if options is not None:
+            evidence: Evidence = {"start": a, "end": b, "landmark": gold, "segment": s.index, "moment": words}
+            yield Question("scene_recall", m.last, q, options, options[0], evidence)
 
 
 START_END_Q = "From which landmark's side did the drone start, and at which did it stop?"
@@ -478,19 +510,19 @@ def start_end_position(m: Mission, rng: np.random.Generator) -> Iterator[Questio
 
 
 def proximity(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """How the distance to a landmark changed over a window of ``PROXIMITY_S`` (starting each
-    second), in one wording whatever the drone did: naming the motion would name the answer
-    (a climb leaves most distances about as they were), a segment's span would tell the motion
-    by its length. Over a fixed window a landmark can come closer, fall behind, stay as far
-    (the drone turning or tilting in place) or be passed."""
-    size = round(PROXIMITY_S * m.fps)
-    # the window ends where the video is cut: "the last seconds", no time in the question
-    # (which would tell the phase of the flight)
-    for a in range(round(m.fps), m.last - size, round(m.fps)):
-        b = a + size
-        labels = m.labels("proximity", W.PROXIMITY, b)
+    """How the distance to a seen landmark changed while the drone made a move the question
+    names by what happened (a segment, in words, as the source's "after the agent descends to
+    street level"). The move's reason is the row's stratum: a climb leaves most distances as
+    they were, so within each kind of move every answer is asked equally often. Over a move a
+    landmark can come closer, fall behind, stay as far (turning or tilting in place) or be
+    passed."""
+    for s in m.task.segments:
+        a, b = s.start_frame, s.end_frame + 1
+        if (words := m.event(s)) is None or b - a < round(m.fps):
+            continue
+        labels = m.labels("proximity", W.PROXIMITY, m.last, s.reason)
         for lid in m.seen_in(a, b):
-            if not m.named(lid):
+            if not m.named(lid) or lid == m.about(s):
                 continue
             d = m.gap(lid, m.at[a : b + 1])
             d0, d1, low = float(d[0]), float(d[-1]), float(d.min())
@@ -503,15 +535,13 @@ def proximity(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
                 key = 0 if d1 < d0 else 1
             else:
                 continue
-            gold = W.PROXIMITY[key]
-            if gold not in labels:
-                continue
-            q = (f"How did the distance between the drone and the {m.names[lid]} change over the last "
-                 f"{PROXIMITY_S:.0f} seconds?")  # fmt: skip
+            q = f"How did the distance between the drone and the {m.names[lid]} change while it {words}?"
             evidence: Evidence = {"landmark": lid, "start": a, "end": b, "start_m": round(d0, 2),
-                                  "end_m": round(d1, 2), "min_m": round(low, 2)}  # fmt: skip
-            options = (gold, *[x for x in labels if x != gold])
-            yield Question("proximity", b, q, options, gold, evidence)
+                                  "end_m": round(d1, 2), "min_m": round(low, 2), "segment": s.index,
+                                  "moment": words}  # fmt: skip
+            options = from_vocabulary(W.PROXIMITY[key], labels, rng, OPTIONS["proximity"])
+            if options is not None:
+                yield Question("proximity", m.last, q, options, options[0], evidence, stratum=s.reason)
 
 
 # named by what the flight was for, never by its times (which would give the answer away)
@@ -535,6 +565,7 @@ def duration(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         for s in m.task.segments
         if s.action == "fly_forward"
         and s.reason in DURATION_OF
+        and (s.reason == "approach_landmark" or leg_blocker(m.task, s.leg))  # "around a structure": which?
         and m.named(s.toward if s.reason == "approach_landmark" else leg_blocker(m.task, s.leg))
     ]
     counts = Counter(phrase for _, phrase in named)
@@ -661,18 +692,26 @@ def cognitive_map(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 
 
 def causal(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Why the drone is making its current move, the video cut at a moment inside it (a time in
-    the question would tell the phase of the flight), from a fixed vocabulary of reasons that
-    name no landmark: turning to the next landmark and flying to it are one reason, as for one
-    landmark each fits the other's segment. Options drawn uniformly from the vocabulary."""
-    q = "Why is the drone making the move it is making now?"
-    for s in m.task.segments:
-        if (t := m.moment(s, rng)) is None:
+    """Why the drone made the move after one the question names by what happened, over the
+    whole video, from a fixed vocabulary of reasons that name no landmark (turning to the next
+    landmark and flying to it are one reason, as for one landmark each fits the other's move).
+    The named move's reason is the row's stratum (after a climb to get above something the
+    drone mostly flies on over it): within it every offered reason is the answer equally
+    often. The move asked about is not named: its action would give its reason away."""
+    for s, nxt in pairwise(m.task.segments):
+        if nxt.action == s.action or (words := m.event(s)) is None:
             continue
-        options = from_vocabulary(W.WHY[s.reason], m.labels("causal", W.WHY_LABELS, t), rng)
+        q = f"Why did the drone make the move it made right after it {words}?"
+        labels = m.labels("causal", W.WHY_LABELS, m.last, s.reason)
+        options = from_vocabulary(W.WHY[nxt.reason], labels, rng, OPTIONS["causal"])
         if options is not None:
-            evidence: Evidence = {"segment": s.index, "reason": s.reason, "frame": t}
-            yield Question("causal", t, q, options, options[0], evidence)
+            evidence: Evidence = {
+                "segment": nxt.index,
+                "after": s.index,
+                "reason": nxt.reason,
+                "moment": words,
+            }
+            yield Question("causal", m.last, q, options, options[0], evidence, stratum=s.reason)
 
 
 WAYS = {
@@ -776,7 +815,7 @@ def progress_evaluation(m: Mission, rng: np.random.Generator) -> Iterator[Questi
         if nxt.leg != s.leg:
             continue  # between two steps: either answer would be fair
         key = len(m.task.route) if nxt.action == "hover" else s.leg
-        options = draw(labels[key], labels, q, rng)
+        options = draw(labels[key], labels, q, rng, len(labels))  # every step of the route
         if options is not None:
             yield Question(
                 "progress_evaluation",
@@ -823,7 +862,7 @@ def _next_move(
             continue
         nxt = m.task.segments[s.index + 1]
         labels = m.labels(task, list(vocabulary.values()), s.end_frame + 1)
-        options = from_vocabulary(gold_of(nxt), labels, rng)
+        options = from_vocabulary(gold_of(nxt), labels, rng, OPTIONS[task])
         if options is not None:
             yield Question(
                 task, s.end_frame + 1, q, options, options[0], {"next": nxt.index}, wording=m.wording(q)

@@ -65,8 +65,41 @@ WHY = {
 WHY_LABELS = tuple(dict.fromkeys(WHY.values()))
 
 
+# what a segment did, in words naming the landmark it was about (never its time): how the
+# source names a moment ("after the drone crosses the second intersection"). Keyed by reason,
+# then filled with the direction and the landmark; "{what}" is the leg's landmark for a
+# landmark reason, the structure in the way for an obstacle's.
+EVENT = {
+    "face_landmark": "turned {way} to face the {what}",
+    "avoid_obstacle": "swung {way} to get around the {what}",
+    "look_at_landmark": "tilted its camera {way} toward the {what}",
+    "clear_obstacle": "climbed to get above the {what}",
+    "pass_obstacle": "flew on over the {what}",  # nosec B105: an event, not a password
+    "descend_after_obstacle": "came back down past the {what}",
+    "match_goal_height": "{way} to the height of the {what}",
+    "approach_landmark": "flew forward toward the {what}",
+    "arrive": "hovered in place at the {what}",
+}
+_WAY = {"turn_left": "left", "turn_right": "right", "rotate_camera_up": "up", "rotate_camera_down": "down",
+        "ascend": "climbed", "descend": "came down"}  # fmt: skip
+OBSTACLE_REASONS = frozenset({"clear_obstacle", "pass_obstacle", "descend_after_obstacle"})
+
+
+def event(reason: str, action: str, what: str) -> str:
+    """A segment in words: ``reason`` and ``action`` as the plan gives them, ``what`` the
+    description of the landmark it was about (the leg's, or the one in its way)."""
+    way = _WAY.get(action, "")
+    if reason == "avoid_obstacle" and action == "fly_forward":
+        return f"flew around the {what}"
+    return EVENT[reason].format(way=way, what=what)
+
+
 def obstacle(name: str) -> str:
-    return f"the {name}" if name else "a structure"
+    """The structure in a leg's way; callers ask nothing when it has no description of its own
+    ("a structure" names nothing a person could point at)."""
+    if not name:
+        raise ValueError("an obstacle without a description is not named in a question")
+    return f"the {name}"
 
 
 def plan_text(reason: str) -> str:
@@ -84,7 +117,3 @@ def route_done(last: str) -> str:
     """The progress option after the last step: it names the last landmark and repeats the
     instruction's "stop there", as every step option repeats the instruction's words."""
     return f"stop there, at the {last}"
-
-
-def seconds(frame: int, fps: float) -> str:
-    return f"{frame / fps:.1f} s"
