@@ -156,18 +156,20 @@ def test_questions_per_type_and_the_types_asked_come_from_the_scan(
     task = flights[0]
     found = {kind for kind in BUILDERS if build(kind, task)}
     one = Counter(r.task for r in plan_rows(task, tmp_path / "a", None, []))
-    # one mission's one row of a fixed vocabulary cannot have its labels each be the answer;
-    # alone, no landmark another mission flies to can stand in a caption for one of its own
-    assert set(one.values()) == {1} and set(one) == found - set(VOCABULARY) - {"trajectory_captioning"}
+    # one mission's one row of a fixed vocabulary cannot have its labels each be the answer (nor
+    # can a counterfactual's three answers each be asked); alone, no landmark another mission
+    # flies to can stand in a caption for one of its own
+    unasked = {"trajectory_captioning", "counterfactual"}
+    assert set(one.values()) == {1} and set(one) == found - set(VOCABULARY) - unasked
     two = plan_rows(task, tmp_path / "b", 3, [])
     assert all(n <= 3 for n in Counter(r.task for r in two).values())
     assert any(n > 1 for n in Counter(r.task for r in two).values())
     assert not FAMILY.balance(two)  # the plan left out what the release's balance would drop
     assert len({r.sample_id for r in two}) == len(two)
     # a type asked alone gets the same questions as when every type is asked
-    alone = plan_rows(task, tmp_path / "c", 3, ["scene_recall", "counterfactual"])
-    assert {r.task for r in alone} == {"scene_recall", "counterfactual"}
-    same = [r for r in two if r.task in {"scene_recall", "counterfactual"}]
+    alone = plan_rows(task, tmp_path / "c", 3, ["scene_recall", "start_end_position"])
+    assert {r.task for r in alone} == {"scene_recall", "start_end_position"}
+    same = [r for r in two if r.task in {"scene_recall", "start_end_position"}]
     assert [(r.question, r.answer_label) for r in alone] == [(r.question, r.answer_label) for r in same]
 
 

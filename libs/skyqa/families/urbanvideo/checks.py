@@ -27,7 +27,13 @@ from skyqa.families import mcq
 from skyqa.families.frames import per_frame
 from skyqa.families.structure import Verdict
 from skyqa.families.urbanvideo import words as W
-from skyqa.families.urbanvideo.questions import caption_text, leg_blocker, progress_steps, step_label
+from skyqa.families.urbanvideo.questions import (
+    caption_text,
+    leg_blocker,
+    option_count,
+    progress_steps,
+    step_label,
+)
 
 Derive = Callable[[NavRow, NavigationTask], str | None]
 REACHED_M = 14.0  # the planner stops 12 m outside a landmark's footprint
@@ -103,15 +109,13 @@ def _sequence(row: NavRow, task: NavigationTask) -> str | None:
 
 def _position(row: NavRow, task: NavigationTask) -> str | None:
     f, left = _body(task, str(row.evidence["landmark"]), row.clip_end_frame)
-    return W.QUADRANTS[(0 if f > 0 else 2) + (0 if left > 0 else 1)]
+    return W.direction(math.degrees(math.atan2(left, f)), 0.0)
 
 
 def _layout(row: NavRow, task: NavigationTask) -> str | None:
-    a, b = str(row.evidence["reference"]), str(row.evidence["landmark"])
-    fa, la = _body(task, a, 0)
-    fb, lb = _body(task, b, 0)
-    df, dl = fb - fa, lb - la
-    return W.LAYOUT[(0 if df > 0 else 1) if abs(df) > abs(dl) else (2 if dl > 0 else 3)]
+    """Where the landmark lies from the flight's start, facing its first heading."""
+    f, left = _body(task, str(row.evidence["landmark"]), 0)
+    return W.direction(math.degrees(math.atan2(left, f)), 0.0)
 
 
 def _proximity(row: NavRow, task: NavigationTask) -> str | None:
@@ -154,8 +158,16 @@ def _object_recall(row: NavRow, task: NavigationTask) -> str | None:
 
 
 def _association(row: NavRow, task: NavigationTask) -> str | None:
+    """The landmark nearest the goal, when it is in view at the cut and the goal is not."""
     goal = task.route[-1]
-    return _nearest_to(task, goal, [x.landmark_id for x in task.landmarks if x.landmark_id != goal])
+    near = min(
+        (x.landmark_id for x in task.landmarks if x.landmark_id != goal),
+        key=lambda o: _box_to_box(task, goal, o),
+    )
+    t = row.clip_end_frame
+    if task.visibility[goal][t].pixels or not task.visibility[near][t].visible:
+        return None
+    return _name(task, near)
 
 
 def _start_end(row: NavRow, task: NavigationTask) -> str | None:
@@ -197,7 +209,10 @@ def _counterfactual(row: NavRow, task: NavigationTask) -> str | None:
     ):
         return None  # the judged alternatives do not support what was flown
     asked = next(a for a in alts if a.option == row.evidence["option"])
-    return W.COUNTERFACTUAL[0 if asked.feasible else 1]
+    if not asked.feasible or asked.seconds is None:
+        return W.COUNTERFACTUAL[2]
+    quick = asked.seconds <= W.ABOUT_AS_LONG * (flown[0].seconds or 0.0)
+    return W.COUNTERFACTUAL[0 if quick else 1]
 
 
 def why(task: NavigationTask, index: int) -> str:
@@ -369,8 +384,7 @@ def goal_in_view(
     if not mask.any():
         return W.IN_VIEW[0]
     cols = np.flatnonzero(mask.any(axis=0))
-    cx = (cols[0] + cols[-1] + 1) / 2 / mask.shape[1]
-    return W.IN_VIEW[1 if cx < 1 / 3 else 2 if cx < 2 / 3 else 3]
+    return W.fifth((cols[0] + cols[-1] + 1) / 2 / mask.shape[1])
 
 
 def in_view_during(store: BlobStore, run_id: str, row: NavRow, task: NavigationTask) -> str | None:
@@ -447,6 +461,8 @@ def check_rows(
             derived = DERIVE[r.task](r, task)
         if derived != r.answer_label:
             v.fail(r.sample_id, "answer disagrees with the geometry re-check")
+        if len(r.options) != option_count(r.task, task.instruction):
+            v.fail(r.sample_id, "not the source's number of options for the task")
         if TIME.search(r.question):
             v.fail(r.sample_id, "question points at a moment by a time")
         if r.task in MOMENT_FROM:

@@ -52,9 +52,9 @@ from skyqa.families.urbanvideo import words as W
 from skyqa.vocab.directions import similarity
 
 MIN_SEEN = 3  # frames a landmark must be visible in to count as seen
-ANGLE_MARGIN = 15.0
+DIRECTION_MARGIN = 7.5  # degrees inside a 45-degree sector's edge: a person could say either
 RATIO = 1.3
-THIRD_MARGIN = 0.05
+THIRD_MARGIN = 0.05  # of the image width, from the edge of a fifth
 K = 4  # options a row offers where its universe allows
 # options per row, as the source's tasks have them (its examples and its random baseline: five
 # for most, three for Duration, Proximity and Counterfactual, seven actions for Action
@@ -62,18 +62,18 @@ K = 4  # options a row offers where its universe allows
 OPTIONS: dict[str, int] = {
     "trajectory_captioning": 5,
     "sequence_recall": 5,
-    "object_recall": 4,
+    "object_recall": 5,
     "scene_recall": 5,
-    "start_end_position": 4,
+    "start_end_position": 5,
     "proximity": 3,
     "duration": 3,
-    "landmark_position": 4,
-    "goal_detection": 4,
-    "cognitive_map": 4,
+    "landmark_position": 5,
+    "goal_detection": 5,
+    "cognitive_map": 5,
     "causal": 5,
-    "counterfactual": 2,
-    "association": 4,
-    "progress_evaluation": 4,
+    "counterfactual": 3,
+    "association": 5,
+    "progress_evaluation": 0,  # every step of the quoted route (3 to 5): see progress_evaluation
     "high_level_planning": 5,
     "action_generation": 7,
 }
@@ -147,6 +147,10 @@ class Mission:
         level = f"{level}/{self.task.kind}" if task in QUOTES else level
         return f"{level}/{words}" if words else level
 
+    def context(self) -> str:
+        """The mission as the source's questions give it ("The drone is navigating to ...")."""
+        return f'The drone\'s task: "{self.task.instruction}"'
+
     def about(self, s: NavSegment) -> str:
         """The landmark id a segment was about: the structure in the leg's way for an obstacle's
         reason, else the leg's landmark ("" when the way was blocked by something unlabelled)."""
@@ -210,6 +214,12 @@ class Mission:
         return int(rng.integers(s.start_frame + 1, s.end_frame))
 
 
+def option_count(task: str, instruction: str) -> int:
+    """The options a row of ``task`` has (:data:`OPTIONS`; Progress Evaluation: every step of
+    the route its question quotes)."""
+    return OPTIONS[task] or len(progress_steps(instruction))
+
+
 def difficulty(end_frame: int, fps: float) -> str:
     """A row's difficulty, by the seconds of video it shows."""
     seconds = (end_frame + 1) / fps
@@ -238,13 +248,6 @@ def _relative_bearing(m: Mission, lid: str, frame: int) -> float:
     c = m.center[lid]
     bearing = math.degrees(math.atan2(c[1] - p.y, c[0] - p.x))
     return (bearing - p.yaw_deg + 180.0) % 360.0 - 180.0
-
-
-def _quadrant(rel: float) -> str | None:
-    """The QUADRANTS label of a relative bearing, or None within the margin of a boundary."""
-    if min(abs(rel), abs(abs(rel) - 90.0), 180.0 - abs(rel)) < ANGLE_MARGIN:
-        return None
-    return W.QUADRANTS[(0 if abs(rel) < 90.0 else 2) + (0 if rel > 0 else 1)]
 
 
 def alike(question: str, labels: Sequence[str]) -> bool:
@@ -428,7 +431,9 @@ def object_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         if near is None or near not in seen:
             continue
         q = f"Which of these landmarks stands closest to the {m.names[lid]}?"
-        options = draw(m.names[near], [m.names[o] for o in seen if o != lid], q, rng)
+        options = draw(
+            m.names[near], [m.names[o] for o in seen if o != lid], q, rng, OPTIONS["object_recall"]
+        )
         if options is not None:
             yield Question(
                 "object_recall",
@@ -457,18 +462,26 @@ def scene_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         for lid in m.names:
             if lid != named and m.named(lid) and m.seen(lid, a, b) * 2 >= b - a + 1:
                 found.append((s, words, named, lid))
-    universe = {gold for *_, gold in found}  # the landmarks some moment of the flight has as answer
-    for s, words, named, gold in found:
+
+    def outside(s: NavSegment, named: str, gold: str, among: set[str]) -> list[str]:
+        """The landmarks of ``among`` offered beside ``gold``: none shows a pixel while the move
+        lasts (one in view then is no distractor, whether or not it is offered)."""
         a, b = s.start_frame, s.end_frame
-        # the others offered show not a pixel while the move lasts (one in view then is no
-        # distractor, whether or not it is offered)
-        outside = [
+        return [
             lid
-            for lid in sorted(universe)
+            for lid in sorted(among)
             if lid not in (named, gold) and not any(f.pixels for f in m.task.visibility[lid][a : b + 1])
         ]
+
+    # the landmarks offered are those some moment of this flight has as its answer (a landmark
+    # only ever offered, glimpsed or beside the way, would be ruled out blind)
+    k = OPTIONS["scene_recall"]
+    universe = {gold for *_, gold in found}
+    for s, words, named, gold in found:
+        a, b = s.start_frame, s.end_frame
         q = f"Which of these did the drone have in view while it {words}?"
-        options = draw(m.names[gold], [m.names[x] for x in [gold, *outside]], q, rng, OPTIONS["scene_recall"])
+        pool = [m.names[x] for x in [gold, *outside(s, named, gold, universe)]]
+        options = draw(m.names[gold], pool, q, rng, k)
         if options is not None:
             evidence: Evidence = {"start": a, "end": b, "landmark": gold, "segment": s.index, "moment": words}
             yield Question("scene_recall", m.last, q, options, options[0], evidence)
@@ -482,9 +495,10 @@ def _route_text(a: str, b: str) -> str:
 
 
 def start_end_position(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Options form a square of two starts and two ends, four landmarks in all: each option
-    shares its start with one other and its end with another, whichever is the gold (never
-    "near misses" around the gold, which make it the option sharing most with the rest)."""
+    """Options on a cycle of five landmarks, the start and the end next to each other: option
+    ``i`` goes from cycle place ``i`` to place ``i + 1``, so every landmark is once a start and
+    once an end, and no option shares more with the rest than another, whichever is the gold
+    (never "near misses" around the gold, which make it the option sharing most)."""
     ids = [lid for lid in m.names if m.named(lid)]
     start = _nearest({lid: float(m.gap(lid, m.at[0])) for lid in m.names})
     end = _nearest({lid: float(m.gap(lid, m.at[-1])) for lid in m.names})
@@ -492,18 +506,22 @@ def start_end_position(m: Mission, rng: np.random.Generator) -> Iterator[Questio
         return
     if m.seen(start, 0, min(m.last, int(5 * m.fps))) < 1 or not m.task.visibility[end][-1].visible:
         return
-
-    # every square of two starts and two ends, four distinct landmarks, whose options are alike
-    squares = [
-        sq
-        for starts in combinations(ids, 2)
-        for ends in combinations([x for x in ids if x not in starts], 2)
-        if alike(START_END_Q, sq := tuple(_route_text(m.names[a], m.names[b]) for a in starts for b in ends))
-    ]
-    gold = _route_text(m.names[start], m.names[end])
-    options = pick(gold, squares, rng)
-    if options is not None:
-        yield Question("start_end_position", m.last, START_END_Q, options, gold, {"start": start, "end": end})
+    n = OPTIONS["start_end_position"]
+    others = [lid for lid in m.seen_in(0, m.last) if lid in ids and lid not in (start, end)]
+    cycles = []
+    for extra in combinations(others, n - 2):
+        for order in permutations(extra):
+            cycle = [start, end, *order]
+            options = tuple(_route_text(m.names[cycle[i]], m.names[cycle[(i + 1) % n]]) for i in range(n))
+            if alike(START_END_Q, options):
+                cycles.append(options)
+        if len(cycles) >= 64:
+            break
+    if cycles:
+        options = cycles[int(rng.integers(len(cycles)))]
+        yield Question(
+            "start_end_position", m.last, START_END_Q, options, options[0], {"start": start, "end": end}
+        )
 
 
 # -- perception --------------------------------------------------------------------------
@@ -599,6 +617,9 @@ def duration(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 
 
 def landmark_position(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Where a seen landmark is from the drone at a cut, in eight directions (15 degrees of
+    margin inside each sector's edge), the question quoting the mission's goal as the source's
+    "Given [navigation goal] initially" does."""
     for s in m.cuts():
         t = s.end_frame + 1
         p = m.task.poses[t]
@@ -611,14 +632,14 @@ def landmark_position(m: Mission, rng: np.random.Generator) -> Iterator[Question
                 < math.hypot(*lm_size[:2]) / 2 + 5.0
             ):
                 continue  # over or beside its footprint: no bearing to speak of
-            label = _quadrant(_relative_bearing(m, lid, t))
-            if label is None:
-                continue
+            label = W.direction(_relative_bearing(m, lid, t), DIRECTION_MARGIN)
             labels = m.labels("landmark_position", W.QUADRANTS, t)
-            if label not in labels:
+            if (
+                label is None
+                or (options := from_vocabulary(label, labels, rng, OPTIONS["landmark_position"])) is None
+            ):
                 continue
-            q = f"Where is the {m.names[lid]} relative to the drone now?"
-            options = (label, *[x for x in labels if x != label])
+            q = f"{m.context()} Where is the {m.names[lid]} relative to the drone now?"
             yield Question(
                 "landmark_position",
                 t,
@@ -631,61 +652,55 @@ def landmark_position(m: Mission, rng: np.random.Generator) -> Iterator[Question
 
 def goal_detection(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     """Whether and where the goal is in view, asked each second (not only where a segment
-    ends, when the drone mostly faces the goal: the goal is off to one side while it turns)."""
+    ends, when the drone mostly faces the goal: the goal is off to one side while it turns),
+    by fifths of the image's width."""
     if not m.named(m.goal):
         return
     frames = m.task.visibility[m.goal]
     # no word of the question in any option ("view" would be in "not in view" alone)
-    q = f"The drone is flying to the {m.names[m.goal]}. Can it see it now, and if so, where in the image?"
+    q = (f"The drone is flying to the {m.names[m.goal]}. Can it see its destination now, and "
+         "if so, where in the image is it?")  # fmt: skip
     for t in range(round(m.fps), m.last, round(m.fps)):
         f = frames[t]
         if not f.visible:
             if f.pixels:
                 continue  # a sliver: neither clearly in view nor out of it
-            key = 0
+            gold = W.IN_VIEW[0]
         else:
             cx = (f.bbox_xyxy_norm[0] + f.bbox_xyxy_norm[2]) / 2
-            if min(abs(cx - 1 / 3), abs(cx - 2 / 3)) < THIRD_MARGIN:
+            if min(abs(cx - k / 5) for k in range(1, 5)) < THIRD_MARGIN:
                 continue
-            key = 1 if cx < 1 / 3 else 2 if cx < 2 / 3 else 3
-        gold, labels = W.IN_VIEW[key], m.labels("goal_detection", W.IN_VIEW, t)
-        if gold in labels:
-            options = (gold, *[x for x in labels if x != gold])
+            gold = W.fifth(cx)
+        options = from_vocabulary(
+            gold, m.labels("goal_detection", W.IN_VIEW, t), rng, OPTIONS["goal_detection"]
+        )
+        if options is not None:
             evidence: Evidence = {"frame": t, "landmark": m.goal}
             yield Question("goal_detection", t, q, options, gold, evidence, wording=m.wording(q))
 
 
 def cognitive_map(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """How two seen landmarks lie, facing the start's heading: the pair is the scene's, so it
-    carries a key and is asked once (another mission's row on the pair, from a heading close to
-    this one, would answer it)."""
-    yaw = math.radians(m.task.poses[0].yaw_deg)
-    fwd, left = np.array([math.cos(yaw), math.sin(yaw)]), np.array([-math.sin(yaw), math.cos(yaw)])
-    seen = [lid for lid in m.seen_in(0, m.last) if m.named(lid)]
-    for a in seen:
-        for b in seen:
-            if a == b:
-                continue
-            v = m.center[b][:2] - m.center[a][:2]
-            f, lft = float(v @ fwd), float(v @ left)
-            if max(abs(f), abs(lft)) < RATIO * min(abs(f), abs(lft)) or max(abs(f), abs(lft)) < 10.0:
-                continue
-            key = (0 if f > 0 else 1) if abs(f) > abs(lft) else (2 if lft > 0 else 3)
-            labels = m.labels("cognitive_map", W.LAYOUT, m.last)
-            if W.LAYOUT[key] not in labels:
-                continue
-            q = (f"Facing the way the drone faced when it started, where is the {m.names[b]} "
-                 f"relative to the {m.names[a]}?")  # fmt: skip
-            options = (W.LAYOUT[key], *[x for x in labels if x != W.LAYOUT[key]])
-            yield Question(
-                "cognitive_map",
-                m.last,
-                q,
-                options,
-                W.LAYOUT[key],
-                {"reference": a, "landmark": b},
-                fact="layout:" + ":".join(sorted((a, b))),
-            )
+    """A map of the flight, as the source's "summarize historical movement observations into a
+    cognitive map": where a landmark the video showed lies from the point the drone started
+    at, facing the way it first faced (eight directions, a margin inside each sector's edge).
+    The answer is the mission's own (its start), asked over the whole video."""
+    p0 = m.task.poses[0]
+    for lid in m.seen_in(0, m.last):
+        if not m.named(lid):
+            continue
+        c = m.center[lid]
+        if math.hypot(c[0] - p0.x, c[1] - p0.y) < math.hypot(*(m.hi[lid] - m.lo[lid])[:2]) / 2 + 10.0:
+            continue  # it stood by the start: no direction to speak of
+        label = W.direction(_relative_bearing(m, lid, 0), DIRECTION_MARGIN)
+        labels = m.labels("cognitive_map", W.LAYOUT, m.last)
+        if (
+            label is None
+            or (options := from_vocabulary(label, labels, rng, OPTIONS["cognitive_map"])) is None
+        ):
+            continue
+        q = ("Picture a map of the whole flight, facing the way the drone faced when it set off. "
+             f"In which direction from the point it set off from does the {m.names[lid]} lie?")  # fmt: skip
+        yield Question("cognitive_map", m.last, q, options, label, {"landmark": lid})
 
 
 # -- reasoning ---------------------------------------------------------------------------
@@ -722,10 +737,15 @@ WAYS = {
 }
 
 
+LONGER_BY = 1.35  # a way at least this factor slower than the flown one takes longer
+
+
 def counterfactual(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Could an unflown way have been flown. The way named is the question's stratum: the
-    family asks each way's "yes" and "no" equally often (the planner finds most ways clear,
-    some never blocked), so the wording tells nothing."""
+    """Could an unflown way have reached the leg's landmark, and how would it compare, in the
+    source's three answers (about as quick, longer, blocked; never "quicker": the planner
+    flies the quickest way). The way named is the question's stratum: the family asks each
+    way's answers equally often (the planner finds most ways clear, some never blocked), so the
+    wording tells nothing."""
     for alt in m.task.alternatives:
         chosen = next((a for a in m.task.alternatives if a.leg == alt.leg and a.chosen), None)
         # straight on is an unflown alternative only when blocked: asking it would give the
@@ -746,11 +766,20 @@ def counterfactual(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         )
         if decided is None:
             continue
-        key = 0 if alt.feasible else 1
+        if not alt.feasible or alt.seconds is None:
+            key = 2
+        elif alt.seconds <= W.ABOUT_AS_LONG * chosen.seconds:
+            key = 0
+        elif alt.seconds >= LONGER_BY * chosen.seconds:
+            key = 1
+        else:
+            continue  # a little longer: "about the same" and "longer" would both be fair
         # the video ends where the ways were judged: no time in the question (which would tell
         # the leg, and with it how likely a way is blocked)
-        q = (f"The drone is on its way to the {m.names[alt.toward]}. Could it have "
-             f"{WAYS[alt.option]} from here instead?")  # fmt: skip
+        name = m.names[alt.toward]
+        q = (f"The drone is on its way to the {name}. Instead of the way it then took, if it had "
+             f"{WAYS[alt.option]} from here, could it still have reached the {name}, and how "
+             "would that way compare?")  # fmt: skip
         options = (W.COUNTERFACTUAL[key], *[x for i, x in enumerate(W.COUNTERFACTUAL) if i != key])
         yield Question("counterfactual", decided.start_frame, q, options, W.COUNTERFACTUAL[key],
                        {"leg": alt.leg, "option": alt.option, "chosen": chosen.option},
@@ -758,22 +787,27 @@ def counterfactual(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 
 
 def association(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Which seen landmark stands nearest the goal, out of view now: the same scene fact as
-    Object Recall's question about the goal, under the same key."""
+    """A cue in sight to where the goal lies while the goal is out of view, as the source's
+    "are there any relevant urban elements or objects in sight when the navigation goal is not
+    visible?": the landmark in view now that stands nearest the goal (the same scene fact as
+    Object Recall's question about the goal, under the same key). The others offered are
+    landmarks the video shows."""
     if not m.named(m.goal):
         return
     frames = m.task.visibility[m.goal]
     near = _nearest({lid: m.box_gap(m.goal, lid) for lid in m.names if lid != m.goal})
     if near is None or not m.named(near):
         return
+    # the goal alone, not the route's instruction: landmark options the question names would
+    # stand out by repeating its words
     q = (f"The drone is flying to the {m.names[m.goal]}, which is out of view now. Which landmark "
-         "stands closest to it?")  # fmt: skip
+         "in sight now is a cue to where it lies, standing closest to it?")  # fmt: skip
+    pool = [m.names[lid] for lid in m.seen_in(0, m.last) if lid != m.goal and m.named(lid)]
     for s in m.cuts():
         t = s.end_frame + 1
-        if frames[t].pixels or m.seen(near, 0, t) < MIN_SEEN:
+        if frames[t].pixels or not m.task.visibility[near][t].visible:
             continue
-        pool = [m.names[lid] for lid in m.seen_in(0, t) if lid != m.goal and m.named(lid)]
-        options = draw(m.names[near], pool, q, rng)
+        options = draw(m.names[near], pool, q, rng, OPTIONS["association"])
         if options is not None:
             yield Question(
                 "association",
@@ -869,7 +903,7 @@ def _next_move(
             )
 
 
-QUOTES = frozenset({"progress_evaluation", "high_level_planning", "action_generation"})
+QUOTES = frozenset({"progress_evaluation", "high_level_planning", "action_generation", "landmark_position"})
 # the types whose answers come from one fixed vocabulary: the family keeps, per plan, the labels
 # it can ask as answers about equally often (:attr:`Mission.allowed`)
 VOCABULARY: dict[NavTask, tuple[str, ...]] = {

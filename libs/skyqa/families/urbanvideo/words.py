@@ -30,12 +30,48 @@ COMMAND = {
     "rotate_camera_down": "Tilt view down",
     "hover": "Hover still",
 }
-QUADRANTS = ("ahead on the left", "ahead on the right", "behind on the left", "behind on the right")
-IN_VIEW = ("not in view", "on the left", "in the middle", "on the right")
-LAYOUT = ("in front of it", "behind it", "to its left", "to its right")
+# eight directions, counter-clockwise from straight ahead (45 degrees each), as the source's
+# options tell "left side", "lower right corner" and the like apart
+DIRECTIONS = (
+    "straight ahead",
+    "ahead on the left",
+    "to the left",
+    "behind on the left",
+    "straight behind",
+    "behind on the right",
+    "to the right",
+    "ahead on the right",
+)
+QUADRANTS = DIRECTIONS  # where a landmark is from the drone now
+LAYOUT = DIRECTIONS  # where a landmark lies from the flight's start, facing its first heading
+# where in the image: not there, or one fifth of its width
+IN_VIEW = ("not in view", "at the far left", "left of centre", "in the centre", "right of centre",
+           "at the far right")  # fmt: skip
 PROXIMITY = ("closer", "farther away", "about as far as before", "closer, then farther again")
 LONGER = ("the first one", "the second one", "the same, roughly")
-COUNTERFACTUAL = ("yes, that way is clear too", "no, that way is blocked")
+# the source's counterfactual answers: whether the other way would still reach the landmark,
+# and how it compares ("it can complete the mission, but it will take longer")
+COUNTERFACTUAL = (
+    "It could still have got there, in about the same time.",
+    "It could still have got there, but it would have taken longer.",
+    "It could not have got there that way: the way is blocked.",
+)
+ABOUT_AS_LONG = 1.15  # a way within this factor of the flown one's time is about as quick
+
+
+def direction(rel_deg: float, margin: float) -> str | None:
+    """The :data:`DIRECTIONS` label of a bearing relative to the heading (counter-clockwise,
+    degrees), or None within ``margin`` of a sector's edge (a person could say either)."""
+    k = round((rel_deg % 360.0) / 45.0) % 8
+    off = abs((rel_deg - 45.0 * k + 180.0) % 360.0 - 180.0)
+    return DIRECTIONS[k] if off <= 22.5 - margin else None
+
+
+def fifth(cx: float) -> str:
+    """The :data:`IN_VIEW` label of a horizontal image position (0 left .. 1 right)."""
+    return IN_VIEW[1 + min(int(cx * 5), 4)]
+
+
 # the next step of a plan, naming no landmark: an option that named the goal (which the
 # question's instruction names) beside options naming obstacles would single one out
 PLAN = {
