@@ -211,6 +211,25 @@ def test_start_and_end_options_form_a_cycle(task: NavigationTask) -> None:
         assert len({a for a, _ in pairs}) == 5
 
 
+def test_qc_refuses_options_that_name_nothing(task: NavigationTask, tmp_path: Path) -> None:
+    """ "from the silver storage tank to the silver storage tank" and "the side step around a
+    structure" fail QC; the rows as built pass."""
+    q = build("start_end_position", task)[0]
+    row = as_row(q, task).model_copy(update={"sample_id": "good"})
+    same = row.options[1].model_copy(update={"label": "from the blue kiosk to the blue kiosk"})
+    looped = row.model_copy(
+        update={"sample_id": "looped", "options": [row.options[0], same, *row.options[2:]]}
+    )
+    vague = row.model_copy(
+        update={"sample_id": "vague", "question": "Which lasted longer: the side step around a structure?"}
+    )
+    verdict = check_rows([row, looped, vague], {task.traj_id: task}, LocalBlobStore(tmp_path), "r")
+    assert verdict.reasons == {
+        "looped": "a question or option names no landmark a person could point at",
+        "vague": "a question or option names no landmark a person could point at",
+    }
+
+
 def test_every_row_has_the_source_option_count(tmp_path: Path) -> None:
     """Options were 2-4 where the source has five (three for Duration, Proximity and
     Counterfactual, seven actions): every planned row has the source's count, which QC

@@ -439,6 +439,12 @@ def moment(row: NavRow, task: NavigationTask) -> str | None:
     return W.event(reason, moved(task.poses[s.start_frame], end), _name(task, about))
 
 
+def _names_nothing(text: str) -> bool:
+    """ "around a structure" (which?), "from the tank to the tank" (no flight)."""
+    route = re.fullmatch(r"from the (.+) to the (.+)", text)
+    return "a structure" in text or (route is not None and route.group(1) == route.group(2))
+
+
 def check_rows(
     rows: list[NavRow], tasks: dict[str, NavigationTask | None], store: BlobStore, run_id: str
 ) -> Verdict:
@@ -463,6 +469,8 @@ def check_rows(
             v.fail(r.sample_id, "answer disagrees with the geometry re-check")
         if len(r.options) != option_count(r.task, task.instruction):
             v.fail(r.sample_id, "not the source's number of options for the task")
+        if any(_names_nothing(x) for x in (r.question, *(o.label for o in r.options))):
+            v.fail(r.sample_id, "a question or option names no landmark a person could point at")
         if TIME.search(r.question):
             v.fail(r.sample_id, "question points at a moment by a time")
         if r.task in MOMENT_FROM:
