@@ -211,3 +211,17 @@ def test_the_flight_is_captioned_from_the_states_as_the_planner_flew_it(
         update={"poses": [p.model_copy(update={"yaw_deg": -p.yaw_deg}) for p in task.poses]}
     )
     assert DERIVE["trajectory_captioning"](as_row(q, flipped), flipped) != caption
+
+
+def test_a_flight_around_an_unlabelled_structure_is_not_captioned() -> None:
+    """A leg that climbed over or went around a structure without a description cannot be told
+    ("around a structure": which?), and the planner's turns then disagree with the states: no
+    caption is asked, nor a move named after it."""
+    task = mission(1.0)
+    bare = task.model_copy(
+        update={"segments": [s.model_copy(update={"blocked_by": ""}) for s in task.segments]}
+    )
+    assert build("trajectory_captioning", task)
+    assert not build("trajectory_captioning", bare)
+    for kind in ("sequence_recall", "causal", "proximity", "scene_recall"):
+        assert not any("hall" in str(q.evidence["moment"]) for q in build(kind, bare)), kind

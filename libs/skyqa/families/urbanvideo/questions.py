@@ -21,10 +21,13 @@ trained on other missions' rows are the release gate's net, not the method):
   then more often one of those. A type whose options are landmarks draws one of the alike
   sets (:func:`skyqa.families.options.singled_out`, decided from the set alone) of a universe
   that does not depend on the gold, equally likely whichever member is the gold (:func:`draw`);
-- a question's words never decide its answer class: no motion named (a climb leaves most
-  distances as they were), no time that tells the flight's phase where the answer is a class
-  (the moment asked about is the end of the video shown), duration compares flights of one
-  kind, a counterfactual's way is balanced per answer by the family;
+- a question's words never decide its answer class: a moment is named by the move made there,
+  in words (as the source does; never by a time, which a person cannot find and which tells
+  the flight's phase), and that move's reason is the row's stratum, within which every answer
+  is asked equally often (after "climbed to get above" the drone mostly flies on over);
+  duration compares flights of one kind, a counterfactual's way is balanced per answer;
+- every row has the source's number of options for its task (:data:`OPTIONS`), or is not
+  asked;
 - a fact of the scene's geometry that several missions could ask (which landmark is nearest
   another, how two landmarks lie) carries a key (:attr:`Question.fact`) and is asked once;
   a question whose words hold no moment (an instruction quoted) is asked by one mission;
@@ -359,7 +362,12 @@ def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Ques
         first = next(s for s in m.task.segments if s.leg == leg)
         turned = first.reason == "face_landmark" and first.amount >= 20.0
         turns.append(first.action.removeprefix("turn_") if turned else "")
-        avoid = next((s for s in m.task.segments if s.leg == leg and s.blocked_by), None)
+        # the leg's first avoiding move (a side turn or a climb), whether or not the structure
+        # in the way has a description
+        avoid = next(
+            (s for s in m.task.segments if s.leg == leg and s.reason in ("avoid_obstacle", "clear_obstacle")),
+            None,
+        )
         ways.append("" if avoid is None else "climb over" if avoid.action == "ascend" else "go around")
         blockers.append("" if avoid is None else m.blocker(avoid))
         blocker_ids.append("" if avoid is None else avoid.blocked_by)
