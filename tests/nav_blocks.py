@@ -1,5 +1,6 @@
 """A hand-checkable block world for the navigation family's tests: flat ground, a long hall
-between the start and a tower, a fountain and a kiosk beside the way; the mission the planner
+between the start and a tower, a fountain, a kiosk, a water tank, a chapel, a pavilion and a
+crane beside the way; the mission the planner
 flies over it, with a pinhole stand-in for the renderer's visibility."""
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ def world(
         box("lm_1", 100, tower_y - 10, 120, tower_y + 10, 40, "grey office tower"),
         box("lm_3", 16, fountain_y + 20, 22, fountain_y + 26, 10, "stone fountain"),
         box("lm_4", 90, 20, 96, 26, 4, "blue kiosk"),
+        box("lm_5", 70, -30, 76, -24, 6, "yellow water tank"),
+        box("lm_6", 130, 25, 136, 31, 8, "white chapel"),
+        box("lm_7", 8, 44, 14, 50, 6, "green pavilion"),
+        box("lm_8", 84, -52, 90, -46, 12, "orange crane"),
     ]
     if hall is not None:
         marks.append(box("lm_2", 40, -span, 60, span, hall, "red brick hall"))

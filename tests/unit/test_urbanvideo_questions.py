@@ -26,7 +26,7 @@ pytestmark = pytest.mark.unit
 
 
 def as_row(q: Question, task: NavigationTask) -> NavRow:
-    options = [Option(option_id="ABCD"[k], label=lab) for k, lab in enumerate(q.options)]
+    options = [Option(option_id="ABCDEFGH"[k], label=lab) for k, lab in enumerate(q.options)]
     return NavRow(
         sample_id="s", scene_id="blocks", engine="builtin", task=q.task, task_display_name=q.task,
         group="recall", mission_id=task.traj_id, mission_kind="route", instruction=task.instruction,
@@ -156,34 +156,46 @@ def test_questions_per_type_and_the_types_asked_come_from_the_scan(
     task = flights[0]
     found = {kind for kind in BUILDERS if build(kind, task)}
     one = Counter(r.task for r in plan_rows(task, tmp_path / "a", None, []))
-    # one mission's one row of a fixed vocabulary cannot have its labels each be the answer;
-    # alone, no landmark another mission flies to can stand in a caption for one of its own
-    assert set(one.values()) == {1} and set(one) == found - set(VOCABULARY) - {"trajectory_captioning"}
+    # one mission's one row of a fixed vocabulary cannot have its labels each be the answer (nor
+    # can a counterfactual's three answers each be asked); alone, no landmark another mission
+    # flies to can stand in a caption for one of its own
+    unasked = {"trajectory_captioning", "counterfactual"}
+    assert set(one.values()) == {1} and set(one) == found - set(VOCABULARY) - unasked
     two = plan_rows(task, tmp_path / "b", 3, [])
     assert all(n <= 3 for n in Counter(r.task for r in two).values())
     assert any(n > 1 for n in Counter(r.task for r in two).values())
     assert not FAMILY.balance(two)  # the plan left out what the release's balance would drop
     assert len({r.sample_id for r in two}) == len(two)
     # a type asked alone gets the same questions as when every type is asked
-    alone = plan_rows(task, tmp_path / "c", 3, ["scene_recall", "counterfactual"])
-    assert {r.task for r in alone} == {"scene_recall", "counterfactual"}
-    same = [r for r in two if r.task in {"scene_recall", "counterfactual"}]
+    alone = plan_rows(task, tmp_path / "c", 3, ["scene_recall", "start_end_position"])
+    assert {r.task for r in alone} == {"scene_recall", "start_end_position"}
+    same = [r for r in two if r.task in {"scene_recall", "start_end_position"}]
     assert [(r.question, r.answer_label) for r in alone] == [(r.question, r.answer_label) for r in same]
 
 
 @pytest.mark.parametrize(
     ("variant", "caption"),
     [
-        ({}, "turn left, stone fountain, turn right, climb over the red brick hall, grey office tower"),
+        (
+            {},
+            "The drone turned left and reached the stone fountain, then turned right, climbed over "
+            "the red brick hall and reached the grey office tower.",
+        ),
         (
             {"side": -1.0},
-            "turn right, stone fountain, turn left, climb over the red brick hall, grey office tower",
+            "The drone turned right and reached the stone fountain, then turned left, climbed over "
+            "the red brick hall and reached the grey office tower.",
         ),
-        ({"hall": None}, "turn left, stone fountain, turn right, grey office tower"),
+        (
+            {"hall": None},
+            "The drone turned left and reached the stone fountain, then turned right and reached the "
+            "grey office tower.",
+        ),
         # a tall, short hall: flying around it is quicker than over
         (
             {"hall": 60.0, "span": 12.0},
-            "turn left, stone fountain, turn right, go around the red brick hall, grey office tower",
+            "The drone turned left and reached the stone fountain, then turned right, went around "
+            "the red brick hall and reached the grey office tower.",
         ),
     ],
 )
@@ -199,3 +211,17 @@ def test_the_flight_is_captioned_from_the_states_as_the_planner_flew_it(
         update={"poses": [p.model_copy(update={"yaw_deg": -p.yaw_deg}) for p in task.poses]}
     )
     assert DERIVE["trajectory_captioning"](as_row(q, flipped), flipped) != caption
+
+
+def test_a_flight_around_an_unlabelled_structure_is_not_captioned() -> None:
+    """A leg that climbed over or went around a structure without a description cannot be told
+    ("around a structure": which?), and the planner's turns then disagree with the states: no
+    caption is asked, nor a move named after it."""
+    task = mission(1.0)
+    bare = task.model_copy(
+        update={"segments": [s.model_copy(update={"blocked_by": ""}) for s in task.segments]}
+    )
+    assert build("trajectory_captioning", task)
+    assert not build("trajectory_captioning", bare)
+    for kind in ("sequence_recall", "causal", "proximity", "scene_recall"):
+        assert not any("hall" in str(q.evidence["moment"]) for q in build(kind, bare)), kind

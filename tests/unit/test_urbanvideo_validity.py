@@ -15,17 +15,27 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nav_blocks import build, mission
+from nav_blocks import FPS, build, mission
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts.missions import MissionIndex, NavigationIndexRow
 from skyqa.contracts.navigation import NavigationTask
+from skyqa.contracts.qa import Option
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.families import options as O
 from skyqa.families.base import PlanInputs
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.families.urbanvideo import words as W
+from skyqa.families.urbanvideo.checks import check_rows, moment
 from skyqa.families.urbanvideo.family import FAMILY
-from skyqa.families.urbanvideo.questions import BUILDERS, VOCABULARY, Question, draw, from_vocabulary
+from skyqa.families.urbanvideo.questions import (
+    BUILDERS,
+    VOCABULARY,
+    Mission,
+    Question,
+    draw,
+    from_vocabulary,
+    option_count,
+)
 from skyqa.v1 import scan_pb2
 from skyqa.vocab.directions import similarity
 
@@ -35,6 +45,14 @@ pytestmark = pytest.mark.unit
 @pytest.fixture(scope="module")
 def task() -> NavigationTask:
     return mission(1.0)
+
+
+def varied() -> list[NavigationTask]:
+    """Eight missions of different geometry (mirrored, without the hall, the tower or the
+    fountain moved): enough answers per stratum for types with the source's five options."""
+    worlds = [{}, {"hall": None}, {"tower_y": 60.0}, {"fountain_y": 45.0}]
+    tasks = [mission(side, **w) for w in worlds for side in (1.0, -1.0)]  # type: ignore[arg-type]
+    return [t.model_copy(update={"traj_id": f"blocks_nav_route_{k:03d}"}) for k, t in enumerate(tasks)]
 
 
 def copies(task: NavigationTask, n: int) -> list[NavigationTask]:
@@ -69,6 +87,17 @@ def plan_many(tasks: list[NavigationTask], tmp_path: Path, per_type: int = 1, se
     return FAMILY.plan(inputs).rows
 
 
+def as_row(q: Question, task: NavigationTask) -> NavRow:
+    options = [Option(option_id="ABCDEFGH"[k], label=lab) for k, lab in enumerate(q.options)]
+    return NavRow(
+        sample_id="s", scene_id="blocks", engine="builtin", task=q.task, task_display_name=q.task,
+        group="recall", mission_id=task.traj_id, mission_kind="route", instruction=task.instruction,
+        video_path="v.mp4", fps=30.0, clip_end_frame=q.end_frame, frame_count=task.frame_count,
+        question=q.question, options=options, answer_option_id="A", answer_label=q.options[0],
+        evidence=q.evidence, difficulty="easy", prompt_text="", user_prompt="", system_prompt="",
+    )  # fmt: skip
+
+
 def every_question(task: NavigationTask, seeds: int = 1) -> list[Question]:
     return [q for seed in range(seeds) for kind in BUILDERS for q in build(kind, task, seed)]
 
@@ -79,7 +108,7 @@ def every_question(task: NavigationTask, seeds: int = 1) -> list[Question]:
 def test_a_scene_fact_is_keyed_and_asked_once_across_missions(task: NavigationTask, tmp_path: Path) -> None:
     """Object Recall and Association ask which landmark is nearest another: the same answer in
     every mission of the scene. Four missions over one scene ask each such fact once."""
-    keyed = [q for q in every_question(task) if q.task in ("object_recall", "association", "cognitive_map")]
+    keyed = [q for q in every_question(task) if q.task in ("object_recall", "association")]
     assert keyed and all(q.fact for q in keyed)
     assert {q.fact for q in keyed if q.task == "object_recall"} == {
         f"nearest:{q.evidence['landmark']}" for q in keyed if q.task == "object_recall"
@@ -90,11 +119,7 @@ def test_a_scene_fact_is_keyed_and_asked_once_across_missions(task: NavigationTa
     assert facts and max(facts.values()) == 1, facts
     assert all(f.startswith("blocks:") for f in facts)
     # and no question that the video does not decide is asked twice with the same gold
-    asked = Counter(
-        (r.question, r.answer_label)
-        for r in rows
-        if r.task in ("object_recall", "association", "cognitive_map")
-    )
+    asked = Counter((r.question, r.answer_label) for r in rows if r.task in ("object_recall", "association"))
     assert max(asked.values()) == 1
 
 
@@ -172,39 +197,105 @@ def test_drawn_option_sets_are_exchangeable(vocabulary: bool) -> None:
     assert len(sets - {frozenset()}) > 3
 
 
-def test_start_and_end_options_form_a_square(task: NavigationTask) -> None:
-    """Each option shares its start with one other and its end with one other, the gold as
-    much as any (near misses around the gold made it the option sharing most)."""
+def test_start_and_end_options_form_a_cycle(task: NavigationTask) -> None:
+    """Five options on a cycle of five landmarks: each is once a start and once an end, the
+    gold's as much as any (near misses around the gold made it the option sharing most; "from
+    the silver storage tank to the silver storage tank" was a distractor)."""
     found = [q for seed in range(5) for q in build("start_end_position", task, seed)]
     assert found
     for q in found:
         parts = [re.fullmatch(r"from the (.+) to the (.+)", o) for o in q.options]
         pairs = [(p.group(1), p.group(2)) for p in parts if p]
-        assert len(pairs) == 4
-        # four landmarks, two starts and two ends ("from the X to the X" was a distractor)
-        assert len({a for a, _ in pairs} | {b for _, b in pairs}) == 4
-        for a, b in pairs:
-            assert sum(x == a for x, _ in pairs) == 2 and sum(y == b for _, y in pairs) == 2
+        assert len(pairs) == 5 and all(a != b for a, b in pairs)
+        assert Counter(a for a, _ in pairs) == Counter(b for _, b in pairs)
+        assert len({a for a, _ in pairs}) == 5
+
+
+def test_qc_refuses_options_that_name_nothing(task: NavigationTask, tmp_path: Path) -> None:
+    """ "from the silver storage tank to the silver storage tank" and "the side step around a
+    structure" fail QC; the rows as built pass."""
+    q = build("start_end_position", task)[0]
+    row = as_row(q, task).model_copy(update={"sample_id": "good"})
+    same = row.options[1].model_copy(update={"label": "from the blue kiosk to the blue kiosk"})
+    looped = row.model_copy(
+        update={"sample_id": "looped", "options": [row.options[0], same, *row.options[2:]]}
+    )
+    vague = row.model_copy(
+        update={"sample_id": "vague", "question": "Which lasted longer: the side step around a structure?"}
+    )
+    verdict = check_rows([row, looped, vague], {task.traj_id: task}, LocalBlobStore(tmp_path), "r")
+    assert verdict.reasons == {
+        "looped": "a question or option names no landmark a person could point at",
+        "vague": "a question or option names no landmark a person could point at",
+    }
+
+
+def test_every_row_has_the_source_option_count(tmp_path: Path) -> None:
+    """Options were 2-4 where the source has five (three for Duration, Proximity and
+    Counterfactual, seven actions): every planned row has the source's count, which QC
+    enforces."""
+    rows = plan_many(varied(), tmp_path)
+    assert rows
+    for r in rows:
+        assert len(r.options) == option_count(r.task, r.instruction), (r.task, len(r.options))
+    row = next(r for r in rows if r.task == "object_recall")
+    task = next(t for t in varied() if t.traj_id == row.mission_id)
+    short = row.model_copy(
+        update={
+            "sample_id": "short",
+            "options": [o for o in row.options if o.option_id != "E" or o.label == row.answer_label][:4],
+        }
+    )
+    assert row.answer_label in {o.label for o in short.options}
+    verdict = check_rows([row, short], {task.traj_id: task}, LocalBlobStore(tmp_path / "qc"), "r")
+    assert verdict.reasons == {"short": "not the source's number of options for the task"}
+
+
+def test_scene_recall_offers_only_landmarks_that_are_answers(task: NavigationTask) -> None:
+    """A landmark glimpsed or beside the way was offered 16 times and never the answer (a
+    learned prior beat chance): every landmark a Scene Recall row offers is the answer of some
+    moment of the same flight, and none shows a pixel during the moment asked about."""
+    found = [q for seed in range(3) for q in build("scene_recall", task, seed)]
+    assert found
+    ids = {lm.description: lm.landmark_id for lm in task.landmarks}
+
+    def answer_somewhere(lid: str) -> bool:
+        """In view for half of some move that its question's words do not name."""
+        m = Mission(task)
+        return any(
+            m.event(s) is not None
+            and m.about(s) != lid
+            and m.seen(lid, s.start_frame, s.end_frame) * 2 >= s.end_frame - s.start_frame + 1
+            for s in task.segments
+            if s.end_frame - s.start_frame + 1 >= FPS
+        )
+
+    for q in found:
+        assert all(answer_somewhere(ids[o]) for o in q.options), q.options
+        a, b = int(q.evidence["start"]), int(q.evidence["end"])  # type: ignore[arg-type]
+        for o in q.options[1:]:
+            assert not any(f.pixels for f in task.visibility[ids[o]][a : b + 1])
+    # the beside-the-way landmark seen only in passing (under half of any move) is never offered
+    glimpsed = [lid for lid in ids.values() if not answer_somewhere(lid)]
+    names = {v: k for k, v in ids.items()}
+    assert not any(names[g] in q.options for g in glimpsed for q in found)
 
 
 # -- 3. the question's words do not decide the answer ---------------------------------------
 
 
-def test_proximity_is_asked_in_one_wording(task: NavigationTask) -> None:
-    """ "descended" was always "about as far", "climbed" "farther": every proximity question
-    now has one wording (no motion, no time), and its answers still vary."""
+def test_proximity_names_a_move_and_balances_within_its_kind(task: NavigationTask) -> None:
+    """ "descended" was always "about as far", "climbed" "farther": a proximity question names
+    the move by what happened (as the source's "after the agent descends to street level"),
+    and the move's reason is the row's stratum, within which the family balances the answers;
+    the answers still vary."""
     found = build("proximity", task)
-    names = sorted((lm.description for lm in task.landmarks), key=len, reverse=True)
-
-    def wording(q: str) -> str:
-        for name in names:
-            q = q.replace(name, "X")
-        return q
-
-    assert {wording(q.question) for q in found} == {
-        "How did the distance between the drone and the X change over the last 3 seconds?"
-    }
-    assert len({q.options[0] for q in found}) >= 3
+    assert found
+    for q in found:
+        s = task.segments[int(q.evidence["segment"])]  # type: ignore[arg-type]
+        assert q.stratum == s.reason
+        assert q.question.endswith(f"change while it {q.evidence['moment']}?"), q.question
+    assert len({q.options[0] for q in found}) >= 2
 
 
 def test_duration_compares_flights_of_one_kind(task: NavigationTask) -> None:
@@ -220,30 +311,58 @@ def test_duration_compares_flights_of_one_kind(task: NavigationTask) -> None:
     assert len({(q.evidence["first"], q.evidence["second"]) for q in found}) == 2
 
 
-def test_a_moment_is_the_end_of_the_video_shown(task: NavigationTask) -> None:
-    """A time in the question tells the phase of the flight (early on the drone turns), a span
-    also the motion (by its length): Sequence Recall, Causal and Proximity name no time; the
-    video shown ends at the moment asked about, inside the move it asks of."""
-    for kind in ("sequence_recall", "causal", "proximity"):
+MOMENT_TYPES = ("sequence_recall", "causal", "scene_recall", "proximity")
+
+
+def test_a_moment_is_named_by_what_happened_never_by_a_time(task: NavigationTask) -> None:
+    """ "between 8.3 s and 10.3 s" named a moment a person cannot find without a clock, and a
+    time tells the flight's phase: Sequence Recall, Causal, Scene Recall and Proximity name the
+    moment by the move made there, in words naming its landmark, as QC re-reads it from the
+    states; the named move's kind is the row's stratum where the answers come from a fixed
+    vocabulary (after "climbed to get above" the drone flies on over: balanced within it)."""
+    for kind in MOMENT_TYPES:
         found = build(kind, task)
-        assert found and len({q.question for q in found if kind != "proximity"}) <= 1
+        assert found, kind
         for q in found:
-            assert not re.search(r"\d+\.\d", q.question), q.question
-            if kind != "proximity":
-                s = task.segments[int(q.evidence["next" if kind == "sequence_recall" else "segment"])]  # type: ignore[arg-type]
-                assert s.start_frame < q.end_frame < s.end_frame
+            assert not re.search(r"\d", q.question), q.question
+            field = "after" if kind == "causal" else "segment"
+            row = as_row(q, task)
+            assert moment(row, task) == q.evidence["moment"], (kind, q.question)
+            assert q.question.endswith(f"it {q.evidence['moment']}?"), q.question
+            if kind in VOCABULARY:
+                assert q.stratum == task.segments[int(q.evidence[field])].reason  # type: ignore[arg-type]
 
 
-def test_a_wording_is_asked_with_each_answer_equally(task: NavigationTask, tmp_path: Path) -> None:
-    """A counterfactual's way is its stratum: missions whose ways are all clear (or all blocked)
-    ask none of it, so "could it have flown around" never means "yes"."""
-    rows = plan_many(copies(task, 4), tmp_path)
+def test_qc_refuses_a_moment_named_by_a_time(task: NavigationTask, tmp_path: Path) -> None:
+    """The rows of the old form fail QC: a time in the question, or a question naming another
+    move than the one its evidence holds; the row as built passes."""
+    found = build("sequence_recall", task)
+    row = as_row(found[0], task).model_copy(update={"sample_id": "good"})
+    timed = row.model_copy(
+        update={"sample_id": "timed", "question": "What did it do between 8.3 s and 10.3 s?"}
+    )
+    wrong = row.model_copy(update={"sample_id": "wrong", "question": found[-1].question})
+    verdict = check_rows([row, timed, wrong], {task.traj_id: task}, LocalBlobStore(tmp_path), "r")
+    assert verdict.reasons == {
+        "timed": "question points at a moment by a time",
+        "wrong": "question does not name its moment by what happened there",
+    }
+
+
+def test_a_wording_is_asked_with_each_answer_equally(tmp_path: Path) -> None:
+    """A counterfactual's way is its stratum: each of the source's three answers (about as
+    quick, longer, blocked) is asked equally often per way, so "could it have flown around"
+    means nothing by itself; and the options are the source's sentences, not a yes/no pair."""
+    rows = plan_many(varied(), tmp_path)
     cf = [r for r in rows if r.task == "counterfactual"]
+    assert cf
     per: dict[str, Counter[str]] = defaultdict(Counter)
     for r in cf:
+        assert {o.label for o in r.options} == set(W.COUNTERFACTUAL)
         per[str(r.evidence["option"])][r.answer_label] += 1
     for way, answers in per.items():
-        assert answers[W.COUNTERFACTUAL[0]] == answers[W.COUNTERFACTUAL[1]], (way, answers)
+        counts = [answers[x] for x in W.COUNTERFACTUAL]
+        assert max(counts) - min(counts) <= 1, (way, answers)
 
 
 # -- 6. referents unique in the mission -----------------------------------------------------
@@ -308,7 +427,7 @@ def test_each_offered_label_is_an_answer_as_often(task: NavigationTask, tmp_path
     """The gold was the one plan step not naming the goal, "about as far" the answer of every
     descent: per type and stratum (difficulty, and goal or route where the instruction is
     quoted), every label offered is the gold, none more than once more often than another."""
-    rows = plan_many([*copies(task, 4), *copies(mission(-1.0), 4)], tmp_path)
+    rows = plan_many(varied(), tmp_path)
     assert {r.task for r in rows} & set(VOCABULARY)
     groups: dict[tuple[str, str], list[NavRow]] = defaultdict(list)
     for r in rows:

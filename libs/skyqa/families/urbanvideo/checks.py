@@ -12,6 +12,7 @@ and the quickest. A row whose re-derived answer differs from its gold fails.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -26,7 +27,13 @@ from skyqa.families import mcq
 from skyqa.families.frames import per_frame
 from skyqa.families.structure import Verdict
 from skyqa.families.urbanvideo import words as W
-from skyqa.families.urbanvideo.questions import caption_text, progress_steps, step_label
+from skyqa.families.urbanvideo.questions import (
+    caption_text,
+    leg_blocker,
+    option_count,
+    progress_steps,
+    step_label,
+)
 
 Derive = Callable[[NavRow, NavigationTask], str | None]
 REACHED_M = 14.0  # the planner stops 12 m outside a landmark's footprint
@@ -94,29 +101,21 @@ def _next_action(row: NavRow, task: NavigationTask) -> str | None:
 
 
 def _sequence(row: NavRow, task: NavigationTask) -> str | None:
-    """The move before the one under way at the cut, from the states: back from the cut while
-    the drone moves as it does there, then the move before."""
-    t = row.clip_end_frame
-    if t + 1 >= len(task.poses):
-        return None
-    now = moved(task.poses[t], task.poses[t + 1])
-    f = t
-    while f > 0 and moved(task.poses[f - 1], task.poses[f]) == now:
-        f -= 1
-    return W.PAST[moved(task.poses[f - 1], task.poses[f])] if f > 0 else None
+    """The move after the one the question names, from the states: what changes from the frame
+    the named segment ends on."""
+    e = task.segments[int(row.evidence["segment"])].end_frame  # type: ignore[arg-type]
+    return W.PAST[moved(task.poses[e + 1], task.poses[e + 2])] if e + 2 < len(task.poses) else None
 
 
 def _position(row: NavRow, task: NavigationTask) -> str | None:
     f, left = _body(task, str(row.evidence["landmark"]), row.clip_end_frame)
-    return W.QUADRANTS[(0 if f > 0 else 2) + (0 if left > 0 else 1)]
+    return W.direction(math.degrees(math.atan2(left, f)), 0.0)
 
 
 def _layout(row: NavRow, task: NavigationTask) -> str | None:
-    a, b = str(row.evidence["reference"]), str(row.evidence["landmark"])
-    fa, la = _body(task, a, 0)
-    fb, lb = _body(task, b, 0)
-    df, dl = fb - fa, lb - la
-    return W.LAYOUT[(0 if df > 0 else 1) if abs(df) > abs(dl) else (2 if dl > 0 else 3)]
+    """Where the landmark lies from the flight's start, facing its first heading."""
+    f, left = _body(task, str(row.evidence["landmark"]), 0)
+    return W.direction(math.degrees(math.atan2(left, f)), 0.0)
 
 
 def _proximity(row: NavRow, task: NavigationTask) -> str | None:
@@ -159,8 +158,16 @@ def _object_recall(row: NavRow, task: NavigationTask) -> str | None:
 
 
 def _association(row: NavRow, task: NavigationTask) -> str | None:
+    """The landmark nearest the goal, when it is in view at the cut and the goal is not."""
     goal = task.route[-1]
-    return _nearest_to(task, goal, [x.landmark_id for x in task.landmarks if x.landmark_id != goal])
+    near = min(
+        (x.landmark_id for x in task.landmarks if x.landmark_id != goal),
+        key=lambda o: _box_to_box(task, goal, o),
+    )
+    t = row.clip_end_frame
+    if task.visibility[goal][t].pixels or not task.visibility[near][t].visible:
+        return None
+    return _name(task, near)
 
 
 def _start_end(row: NavRow, task: NavigationTask) -> str | None:
@@ -202,7 +209,10 @@ def _counterfactual(row: NavRow, task: NavigationTask) -> str | None:
     ):
         return None  # the judged alternatives do not support what was flown
     asked = next(a for a in alts if a.option == row.evidence["option"])
-    return W.COUNTERFACTUAL[0 if asked.feasible else 1]
+    if not asked.feasible or asked.seconds is None:
+        return W.COUNTERFACTUAL[2]
+    quick = asked.seconds <= W.ABOUT_AS_LONG * (flown[0].seconds or 0.0)
+    return W.COUNTERFACTUAL[0 if quick else 1]
 
 
 def why(task: NavigationTask, index: int) -> str:
@@ -374,8 +384,7 @@ def goal_in_view(
     if not mask.any():
         return W.IN_VIEW[0]
     cols = np.flatnonzero(mask.any(axis=0))
-    cx = (cols[0] + cols[-1] + 1) / 2 / mask.shape[1]
-    return W.IN_VIEW[1 if cx < 1 / 3 else 2 if cx < 2 / 3 else 3]
+    return W.fifth((cols[0] + cols[-1] + 1) / 2 / mask.shape[1])
 
 
 def in_view_during(store: BlobStore, run_id: str, row: NavRow, task: NavigationTask) -> str | None:
@@ -397,6 +406,43 @@ def in_view_during(store: BlobStore, run_id: str, row: NavRow, task: NavigationT
     seen = [label for label, k in present.items() if k * 2 >= b - a + 1]
     others = [k for label, k in present.items() if label not in seen]
     return seen[0] if len(seen) == 1 and not any(others) else None
+
+
+# a clock time or a span of seconds: "at 8.3 s", "between 8.3 s and 10.3 s", "the last 3 seconds"
+TIME = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|sec|secs|seconds?)\b", re.IGNORECASE)
+# the types whose question is about a moment of the flight: it must name it by what happened
+MOMENT_FROM = {
+    "sequence_recall": "segment",
+    "causal": "after",
+    "scene_recall": "segment",
+    "proximity": "segment",
+}
+
+
+def moment(row: NavRow, task: NavigationTask) -> str | None:
+    """What a moment-type row's named segment did, in words, re-read from the states: its
+    action from the poses, its reason from the motion and geometry (:func:`why`), the landmark
+    it was about (the structure in the leg's way for an obstacle's reason); None when the row
+    names no segment or the words would name no landmark."""
+    field = MOMENT_FROM.get(row.task)
+    idx = row.evidence.get(field or "")
+    if not isinstance(idx, int) or not 0 <= idx < len(task.segments):
+        return None
+    s = task.segments[idx]
+    reason = why(task, idx)
+    about = (
+        leg_blocker(task, s.leg) if reason in W.OBSTACLE_REASONS or reason == "avoid_obstacle" else s.toward
+    )
+    if not about:
+        return None
+    end = task.poses[min(s.end_frame + 1, len(task.poses) - 1)]
+    return W.event(reason, moved(task.poses[s.start_frame], end), _name(task, about))
+
+
+def _names_nothing(text: str) -> bool:
+    """ "around a structure" (which?), "from the tank to the tank" (no flight)."""
+    route = re.fullmatch(r"from the (.+) to the (.+)", text)
+    return "a structure" in text or (route is not None and route.group(1) == route.group(2))
 
 
 def check_rows(
@@ -421,4 +467,14 @@ def check_rows(
             derived = DERIVE[r.task](r, task)
         if derived != r.answer_label:
             v.fail(r.sample_id, "answer disagrees with the geometry re-check")
+        if len(r.options) != option_count(r.task, task.instruction):
+            v.fail(r.sample_id, "not the source's number of options for the task")
+        if any(_names_nothing(x) for x in (r.question, *(o.label for o in r.options))):
+            v.fail(r.sample_id, "a question or option names no landmark a person could point at")
+        if TIME.search(r.question):
+            v.fail(r.sample_id, "question points at a moment by a time")
+        if r.task in MOMENT_FROM:
+            words = moment(r, task)
+            if words is None or f"it {words}?" not in r.question:
+                v.fail(r.sample_id, "question does not name its moment by what happened there")
     return v

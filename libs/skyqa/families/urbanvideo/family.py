@@ -33,7 +33,7 @@ from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInp
 from skyqa.families.urbanvideo import evaluation
 from skyqa.families.urbanvideo.checks import check_rows
 from skyqa.families.urbanvideo.export import urbanvideo_table
-from skyqa.families.urbanvideo.questions import BUILDERS, VOCABULARY, Mission, Question, difficulty
+from skyqa.families.urbanvideo.questions import BUILDERS, OPTIONS, VOCABULARY, Mission, Question, difficulty
 from skyqa.media_policy import Frames, MediaPolicy
 
 LETTERS = "ABCDEFGH"
@@ -98,7 +98,7 @@ class UrbanVideo:
         for kind in asked:
             found[kind] = self._candidates(inputs, missions, kind)
             if kind in VOCABULARY:
-                vocab[kind] = _vocabularies(found[kind], missions, VOCABULARY[kind], per_type)
+                vocab[kind] = _vocabularies(found[kind], missions, VOCABULARY[kind], per_type, OPTIONS[kind])
                 for level, kept in vocab[kind].items():
                     for _, _, m in missions:
                         m.allowed[(kind, level)] = frozenset(kept)
@@ -177,7 +177,8 @@ class UrbanVideo:
                 log.facts, log.wordings = trial.facts, trial.wordings
                 return picks
             for level, labels in short.items():
-                vocab[level] = vocab[level] - labels if len(vocab[level] - labels) >= 2 else set()
+                left = vocab[level] - labels
+                vocab[level] = left if len(left) >= OPTIONS[kind] else set()
                 for _, _, m in missions:
                     m.allowed[(kind, level)] = frozenset(vocab[level])
             found = self._candidates(inputs, missions, kind)
@@ -333,7 +334,25 @@ class UrbanVideo:
                     "`answer`).",
                 ),
             ],
+            # continues the media paragraph's last line
+            notes=NOTES,
         )
+
+
+NOTES = """ Navigation rows name every moment they ask about by the move
+made there ("right after it climbed to get above the red brick hall"), never by a time, and
+have UrbanVideo-Bench's number of options per task (five; three for Proximity, Duration and
+Counterfactual; seven actions for Action Generation; Progress Evaluation every step of the
+quoted route); QC refuses a row otherwise. Source elements not built here: free-text options
+written per question by a model and refined by people (options here are geometric sentences
+and fixed vocabularies); Object and Scene Recall over urban objects other than the scene's
+landmarks (the navigation task records landmarks only: no cars, signs or trees), and Scene
+Recall options listing several objects each; text on shop signs (real footage); Causal naming
+the move asked about (its action would give its reason away: the move before it is named);
+Progress Evaluation steps that are not the quoted route's (they would be ruled out without
+looking); the source's blind filtering by several Video-LLMs (here a balanced design and the
+release's no-pixel gate). Trajectory Captioning and Start/End Position are asked only where
+five distinct landmarks can be named."""
 
 
 def _final(inputs: PlanInputs, traj_id: str) -> str:
@@ -344,16 +363,16 @@ Missions = list[tuple[NavigationIndexRow, NavigationTask, Mission]]
 
 
 def _level(q: Question, missions: Missions, n: int) -> str:
-    return missions[n][2].stratum(q.task, q.end_frame)
+    return missions[n][2].stratum(q.task, q.end_frame, q.stratum)
 
 
 def _vocabularies(
-    found: list[list[Question]], missions: Missions, labels: Sequence[str], per_type: int
+    found: list[list[Question]], missions: Missions, labels: Sequence[str], per_type: int, least: int
 ) -> dict[str, set[str]]:
     """Per stratum (:meth:`Mission.stratum`), the labels of a fixed vocabulary to offer: the
     ``j`` that most missions can give as answers, ``j`` making the most rows that balance over
     them (``j`` times the fewest missions offering one, at most the rows the missions can
-    have), three at least where the vocabulary has four or more. A label few
+    have), ``least`` at least (the type's options; a stratum with fewer asks nothing). A label few
     missions can answer with would otherwise be offered everywhere and seldom be right (ruled
     out without looking, as would one answering only in some stratum). Decided from every
     mission's candidates together, never from a row's gold."""
@@ -368,8 +387,8 @@ def _vocabularies(
         most = sum(1 for n, order in enumerate(found) if any(_level(q, missions, n) == level for q in order))
         most *= per_type
         best, size = len(ranked), -1.0
-        # four options where the vocabulary has them, at least three (two of a three-label one)
-        for j in range(3 if len(ranked) > 3 else 2, len(ranked) + 1):
+        # at least the type's options (the source's count): fewer would leave rows short
+        for j in range(least, len(ranked) + 1):
             rows = float(min(most, j * offered[ranked[j - 1]] * per_type))
             if rows >= size:  # ties: more labels, a lower chance level
                 best, size = j, rows

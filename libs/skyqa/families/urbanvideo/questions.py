@@ -21,10 +21,13 @@ trained on other missions' rows are the release gate's net, not the method):
   then more often one of those. A type whose options are landmarks draws one of the alike
   sets (:func:`skyqa.families.options.singled_out`, decided from the set alone) of a universe
   that does not depend on the gold, equally likely whichever member is the gold (:func:`draw`);
-- a question's words never decide its answer class: no motion named (a climb leaves most
-  distances as they were), no time that tells the flight's phase where the answer is a class
-  (the moment asked about is the end of the video shown), duration compares flights of one
-  kind, a counterfactual's way is balanced per answer by the family;
+- a question's words never decide its answer class: a moment is named by the move made there,
+  in words (as the source does; never by a time, which a person cannot find and which tells
+  the flight's phase), and that move's reason is the row's stratum, within which every answer
+  is asked equally often (after "climbed to get above" the drone mostly flies on over);
+  duration compares flights of one kind, a counterfactual's way is balanced per answer;
+- every row has the source's number of options for its task (:data:`OPTIONS`), or is not
+  asked;
 - a fact of the scene's geometry that several missions could ask (which landmark is nearest
   another, how two landmarks lie) carries a key (:attr:`Question.fact`) and is asked once;
   a question whose words hold no moment (an instruction quoted) is asked by one mission;
@@ -39,7 +42,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import combinations, pairwise
+from itertools import combinations, pairwise, permutations
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,12 +55,31 @@ from skyqa.families.urbanvideo import words as W
 from skyqa.vocab.directions import similarity
 
 MIN_SEEN = 3  # frames a landmark must be visible in to count as seen
-WINDOW_S = 2.0  # a Scene Recall moment
-PROXIMITY_S = 3.0  # the window a Proximity question asks about
-ANGLE_MARGIN = 15.0
+DIRECTION_MARGIN = 7.5  # degrees inside a 45-degree sector's edge: a person could say either
 RATIO = 1.3
-THIRD_MARGIN = 0.05
+THIRD_MARGIN = 0.05  # of the image width, from the edge of a fifth
 K = 4  # options a row offers where its universe allows
+# options per row, as the source's tasks have them (its examples and its random baseline: five
+# for most, three for Duration, Proximity and Counterfactual, seven actions for Action
+# Generation); a row that cannot have them all plausible is not asked
+OPTIONS: dict[str, int] = {
+    "trajectory_captioning": 5,
+    "sequence_recall": 5,
+    "object_recall": 5,
+    "scene_recall": 5,
+    "start_end_position": 5,
+    "proximity": 3,
+    "duration": 3,
+    "landmark_position": 5,
+    "goal_detection": 5,
+    "cognitive_map": 5,
+    "causal": 5,
+    "counterfactual": 3,
+    "association": 5,
+    "progress_evaluation": 0,  # every step of the quoted route (3 to 5): see progress_evaluation
+    "high_level_planning": 5,
+    "action_generation": 7,
+}
 Evidence = dict[str, str | int | float | bool | list[str] | list[float]]
 
 
@@ -107,22 +129,54 @@ class Mission:
         # the landmarks some mission of the plan flies to (set by the family; None: any)
         self.routed: frozenset[str] | None = None
 
-    def labels(self, task: str, every: Sequence[str], frame: int) -> list[str]:
+    def labels(self, task: str, every: Sequence[str], frame: int, words: str = "") -> list[str]:
         """The labels of a fixed-vocabulary type this plan offers in a row showing the video up
-        to ``frame`` (all, unless the family kept only those it can ask as answers about equally
-        often at that row's difficulty: see :attr:`allowed`)."""
-        kept = self.allowed.get((task, self.stratum(task, frame)))
+        to ``frame`` whose wording's class is ``words`` (all, unless the family kept only those
+        it can ask as answers about equally often in that stratum: see :attr:`allowed`)."""
+        kept = self.allowed.get((task, self.stratum(task, frame, words)))
         return [x for x in every if kept is None or x in kept]
 
     def wording(self, question: str) -> str:
         return _norm(question)
 
-    def stratum(self, task: str, frame: int) -> str:
+    def stratum(self, task: str, frame: int, words: str = "") -> str:
         """What a row shows of its answer's circumstances without the video, which a type of
-        fixed vocabulary balances its answers within: the difficulty (the video's length), and
-        whether the mission is a goal or a route when the question quotes its instruction."""
+        fixed vocabulary balances its answers within: the difficulty (the video's length),
+        whether the mission is a goal or a route when the question quotes its instruction, and
+        the class of the move the question names (:attr:`Question.stratum`: "right after it
+        climbed to get above ..." makes some next moves likelier, so within it every answer
+        is asked equally often)."""
         level = difficulty(frame, self.fps)
-        return f"{level}/{self.task.kind}" if task in QUOTES else level
+        level = f"{level}/{self.task.kind}" if task in QUOTES else level
+        return f"{level}/{words}" if words else level
+
+    def context(self) -> str:
+        """The mission as the source's questions give it ("The drone is navigating to ...")."""
+        return f'The drone\'s task: "{self.task.instruction}"'
+
+    def about(self, s: NavSegment) -> str:
+        """The landmark id a segment was about: the structure in the leg's way for an obstacle's
+        reason, else the leg's landmark ("" when the way was blocked by something unlabelled)."""
+        if s.reason in W.OBSTACLE_REASONS or s.reason == "avoid_obstacle":
+            return leg_blocker(self.task, s.leg)
+        return s.toward
+
+    def event(self, s: NavSegment) -> str | None:
+        """What the segment did, in words that name its landmark, when they name one moment of
+        the flight: the landmark described uniquely, and no other segment in the same words
+        (None otherwise). A moment is named by what happened, never by its time."""
+        lid = self.about(s)
+        if not lid or not self.named(lid):
+            return None
+        words = W.event(s.reason, s.action, self.names[lid])
+        same = [
+            x
+            for x in self.task.segments
+            if (y := self.about(x))
+            and y in self.names
+            and W.event(x.reason, x.action, self.names[y]) == words
+        ]
+        return words if len(same) == 1 else None
 
     def named(self, *lids: str) -> bool:
         """Every landmark id given ("" for none) has a description of its own in the mission."""
@@ -163,6 +217,12 @@ class Mission:
         return int(rng.integers(s.start_frame + 1, s.end_frame))
 
 
+def option_count(task: str, instruction: str) -> int:
+    """The options a row of ``task`` has (:data:`OPTIONS`; Progress Evaluation: every step of
+    the route its question quotes)."""
+    return OPTIONS[task] or len(progress_steps(instruction))
+
+
 def difficulty(end_frame: int, fps: float) -> str:
     """A row's difficulty, by the seconds of video it shows."""
     seconds = (end_frame + 1) / fps
@@ -193,13 +253,6 @@ def _relative_bearing(m: Mission, lid: str, frame: int) -> float:
     return (bearing - p.yaw_deg + 180.0) % 360.0 - 180.0
 
 
-def _quadrant(rel: float) -> str | None:
-    """The QUADRANTS label of a relative bearing, or None within the margin of a boundary."""
-    if min(abs(rel), abs(abs(rel) - 90.0), 180.0 - abs(rel)) < ANGLE_MARGIN:
-        return None
-    return W.QUADRANTS[(0 if abs(rel) < 90.0 else 2) + (0 if rel > 0 else 1)]
-
-
 def alike(question: str, labels: Sequence[str]) -> bool:
     """Options a row may offer together: distinct, no two more similar than QC allows, and
     none singled out by its form, length or words shared with the question. Decided from the
@@ -218,22 +271,18 @@ def _close(a: str, b: str) -> bool:
 
 
 def sets_of(universe: Sequence[str], question: str, k: int = K) -> list[tuple[str, ...]]:
-    """Every ``k``-subset of ``universe`` (``k - 1`` when it has none) whose members are
-    :func:`alike`."""
+    """Every ``k``-subset of ``universe`` whose members are :func:`alike` (none with fewer: a
+    row has the source's number of options or is not asked)."""
     return _sets(tuple(dict.fromkeys(universe)), question, k)
 
 
 @lru_cache(maxsize=4096)
 def _sets(labels: tuple[str, ...], question: str, k: int) -> list[tuple[str, ...]]:
-    for size in (k, k - 1):
-        out = [
-            c
-            for c in combinations(labels, size)
-            if not any(_close(a, b) for a, b in combinations(c, 2)) and O.singled_out(question, c) is None
-        ]
-        if out:
-            return out
-    return []
+    return [
+        c
+        for c in combinations(labels, k)
+        if not any(_close(a, b) for a, b in combinations(c, 2)) and O.singled_out(question, c) is None
+    ]
 
 
 def draw(
@@ -254,13 +303,14 @@ def from_vocabulary(
     gold: str, labels: Sequence[str], rng: np.random.Generator, k: int = K
 ) -> tuple[str, ...] | None:
     """A fixed vocabulary's options: the gold and ``k - 1`` others drawn uniformly from the
-    labels the plan offers (all of them when they are ``k`` or fewer). Every ``k``-subset is
+    labels the plan offers (None when it offers fewer than ``k``: a row with fewer options than
+    the source's is not asked). Every ``k``-subset is
     a candidate set, as many holding each label: the design stays exchangeable when the family
     then balances the golds (a filter on the sets, or pairs never offered together, would
     have some labels in fewer sets, and a balanced gold then more often one of those)."""
-    if gold not in labels:
+    if gold not in labels or len(labels) < k:
         return None
-    if len(labels) <= k:
+    if len(labels) == k:
         return (gold, *(x for x in labels if x != gold))
     drawn = O.from_pool(gold, list(labels), k, rng)
     return None if drawn is None else tuple(drawn)
@@ -279,123 +329,105 @@ def pick(gold: str, sets: Sequence[tuple[str, ...]], rng: np.random.Generator) -
 # -- recall ------------------------------------------------------------------------------
 
 
-Flight = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # landmarks, turns, ways, per leg
-Edit = Callable[[Flight], Flight]
-
-
 def caption_text(
     names: Sequence[str], turns: Sequence[str], ways: Sequence[str], blockers: Sequence[str]
 ) -> str:
-    """Terse, so options differ by what matters: "turn left, stone fountain, climb over the red
-    brick hall, grey office tower" (per leg: its opening turn, how it avoided what, where to)."""
-    parts = []
+    """The flight as one sentence, as the source's captions are: "The drone turned left and
+    reached the stone fountain, then turned right, climbed over the red brick hall and reached
+    the grey office tower." (per leg: its opening turn, how it avoided what, where to)."""
+    legs = []
     for name, turn, way, blocker in zip(names, turns, ways, blockers, strict=True):
-        parts += [f"turn {turn}"] if turn else []
-        parts += [f"{way} {W.obstacle(blocker)}"] if way else []
-        parts.append(name)
-    return ", ".join(parts)
+        parts = [f"turned {turn}"] if turn else []
+        parts += [f"{PAST_WAY[way]} {W.obstacle(blocker)}"] if way else []
+        parts.append(f"reached the {name}")
+        legs.append(", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1])
+    return "The drone " + ", then ".join(legs) + "."
 
 
-TURNED = {"left": "right", "right": "left", "": ""}
-AVOIDED = {"climb over": "go around", "go around": "climb over", "": ""}
-CAPTION_Q = "Which sequence sums up the drone's whole flight?"
+PAST_WAY = {"climb over": "climbed over", "go around": "went around"}
+CAPTION_Q = "Which of these sentences best sums up the drone's whole flight in the video?"
 
 
 def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Which sentence sums up the flight, as the source's captions do. The options differ in
+    where the drone flew, not in one word (sentences one word apart are too alike to offer):
+    five landmarks on a cycle, the ones the flight names (each leg's obstacle and landmark) in
+    flight order among them, and option ``i`` names them from cycle place ``i`` on, each leg
+    with its turn and way. Every landmark of the cycle is named as often by the options and
+    every two options differ in every name, whichever is the gold (no near misses around the gold, which
+    make it the option overlapping the rest most)."""
     legs = sorted({s.leg for s in m.task.segments})
     turns, ways, blockers, blocker_ids = [], [], [], []
     for leg in legs:
         first = next(s for s in m.task.segments if s.leg == leg)
         turned = first.reason == "face_landmark" and first.amount >= 20.0
         turns.append(first.action.removeprefix("turn_") if turned else "")
-        avoid = next((s for s in m.task.segments if s.leg == leg and s.blocked_by), None)
+        # the leg's first avoiding move (a side turn or a climb), whether or not the structure
+        # in the way has a description
+        avoid = next(
+            (s for s in m.task.segments if s.leg == leg and s.reason in ("avoid_obstacle", "clear_obstacle")),
+            None,
+        )
         ways.append("" if avoid is None else "climb over" if avoid.action == "ascend" else "go around")
         blockers.append("" if avoid is None else m.blocker(avoid))
         blocker_ids.append("" if avoid is None else avoid.blocked_by)
-    if not m.named(*m.task.route, *blocker_ids):
+    # an avoidance without a described structure would read "around a structure": not asked
+    unnamed = any(w and not b for w, b in zip(ways, blocker_ids, strict=True))
+    n = OPTIONS["trajectory_captioning"]
+    if unnamed or not m.named(*m.task.route, *blocker_ids):
+        return
+    # the things the caption names, in flight order: per leg the obstacle it avoided, then its
+    # landmark; the cycle's others: seen, described uniquely, none of those, and ones other
+    # missions fly to (:attr:`Mission.routed`), so the gold is not the one option naming only
+    # landmarks other missions' golds name
+    slots = [lid for leg in legs for lid in (blocker_ids[leg], m.task.route[leg]) if lid]
+    others = [
+        lid
+        for lid in m.seen_in(0, m.last)
+        if lid not in slots and m.named(lid) and (m.routed is None or lid in m.routed)
+    ]
+    if len(set(slots)) < len(slots) or len(slots) > n or len(others) < n - len(slots):
         return
 
-    def caption(f: Flight) -> str:
-        return caption_text([m.names[lid] for lid in f[0]], f[1], f[2], blockers)
+    def caption(cycle: Sequence[str], i: int) -> str:
+        """The flight with every named thing moved ``i`` places on along the cycle."""
+        at = iter(m.names[cycle[(i + j) % n]] for j in range(len(slots)))
+        names, walls = [], []
+        for leg in legs:
+            walls.append(next(at) if blocker_ids[leg] else "")
+            names.append(next(at))
+        return caption_text(names, turns, ways, walls)
 
-    def reverse(f: Flight) -> Flight:
-        return f[0][::-1], f[1], f[2]
-
-    def flip(k: int) -> Edit:
-        return lambda f: (f[0], tuple(TURNED[t] if j == k else t for j, t in enumerate(f[1])), f[2])
-
-    def swap(k: int) -> Edit:
-        return lambda f: (f[0], f[1], tuple(AVOIDED[w] if j == k else w for j, w in enumerate(f[2])))
-
-    def transpose(i: int, j: int) -> Edit:
-        return lambda f: (
-            tuple(f[0][j if k == i else i if k == j else k] for k in range(len(f[0]))),
-            f[1],
-            f[2],
+    cycles = []
+    for extra in combinations(others, n - len(slots)):
+        for order in permutations(extra):
+            options = tuple(caption([*slots, *order], i) for i in range(n))
+            if alike(CAPTION_Q, options):
+                cycles.append(options)
+        if len(cycles) >= 64:
+            break
+    if cycles:
+        options = cycles[int(rng.integers(len(cycles)))]
+        yield Question(
+            "trajectory_captioning", m.last, CAPTION_Q, options, options[0], {"route": list(m.task.route)}
         )
-
-    def replace(i: int, lid: str) -> Edit:
-        return lambda f: ((*f[0][:i], lid, *f[0][i + 1 :]), f[1], f[2])
-
-    # Edits that undo themselves (reverse, transpose, flip, swap) keep a caption's words; one
-    # that puts another landmark in a route landmark's place does not, so it takes landmarks
-    # other missions fly to (:attr:`Mission.routed`): the gold then is not the one option
-    # naming only landmarks other missions' golds name.
-    others = [lid for lid in m.names if lid not in m.task.route and m.named(lid)]
-    single: list[Edit] = [reverse] if len(legs) > 1 else []
-    single += [transpose(i, j) for i, j in combinations(range(len(legs)), 2) if len(legs) > 2]
-    single += [flip(k) for k, t in enumerate(turns) if t]
-    single += [swap(k) for k, w in enumerate(ways) if w]
-    single += [
-        replace(i, lid) for i in range(len(legs)) for lid in others if m.routed is None or lid in m.routed
-    ]
-
-    def both(a: Edit, b: Edit) -> Edit:
-        return lambda f: b(a(f))
-
-    # Options form a square: the flight, two edits of it and both edits together. Each option
-    # then differs from two others by one edit and from one by two, so the gold is not the
-    # option that overlaps the rest most (which one-edit distractors all around it make it).
-    # One changed word in a long caption is too close to tell apart (QC's 0.85): squares of
-    # double edits are tried when no square of single ones is alike. Among the squares that
-    # are, one is drawn, so which edits a flight gets is not a habit of the family.
-    flown: Flight = (tuple(m.task.route), tuple(turns), tuple(ways))
-    for edits in (single, [both(a, b) for n, a in enumerate(single) for b in single[n + 1 :]]):
-        squares = []
-        for n, e1 in enumerate(edits):
-            for e2 in edits[n + 1 :]:
-                flights = (flown, e1(flown), e2(flown), e2(e1(flown)))
-                # a caption naming one landmark twice is no flight (the gold never does)
-                if any(len(set(f[0])) < len(f[0]) for f in flights):
-                    continue
-                square = tuple(caption(f) for f in flights)
-                if alike(CAPTION_Q, square):
-                    squares.append(square)
-            if len(squares) >= 64:
-                break
-        if squares:
-            square = squares[int(rng.integers(len(squares)))]
-            yield Question(
-                "trajectory_captioning", m.last, CAPTION_Q, square, square[0], {"route": list(m.task.route)}
-            )
-            return
 
 
 def sequence_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """What the drone did just before its current move, the video cut at a moment inside that
-    move: a time in the question would tell the phase of the flight (early on the drone turns),
-    the cut names the moment without words. Options drawn uniformly from the actions (never
-    the ones after the gold in a fixed order, which leaves the gold the one outside a run)."""
-    q = "What did the drone do just before the move it is making now?"
+    """What the drone did right after a move the question names by what happened ("right after
+    it turned left to face the stone fountain"), as the source asks, over the whole video. The
+    named move's reason is the row's stratum: the family makes every offered next move the
+    answer equally often after each kind of named move, so the words decide nothing. Options
+    drawn uniformly from the actions."""
     for s, nxt in pairwise(m.task.segments):
-        if nxt.action == s.action or (t := m.moment(nxt, rng)) is None:
+        if nxt.action == s.action or (words := m.event(s)) is None:
             continue
-        options = from_vocabulary(
-            W.PAST[s.action], m.labels("sequence_recall", list(W.PAST.values()), t), rng
-        )
+        q = f"What did the drone do right after it {words}?"
+        labels = m.labels("sequence_recall", list(W.PAST.values()), m.last, s.reason)
+        options = from_vocabulary(W.PAST[nxt.action], labels, rng, OPTIONS["sequence_recall"])
         if options is not None:
-            evidence: Evidence = {"segment": s.index, "next": nxt.index, "frame": t}
-            yield Question("sequence_recall", t, q, options, options[0], evidence)
+            evidence: Evidence = {"segment": s.index, "next": nxt.index, "moment": words}
+            yield Question("sequence_recall", m.last, q, options, options[0], evidence, stratum=s.reason)
 
 
 def object_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
@@ -407,7 +439,9 @@ def object_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         if near is None or near not in seen:
             continue
         q = f"Which of these landmarks stands closest to the {m.names[lid]}?"
-        options = draw(m.names[near], [m.names[o] for o in seen if o != lid], q, rng)
+        options = draw(
+            m.names[near], [m.names[o] for o in seen if o != lid], q, rng, OPTIONS["object_recall"]
+        )
         if options is not None:
             yield Question(
                 "object_recall",
@@ -421,25 +455,44 @@ def object_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 
 
 def scene_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Over a window of ``WINDOW_S`` inside one segment (stepping a second): the one landmark
-    in view for at least half of it, when at least two others show not a pixel in it."""
-    size, step = round(WINDOW_S * m.fps), round(m.fps)
+    """While a move the question names by what happened (a segment, in words), a landmark in
+    view for at least half of it (not the one the words name), the others offered never
+    showing a pixel in it. Every option is a landmark the video shows and that is the answer of
+    some moment of this flight: a landmark only ever offered (one glimpsed, or beside the way)
+    would be ruled out without looking."""
+    found = []
     for s in m.task.segments:
-        for a in range(s.start_frame, s.end_frame - size + 2, step):
-            b = a + size - 1
-            inside = [lid for lid in m.names if m.seen(lid, a, b) * 2 >= size]
-            outside = [
-                lid
-                for lid in m.names
-                if m.named(lid) and not any(f.pixels for f in m.task.visibility[lid][a : b + 1])
-            ]
-            if len(inside) != 1 or len(outside) < 2 or not m.named(inside[0]):
-                continue
-            q = f"Which landmark was in view between {W.seconds(a, m.fps)} and {W.seconds(b + 1, m.fps)}?"
-            options = draw(m.names[inside[0]], [m.names[x] for x in [inside[0], *outside]], q, rng)
-            if options is not None:
-                evidence: Evidence = {"start": a, "end": b, "landmark": inside[0]}
-                yield Question("scene_recall", m.last, q, options, options[0], evidence)
+        a, b = s.start_frame, s.end_frame
+        words = m.event(s)
+        if words is None or b - a + 1 < round(m.fps):  # a glimpse is no scene
+            continue
+        named = m.about(s)
+        for lid in m.names:
+            if lid != named and m.named(lid) and m.seen(lid, a, b) * 2 >= b - a + 1:
+                found.append((s, words, named, lid))
+
+    def outside(s: NavSegment, named: str, gold: str, among: set[str]) -> list[str]:
+        """The landmarks of ``among`` offered beside ``gold``: none shows a pixel while the move
+        lasts (one in view then is no distractor, whether or not it is offered)."""
+        a, b = s.start_frame, s.end_frame
+        return [
+            lid
+            for lid in sorted(among)
+            if lid not in (named, gold) and not any(f.pixels for f in m.task.visibility[lid][a : b + 1])
+        ]
+
+    # the landmarks offered are those some moment of this flight has as its answer (a landmark
+    # only ever offered, glimpsed or beside the way, would be ruled out blind)
+    k = OPTIONS["scene_recall"]
+    universe = {gold for *_, gold in found}
+    for s, words, named, gold in found:
+        a, b = s.start_frame, s.end_frame
+        q = f"Which of these did the drone have in view while it {words}?"
+        pool = [m.names[x] for x in [gold, *outside(s, named, gold, universe)]]
+        options = draw(m.names[gold], pool, q, rng, k)
+        if options is not None:
+            evidence: Evidence = {"start": a, "end": b, "landmark": gold, "segment": s.index, "moment": words}
+            yield Question("scene_recall", m.last, q, options, options[0], evidence)
 
 
 START_END_Q = "From which landmark's side did the drone start, and at which did it stop?"
@@ -450,9 +503,10 @@ def _route_text(a: str, b: str) -> str:
 
 
 def start_end_position(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Options form a square of two starts and two ends, four landmarks in all: each option
-    shares its start with one other and its end with another, whichever is the gold (never
-    "near misses" around the gold, which make it the option sharing most with the rest)."""
+    """Options on a cycle of five landmarks, the start and the end next to each other: option
+    ``i`` goes from cycle place ``i`` to place ``i + 1``, so every landmark is once a start and
+    once an end, and no option shares more with the rest than another, whichever is the gold
+    (never "near misses" around the gold, which make it the option sharing most)."""
     ids = [lid for lid in m.names if m.named(lid)]
     start = _nearest({lid: float(m.gap(lid, m.at[0])) for lid in m.names})
     end = _nearest({lid: float(m.gap(lid, m.at[-1])) for lid in m.names})
@@ -460,37 +514,41 @@ def start_end_position(m: Mission, rng: np.random.Generator) -> Iterator[Questio
         return
     if m.seen(start, 0, min(m.last, int(5 * m.fps))) < 1 or not m.task.visibility[end][-1].visible:
         return
-
-    # every square of two starts and two ends, four distinct landmarks, whose options are alike
-    squares = [
-        sq
-        for starts in combinations(ids, 2)
-        for ends in combinations([x for x in ids if x not in starts], 2)
-        if alike(START_END_Q, sq := tuple(_route_text(m.names[a], m.names[b]) for a in starts for b in ends))
-    ]
-    gold = _route_text(m.names[start], m.names[end])
-    options = pick(gold, squares, rng)
-    if options is not None:
-        yield Question("start_end_position", m.last, START_END_Q, options, gold, {"start": start, "end": end})
+    n = OPTIONS["start_end_position"]
+    others = [lid for lid in m.seen_in(0, m.last) if lid in ids and lid not in (start, end)]
+    cycles = []
+    for extra in combinations(others, n - 2):
+        for order in permutations(extra):
+            cycle = [start, end, *order]
+            options = tuple(_route_text(m.names[cycle[i]], m.names[cycle[(i + 1) % n]]) for i in range(n))
+            if alike(START_END_Q, options):
+                cycles.append(options)
+        if len(cycles) >= 64:
+            break
+    if cycles:
+        options = cycles[int(rng.integers(len(cycles)))]
+        yield Question(
+            "start_end_position", m.last, START_END_Q, options, options[0], {"start": start, "end": end}
+        )
 
 
 # -- perception --------------------------------------------------------------------------
 
 
 def proximity(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """How the distance to a landmark changed over a window of ``PROXIMITY_S`` (starting each
-    second), in one wording whatever the drone did: naming the motion would name the answer
-    (a climb leaves most distances about as they were), a segment's span would tell the motion
-    by its length. Over a fixed window a landmark can come closer, fall behind, stay as far
-    (the drone turning or tilting in place) or be passed."""
-    size = round(PROXIMITY_S * m.fps)
-    # the window ends where the video is cut: "the last seconds", no time in the question
-    # (which would tell the phase of the flight)
-    for a in range(round(m.fps), m.last - size, round(m.fps)):
-        b = a + size
-        labels = m.labels("proximity", W.PROXIMITY, b)
+    """How the distance to a seen landmark changed while the drone made a move the question
+    names by what happened (a segment, in words, as the source's "after the agent descends to
+    street level"). The move's reason is the row's stratum: a climb leaves most distances as
+    they were, so within each kind of move every answer is asked equally often. Over a move a
+    landmark can come closer, fall behind, stay as far (turning or tilting in place) or be
+    passed."""
+    for s in m.task.segments:
+        a, b = s.start_frame, s.end_frame + 1
+        if (words := m.event(s)) is None or b - a < round(m.fps):
+            continue
+        labels = m.labels("proximity", W.PROXIMITY, m.last, s.reason)
         for lid in m.seen_in(a, b):
-            if not m.named(lid):
+            if not m.named(lid) or lid == m.about(s):
                 continue
             d = m.gap(lid, m.at[a : b + 1])
             d0, d1, low = float(d[0]), float(d[-1]), float(d.min())
@@ -503,15 +561,13 @@ def proximity(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
                 key = 0 if d1 < d0 else 1
             else:
                 continue
-            gold = W.PROXIMITY[key]
-            if gold not in labels:
-                continue
-            q = (f"How did the distance between the drone and the {m.names[lid]} change over the last "
-                 f"{PROXIMITY_S:.0f} seconds?")  # fmt: skip
+            q = f"How did the distance between the drone and the {m.names[lid]} change while it {words}?"
             evidence: Evidence = {"landmark": lid, "start": a, "end": b, "start_m": round(d0, 2),
-                                  "end_m": round(d1, 2), "min_m": round(low, 2)}  # fmt: skip
-            options = (gold, *[x for x in labels if x != gold])
-            yield Question("proximity", b, q, options, gold, evidence)
+                                  "end_m": round(d1, 2), "min_m": round(low, 2), "segment": s.index,
+                                  "moment": words}  # fmt: skip
+            options = from_vocabulary(W.PROXIMITY[key], labels, rng, OPTIONS["proximity"])
+            if options is not None:
+                yield Question("proximity", m.last, q, options, options[0], evidence, stratum=s.reason)
 
 
 # named by what the flight was for, never by its times (which would give the answer away)
@@ -535,6 +591,7 @@ def duration(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         for s in m.task.segments
         if s.action == "fly_forward"
         and s.reason in DURATION_OF
+        and (s.reason == "approach_landmark" or leg_blocker(m.task, s.leg))  # "around a structure": which?
         and m.named(s.toward if s.reason == "approach_landmark" else leg_blocker(m.task, s.leg))
     ]
     counts = Counter(phrase for _, phrase in named)
@@ -568,6 +625,9 @@ def duration(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 
 
 def landmark_position(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
+    """Where a seen landmark is from the drone at a cut, in eight directions (15 degrees of
+    margin inside each sector's edge), the question quoting the mission's goal as the source's
+    "Given [navigation goal] initially" does."""
     for s in m.cuts():
         t = s.end_frame + 1
         p = m.task.poses[t]
@@ -580,14 +640,14 @@ def landmark_position(m: Mission, rng: np.random.Generator) -> Iterator[Question
                 < math.hypot(*lm_size[:2]) / 2 + 5.0
             ):
                 continue  # over or beside its footprint: no bearing to speak of
-            label = _quadrant(_relative_bearing(m, lid, t))
-            if label is None:
-                continue
+            label = W.direction(_relative_bearing(m, lid, t), DIRECTION_MARGIN)
             labels = m.labels("landmark_position", W.QUADRANTS, t)
-            if label not in labels:
+            if (
+                label is None
+                or (options := from_vocabulary(label, labels, rng, OPTIONS["landmark_position"])) is None
+            ):
                 continue
-            q = f"Where is the {m.names[lid]} relative to the drone now?"
-            options = (label, *[x for x in labels if x != label])
+            q = f"{m.context()} Where is the {m.names[lid]} relative to the drone now?"
             yield Question(
                 "landmark_position",
                 t,
@@ -600,79 +660,81 @@ def landmark_position(m: Mission, rng: np.random.Generator) -> Iterator[Question
 
 def goal_detection(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     """Whether and where the goal is in view, asked each second (not only where a segment
-    ends, when the drone mostly faces the goal: the goal is off to one side while it turns)."""
+    ends, when the drone mostly faces the goal: the goal is off to one side while it turns),
+    by fifths of the image's width."""
     if not m.named(m.goal):
         return
     frames = m.task.visibility[m.goal]
     # no word of the question in any option ("view" would be in "not in view" alone)
-    q = f"The drone is flying to the {m.names[m.goal]}. Can it see it now, and if so, where in the image?"
+    q = (f"The drone is flying to the {m.names[m.goal]}. Can it see its destination now, and "
+         "if so, where in the image is it?")  # fmt: skip
     for t in range(round(m.fps), m.last, round(m.fps)):
         f = frames[t]
         if not f.visible:
             if f.pixels:
                 continue  # a sliver: neither clearly in view nor out of it
-            key = 0
+            gold = W.IN_VIEW[0]
         else:
             cx = (f.bbox_xyxy_norm[0] + f.bbox_xyxy_norm[2]) / 2
-            if min(abs(cx - 1 / 3), abs(cx - 2 / 3)) < THIRD_MARGIN:
+            if min(abs(cx - k / 5) for k in range(1, 5)) < THIRD_MARGIN:
                 continue
-            key = 1 if cx < 1 / 3 else 2 if cx < 2 / 3 else 3
-        gold, labels = W.IN_VIEW[key], m.labels("goal_detection", W.IN_VIEW, t)
-        if gold in labels:
-            options = (gold, *[x for x in labels if x != gold])
+            gold = W.fifth(cx)
+        options = from_vocabulary(
+            gold, m.labels("goal_detection", W.IN_VIEW, t), rng, OPTIONS["goal_detection"]
+        )
+        if options is not None:
             evidence: Evidence = {"frame": t, "landmark": m.goal}
             yield Question("goal_detection", t, q, options, gold, evidence, wording=m.wording(q))
 
 
 def cognitive_map(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """How two seen landmarks lie, facing the start's heading: the pair is the scene's, so it
-    carries a key and is asked once (another mission's row on the pair, from a heading close to
-    this one, would answer it)."""
-    yaw = math.radians(m.task.poses[0].yaw_deg)
-    fwd, left = np.array([math.cos(yaw), math.sin(yaw)]), np.array([-math.sin(yaw), math.cos(yaw)])
-    seen = [lid for lid in m.seen_in(0, m.last) if m.named(lid)]
-    for a in seen:
-        for b in seen:
-            if a == b:
-                continue
-            v = m.center[b][:2] - m.center[a][:2]
-            f, lft = float(v @ fwd), float(v @ left)
-            if max(abs(f), abs(lft)) < RATIO * min(abs(f), abs(lft)) or max(abs(f), abs(lft)) < 10.0:
-                continue
-            key = (0 if f > 0 else 1) if abs(f) > abs(lft) else (2 if lft > 0 else 3)
-            labels = m.labels("cognitive_map", W.LAYOUT, m.last)
-            if W.LAYOUT[key] not in labels:
-                continue
-            q = (f"Facing the way the drone faced when it started, where is the {m.names[b]} "
-                 f"relative to the {m.names[a]}?")  # fmt: skip
-            options = (W.LAYOUT[key], *[x for x in labels if x != W.LAYOUT[key]])
-            yield Question(
-                "cognitive_map",
-                m.last,
-                q,
-                options,
-                W.LAYOUT[key],
-                {"reference": a, "landmark": b},
-                fact="layout:" + ":".join(sorted((a, b))),
-            )
+    """A map of the flight, as the source's "summarize historical movement observations into a
+    cognitive map": where a landmark the video showed lies from the point the drone started
+    at, facing the way it first faced (eight directions, a margin inside each sector's edge).
+    The answer is the mission's own (its start), asked over the whole video."""
+    p0 = m.task.poses[0]
+    for lid in m.seen_in(0, m.last):
+        if not m.named(lid):
+            continue
+        c = m.center[lid]
+        if math.hypot(c[0] - p0.x, c[1] - p0.y) < math.hypot(*(m.hi[lid] - m.lo[lid])[:2]) / 2 + 10.0:
+            continue  # it stood by the start: no direction to speak of
+        label = W.direction(_relative_bearing(m, lid, 0), DIRECTION_MARGIN)
+        labels = m.labels("cognitive_map", W.LAYOUT, m.last)
+        if (
+            label is None
+            or (options := from_vocabulary(label, labels, rng, OPTIONS["cognitive_map"])) is None
+        ):
+            continue
+        q = ("Picture a map of the whole flight, facing the way the drone faced when it set off. "
+             f"In which direction from the point it set off from does the {m.names[lid]} lie?")  # fmt: skip
+        yield Question("cognitive_map", m.last, q, options, label, {"landmark": lid})
 
 
 # -- reasoning ---------------------------------------------------------------------------
 
 
 def causal(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Why the drone is making its current move, the video cut at a moment inside it (a time in
-    the question would tell the phase of the flight), from a fixed vocabulary of reasons that
-    name no landmark: turning to the next landmark and flying to it are one reason, as for one
-    landmark each fits the other's segment. Options drawn uniformly from the vocabulary."""
-    q = "Why is the drone making the move it is making now?"
-    for s in m.task.segments:
-        if (t := m.moment(s, rng)) is None:
+    """Why the drone made the move after one the question names by what happened, over the
+    whole video, from a fixed vocabulary of reasons that name no landmark (turning to the next
+    landmark and flying to it are one reason, as for one landmark each fits the other's move).
+    The named move's reason is the row's stratum (after a climb to get above something the
+    drone mostly flies on over it): within it every offered reason is the answer equally
+    often. The move asked about is not named: its action would give its reason away."""
+    for s, nxt in pairwise(m.task.segments):
+        if nxt.action == s.action or (words := m.event(s)) is None:
             continue
-        options = from_vocabulary(W.WHY[s.reason], m.labels("causal", W.WHY_LABELS, t), rng)
+        q = f"Why did the drone make the move it made right after it {words}?"
+        labels = m.labels("causal", W.WHY_LABELS, m.last, s.reason)
+        options = from_vocabulary(W.WHY[nxt.reason], labels, rng, OPTIONS["causal"])
         if options is not None:
-            evidence: Evidence = {"segment": s.index, "reason": s.reason, "frame": t}
-            yield Question("causal", t, q, options, options[0], evidence)
+            evidence: Evidence = {
+                "segment": nxt.index,
+                "after": s.index,
+                "reason": nxt.reason,
+                "moment": words,
+            }
+            yield Question("causal", m.last, q, options, options[0], evidence, stratum=s.reason)
 
 
 WAYS = {
@@ -683,10 +745,15 @@ WAYS = {
 }
 
 
+LONGER_BY = 1.35  # a way at least this factor slower than the flown one takes longer
+
+
 def counterfactual(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Could an unflown way have been flown. The way named is the question's stratum: the
-    family asks each way's "yes" and "no" equally often (the planner finds most ways clear,
-    some never blocked), so the wording tells nothing."""
+    """Could an unflown way have reached the leg's landmark, and how would it compare, in the
+    source's three answers (about as quick, longer, blocked; never "quicker": the planner
+    flies the quickest way). The way named is the question's stratum: the family asks each
+    way's answers equally often (the planner finds most ways clear, some never blocked), so the
+    wording tells nothing."""
     for alt in m.task.alternatives:
         chosen = next((a for a in m.task.alternatives if a.leg == alt.leg and a.chosen), None)
         # straight on is an unflown alternative only when blocked: asking it would give the
@@ -707,11 +774,20 @@ def counterfactual(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         )
         if decided is None:
             continue
-        key = 0 if alt.feasible else 1
+        if not alt.feasible or alt.seconds is None:
+            key = 2
+        elif alt.seconds <= W.ABOUT_AS_LONG * chosen.seconds:
+            key = 0
+        elif alt.seconds >= LONGER_BY * chosen.seconds:
+            key = 1
+        else:
+            continue  # a little longer: "about the same" and "longer" would both be fair
         # the video ends where the ways were judged: no time in the question (which would tell
         # the leg, and with it how likely a way is blocked)
-        q = (f"The drone is on its way to the {m.names[alt.toward]}. Could it have "
-             f"{WAYS[alt.option]} from here instead?")  # fmt: skip
+        name = m.names[alt.toward]
+        q = (f"The drone is on its way to the {name}. Instead of the way it then took, if it had "
+             f"{WAYS[alt.option]} from here, could it still have reached the {name}, and how "
+             "would that way compare?")  # fmt: skip
         options = (W.COUNTERFACTUAL[key], *[x for i, x in enumerate(W.COUNTERFACTUAL) if i != key])
         yield Question("counterfactual", decided.start_frame, q, options, W.COUNTERFACTUAL[key],
                        {"leg": alt.leg, "option": alt.option, "chosen": chosen.option},
@@ -719,22 +795,27 @@ def counterfactual(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 
 
 def association(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Which seen landmark stands nearest the goal, out of view now: the same scene fact as
-    Object Recall's question about the goal, under the same key."""
+    """A cue in sight to where the goal lies while the goal is out of view, as the source's
+    "are there any relevant urban elements or objects in sight when the navigation goal is not
+    visible?": the landmark in view now that stands nearest the goal (the same scene fact as
+    Object Recall's question about the goal, under the same key). The others offered are
+    landmarks the video shows."""
     if not m.named(m.goal):
         return
     frames = m.task.visibility[m.goal]
     near = _nearest({lid: m.box_gap(m.goal, lid) for lid in m.names if lid != m.goal})
     if near is None or not m.named(near):
         return
+    # the goal alone, not the route's instruction: landmark options the question names would
+    # stand out by repeating its words
     q = (f"The drone is flying to the {m.names[m.goal]}, which is out of view now. Which landmark "
-         "stands closest to it?")  # fmt: skip
+         "in sight now is a cue to where it lies, standing closest to it?")  # fmt: skip
+    pool = [m.names[lid] for lid in m.seen_in(0, m.last) if lid != m.goal and m.named(lid)]
     for s in m.cuts():
         t = s.end_frame + 1
-        if frames[t].pixels or m.seen(near, 0, t) < MIN_SEEN:
+        if frames[t].pixels or not m.task.visibility[near][t].visible:
             continue
-        pool = [m.names[lid] for lid in m.seen_in(0, t) if lid != m.goal and m.named(lid)]
-        options = draw(m.names[near], pool, q, rng)
+        options = draw(m.names[near], pool, q, rng, OPTIONS["association"])
         if options is not None:
             yield Question(
                 "association",
@@ -776,7 +857,7 @@ def progress_evaluation(m: Mission, rng: np.random.Generator) -> Iterator[Questi
         if nxt.leg != s.leg:
             continue  # between two steps: either answer would be fair
         key = len(m.task.route) if nxt.action == "hover" else s.leg
-        options = draw(labels[key], labels, q, rng)
+        options = draw(labels[key], labels, q, rng, len(labels))  # every step of the route
         if options is not None:
             yield Question(
                 "progress_evaluation",
@@ -823,14 +904,14 @@ def _next_move(
             continue
         nxt = m.task.segments[s.index + 1]
         labels = m.labels(task, list(vocabulary.values()), s.end_frame + 1)
-        options = from_vocabulary(gold_of(nxt), labels, rng)
+        options = from_vocabulary(gold_of(nxt), labels, rng, OPTIONS[task])
         if options is not None:
             yield Question(
                 task, s.end_frame + 1, q, options, options[0], {"next": nxt.index}, wording=m.wording(q)
             )
 
 
-QUOTES = frozenset({"progress_evaluation", "high_level_planning", "action_generation"})
+QUOTES = frozenset({"progress_evaluation", "high_level_planning", "action_generation", "landmark_position"})
 # the types whose answers come from one fixed vocabulary: the family keeps, per plan, the labels
 # it can ask as answers about equally often (:attr:`Mission.allowed`)
 VOCABULARY: dict[NavTask, tuple[str, ...]] = {

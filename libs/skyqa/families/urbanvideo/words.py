@@ -30,12 +30,48 @@ COMMAND = {
     "rotate_camera_down": "Tilt view down",
     "hover": "Hover still",
 }
-QUADRANTS = ("ahead on the left", "ahead on the right", "behind on the left", "behind on the right")
-IN_VIEW = ("not in view", "on the left", "in the middle", "on the right")
-LAYOUT = ("in front of it", "behind it", "to its left", "to its right")
+# eight directions, counter-clockwise from straight ahead (45 degrees each), as the source's
+# options tell "left side", "lower right corner" and the like apart
+DIRECTIONS = (
+    "straight ahead",
+    "ahead on the left",
+    "to the left",
+    "behind on the left",
+    "straight behind",
+    "behind on the right",
+    "to the right",
+    "ahead on the right",
+)
+QUADRANTS = DIRECTIONS  # where a landmark is from the drone now
+LAYOUT = DIRECTIONS  # where a landmark lies from the flight's start, facing its first heading
+# where in the image: not there, or one fifth of its width
+IN_VIEW = ("not in view", "at the far left", "left of centre", "in the centre", "right of centre",
+           "at the far right")  # fmt: skip
 PROXIMITY = ("closer", "farther away", "about as far as before", "closer, then farther again")
 LONGER = ("the first one", "the second one", "the same, roughly")
-COUNTERFACTUAL = ("yes, that way is clear too", "no, that way is blocked")
+# the source's counterfactual answers: whether the other way would still reach the landmark,
+# and how it compares ("it can complete the mission, but it will take longer")
+COUNTERFACTUAL = (
+    "It could still have got there, in about the same time.",
+    "It could still have got there, but it would have taken longer.",
+    "It could not have got there that way: the way is blocked.",
+)
+ABOUT_AS_LONG = 1.15  # a way within this factor of the flown one's time is about as quick
+
+
+def direction(rel_deg: float, margin: float) -> str | None:
+    """The :data:`DIRECTIONS` label of a bearing relative to the heading (counter-clockwise,
+    degrees), or None within ``margin`` of a sector's edge (a person could say either)."""
+    k = round((rel_deg % 360.0) / 45.0) % 8
+    off = abs((rel_deg - 45.0 * k + 180.0) % 360.0 - 180.0)
+    return DIRECTIONS[k] if off <= 22.5 - margin else None
+
+
+def fifth(cx: float) -> str:
+    """The :data:`IN_VIEW` label of a horizontal image position (0 left .. 1 right)."""
+    return IN_VIEW[1 + min(int(cx * 5), 4)]
+
+
 # the next step of a plan, naming no landmark: an option that named the goal (which the
 # question's instruction names) beside options naming obstacles would single one out
 PLAN = {
@@ -65,8 +101,41 @@ WHY = {
 WHY_LABELS = tuple(dict.fromkeys(WHY.values()))
 
 
+# what a segment did, in words naming the landmark it was about (never its time): how the
+# source names a moment ("after the drone crosses the second intersection"). Keyed by reason,
+# then filled with the direction and the landmark; "{what}" is the leg's landmark for a
+# landmark reason, the structure in the way for an obstacle's.
+EVENT = {
+    "face_landmark": "turned {way} to face the {what}",
+    "avoid_obstacle": "swung {way} to get around the {what}",
+    "look_at_landmark": "tilted its camera {way} toward the {what}",
+    "clear_obstacle": "climbed to get above the {what}",
+    "pass_obstacle": "flew on over the {what}",  # nosec B105: an event, not a password
+    "descend_after_obstacle": "came back down past the {what}",
+    "match_goal_height": "{way} to the height of the {what}",
+    "approach_landmark": "flew forward toward the {what}",
+    "arrive": "hovered in place at the {what}",
+}
+_WAY = {"turn_left": "left", "turn_right": "right", "rotate_camera_up": "up", "rotate_camera_down": "down",
+        "ascend": "climbed", "descend": "came down"}  # fmt: skip
+OBSTACLE_REASONS = frozenset({"clear_obstacle", "pass_obstacle", "descend_after_obstacle"})
+
+
+def event(reason: str, action: str, what: str) -> str:
+    """A segment in words: ``reason`` and ``action`` as the plan gives them, ``what`` the
+    description of the landmark it was about (the leg's, or the one in its way)."""
+    way = _WAY.get(action, "")
+    if reason == "avoid_obstacle" and action == "fly_forward":
+        return f"flew around the {what}"
+    return EVENT[reason].format(way=way, what=what)
+
+
 def obstacle(name: str) -> str:
-    return f"the {name}" if name else "a structure"
+    """The structure in a leg's way; callers ask nothing when it has no description of its own
+    ("a structure" names nothing a person could point at)."""
+    if not name:
+        raise ValueError("an obstacle without a description is not named in a question")
+    return f"the {name}"
 
 
 def plan_text(reason: str) -> str:
@@ -84,7 +153,3 @@ def route_done(last: str) -> str:
     """The progress option after the last step: it names the last landmark and repeats the
     instruction's "stop there", as every step option repeats the instruction's words."""
     return f"stop there, at the {last}"
-
-
-def seconds(frame: int, fps: float) -> str:
-    return f"{frame / fps:.1f} s"
