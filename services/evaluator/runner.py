@@ -31,7 +31,7 @@ from skyqa.video import decode_frames
 
 from services.evaluator import rollout as rollout_steps
 from services.evaluator.baselines import Responder
-from services.evaluator.conditions import CONDITIONS, GENERIC_COT, MEDIA, SEQUENTIAL, STEP_CONDITIONS
+from services.evaluator.conditions import CONDITIONS, MEDIA, SEQUENTIAL, STEP_CONDITIONS, prompt_for
 from services.evaluator.questions import Question
 
 VIDEO_FRAMES = 8
@@ -108,7 +108,7 @@ class ModelResponder:
         self.params = params
 
     def request(self, q: Question, condition: str = "full") -> model_pb2.GenerateRequest:
-        prompt = q.user + (GENERIC_COT if condition == "generic_cot" else "")
+        prompt = prompt_for(q, condition)
         req = model_pb2.GenerateRequest(system=q.system, prompt=prompt, request_id=q.sample_id)
         req.params.temperature = float(self.params.get("temperature", 0.0))
         req.params.max_tokens = int(self.params.get("max_tokens", 500))

@@ -731,3 +731,34 @@ def test_a_bundle_s_claims_are_one_fact_asked_once_per_view(tmp_path: Path) -> N
     seen = Counter((r.unit, r.evidence["bundle"]) for r in rows if r.task == "claim_pattern")
     assert seen and max(seen.values()) == 1
     assert [r for r in rows if r.task == "count_difference"]
+
+
+def test_v0_allows_abstention_and_an_abstention_is_counted_not_scored() -> None:
+    """UltraVR's V0 removes the image and "explicitly allows abstention when the answer cannot
+    be determined from the provided text"; an explicit abstention ("not sure") is counted as
+    one, never as correct. Other conditions, and families whose source has no such V0 (the
+    blind gate's DualCog rows), keep the plain prompt."""
+    from services.evaluator.conditions import prompt_for
+
+    row = row_of(next(c for c in drawn() if c.task == "count_total"))
+    q = Question(FAMILY, row, row.sample_id)
+    v0 = prompt_for(q, "text_only")
+    assert v0.startswith(q.user) and "cannot be determined" in v0 and "No image is attached" in v0
+    assert prompt_for(q, "full") == q.user
+    other = SimpleNamespace(name="dualcog_image", prompts=lambda r: ("s", "plain"))
+    assert prompt_for(Question(other, row, "x"), "text_only") == "plain"  # type: ignore[arg-type]
+    for reply in (
+        "The answer cannot be determined without the image.",
+        "I'm not sure: no image was provided.",
+        '{"answer": "cannot be determined"}',
+    ):
+        parsed = FAMILY.parse(row, reply)
+        assert parsed.kind == "abstain", reply
+        assert FAMILY.score(row, parsed, steps=False)["option_correct"] == 0.0
+    assert FAMILY.parse(row, '{"answer_option_id": "B"}').kind == "choice"
+
+
+def test_the_card_says_which_source_elements_are_not_built() -> None:
+    from skyqa.families.ultravr.family import NOTES
+
+    assert "Source elements not built here" in NOTES and "CCTV, WSI and AD" in NOTES
