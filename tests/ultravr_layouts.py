@@ -38,14 +38,16 @@ def landmark(iid: int, cls: str, box: list[int]) -> MeasuredObject:
 
 def reviewed(rendered_id: int, text: str) -> ValidInstance:
     """A reviewed landmark the family names by ``text``, rendered with ``rendered_id``."""
-    return ValidInstance.model_construct(
-        instance_id=f"10_{rendered_id}",
-        instance_numeric_id=rendered_id,
-        class_name="residential_building",
-        landmark_description=text,
-        main_view="",
-        rgb_views=[],
-    )
+    # only what the family reads of a review; the rest of the record is not needed
+    fields: dict[str, Any] = {
+        "instance_id": f"10_{rendered_id}",
+        "instance_numeric_id": rendered_id,
+        "class_name": "residential_building",
+        "landmark_description": text,
+        "main_view": "",
+        "rgb_views": [],
+    }
+    return ValidInstance.model_construct(**fields)
 
 
 # the landmarks of random_layout: one per region, the same ids in every view

@@ -29,6 +29,7 @@ from skyqa.families.ultravr.templates import (
     EXTREME_LABELS,
     LABELS,
     ORDER_LABELS,
+    ORDERING,
     POSITIONS,
     PRESENCE_LABELS,
     RATIO_SETS,
@@ -36,6 +37,7 @@ from skyqa.families.ultravr.templates import (
     View,
     candidates,
     fact,
+    pair_ratio,
 )
 from ultravr_layouts import GREEN, RED, REVIEWED, YELLOW, H, W, landmark, measured, random_layout, survey
 
@@ -117,10 +119,13 @@ def test_comparison_counts_and_distractors_follow_the_layout() -> None:
         assert values == [values[0] + i for i in range(4)] and values.index(4) == c.rank
         assert min(values) >= 1 and max(values) <= 8
     c = totals[0]
-    # the GT-CoT: boxes, count, boxes, count, the total; counts are the lists' lengths
+    # the GT-CoT, CCTV's comparison trace: per bundle existence, boxes, count; then total,
+    # difference, ratio, ordering; then the option the evidence supports
     ops = [s.operation for s in c.steps]
-    assert ops == ["GND", "QUA", "GND", "QUA", "INF"]
-    assert len(json.loads(c.steps[2].answer)) == 3 and c.steps[3].answer == "3" and c.steps[1].answer == "1"
+    assert ops == ["GND", "PER", "QUA", "GND", "PER", "QUA", "QUA", "QUA", "QUA", "INT", "INF"]
+    assert [s.answer for s in c.steps[::3]] == ["yes", "yes", "4", "the second count is larger"]
+    assert len(json.loads(c.steps[4].answer)) == 3 and c.steps[5].answer == "3" and c.steps[2].answer == "1"
+    assert [s.answer for s in c.steps[6:]] == ["4", "2", "1:3", "the second count is larger", "4"]
     # the ratio: one of the fixed option sets that hold it (never options built from the gold)
     ratios = [
         c
@@ -251,15 +256,22 @@ class Scripted:
 
     async def answer(self, q: Question, condition: str) -> tuple[str, dict[str, Any]]:
         shown = dict(re.findall(r"^A(\d+): (.*)$", q.user, re.M))
-        if q.step == 0:
-            return json.dumps({"answer": json.loads(self.gold[0].answer)[1:]}), {"status": "ok"}
-        if q.step == 2:
-            return json.dumps({"answer": self.gold[2].answer}), {"status": "ok"}
-        if q.step in (1, 3):
+        if q.step == 1:
+            return json.dumps({"answer": json.loads(self.gold[1].answer)[1:]}), {"status": "ok"}
+        if q.step in (0, 3, 4):
+            return json.dumps({"answer": self.gold[q.step].answer}), {"status": "ok"}
+        if q.step in (2, 5):
             return json.dumps({"answer": str(len(json.loads(shown[str(q.step)])))}), {"status": "ok"}
-        if q.step == 4:
-            return json.dumps({"answer": str(int(shown["2"]) + int(shown["4"]))}), {"status": "ok"}
-        label = shown.get("5", "")
+        if q.step is not None and q.step < len(self.gold):  # the final question is asked as step n
+            a, b = int(shown["3"]), int(shown["6"])
+            told = [
+                str(a + b),
+                str(abs(a - b)),
+                pair_ratio(a, b),
+                ORDERING[0 if a > b else 1 if b > a else 2],
+            ]
+            return json.dumps({"answer": told[q.step - 6] if q.step < 10 else shown["7"]}), {"status": "ok"}
+        label = shown.get(str(len(self.gold)), "")
         letter = next((o.option_id for o in q.row.options if o.label == label), "A")
         return json.dumps({"answer_option_id": letter}), {"status": "ok"}
 
@@ -277,16 +289,19 @@ async def test_s4_and_s5_score_a_responder_whose_early_step_is_wrong(tmp_path: P
         assert stats.asked == len(row.reasoning_steps) + 1  # one call per step and the final
         items += got
     s4, s5 = items
-    # S4: the wrong first list propagates into its count and the difference; the answer is wrong
-    assert s4["step_correct"] == [0, 0, 1, 1, 0] and s4["first_error"] == "GND" and s4["option_correct"] == 0
-    assert json.loads(s4["pred_steps"][0]) == json.loads(row.reasoning_steps[0].answer)[1:]
-    # S5: with true prefixes every later step and the answer are right; only the grounding fails
-    assert s5["step_correct"] == [0, 1, 1, 1, 1] and s5["first_error"] == "GND" and s5["option_correct"] == 1
+    # S4: the wrong first list propagates into its count, the total, the difference and the
+    # ratio (the ordering survives); the answer is wrong
+    assert s4["step_correct"] == [1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 0]
+    assert s4["first_error"] == "PER" and s4["option_correct"] == 0
+    assert json.loads(s4["pred_steps"][1]) == json.loads(row.reasoning_steps[1].answer)[1:]
+    # S5: with true prefixes every later step and the answer are right; only the localisation fails
+    assert s5["step_correct"] == [1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+    assert s5["first_error"] == "PER" and s5["option_correct"] == 1
     board = leaderboard(items)
     (entry,) = board["models"]
     s4_ops, s5_ops = entry["step_protocols"]["S4 pred-step"], entry["step_protocols"]["S5 GT-prefix"]
-    assert s4_ops["operation_error"] == {"GND": 0.5, "QUA": 0.5, "INF": 1.0}
-    assert s5_ops["operation_error"] == {"GND": 0.5, "QUA": 0.0, "INF": 0.0}
+    assert s4_ops["operation_error"] == {"GND": 0.0, "PER": 0.5, "QUA": 0.8, "INT": 0.0, "INF": 1.0}
+    assert s5_ops["operation_error"] == {"GND": 0.0, "PER": 0.5, "QUA": 0.0, "INT": 0.0, "INF": 0.0}
     assert s4_ops["final"]["option_correct"] == 0.0 and s5_ops["final"]["option_correct"] == 1.0
     # the report page shows the per-operation errors under each protocol
     page = html_page(board, "t").decode()
@@ -494,7 +509,7 @@ async def test_s5_never_shows_the_answer_and_budgets_whole_rollouts(tmp_path: Pa
     (item,), _ = await run_items(
         WrongLastStep(row), rows_for("gt_prefix", [q]), store, "runs/r", Cache(None), condition="gt_prefix"
     )
-    assert item["step_correct"] == [1, 1, 1, 1, 0] and item["option_correct"] == 0
+    assert item["step_correct"] == [1] * 10 + [0] and item["option_correct"] == 0
     # a budget of one rollout completes one row and leaves the other not run, whatever the order
     other = row_of(next(x for x in found if x.task == "count_ratio" and x.rank == 1), 1)
     qs = [q, Question(FAMILY, other, other.sample_id)]
@@ -746,7 +761,7 @@ def test_v0_allows_abstention_and_an_abstention_is_counted_not_scored() -> None:
     assert v0.startswith(q.user) and "cannot be determined" in v0 and "No image is attached" in v0
     assert prompt_for(q, "full") == q.user
     other = SimpleNamespace(name="dualcog_image", prompts=lambda r: ("s", "plain"))
-    assert prompt_for(Question(other, row, "x"), "text_only") == "plain"  # type: ignore[arg-type]
+    assert prompt_for(Question(other, row, "x"), "text_only") == "plain"
     for reply in (
         "The answer cannot be determined without the image.",
         "I'm not sure: no image was provided.",

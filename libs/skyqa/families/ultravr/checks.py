@@ -32,6 +32,7 @@ from skyqa.families.ultravr.templates import (
     EXTREME_LABELS,
     EXTREMES,
     ORDER_LABELS,
+    ORDERING,
     POSITIONS,
     PRESENCE_LABELS,
 )
@@ -96,6 +97,24 @@ def _expected(row: UltraRow, counts: list[int]) -> str | None:
         ]:
             return "an existence step does not match its count"
         return str(abs(counts[0] - counts[1]))
+    if task in PAIR_TASKS:
+        # CCTV's trace: S1/S4 existence, S7..S10 total, difference, ratio, ordering, from the counts
+        a, b = counts
+        ratio = (
+            ("0:0" if a == 0 else "1:0")
+            if b == 0
+            else f"{Fraction(a, b).numerator}:{Fraction(a, b).denominator}"
+        )
+        told = [steps[k].answer for k in (0, 3, 6, 7, 8, 9)]
+        if told != [
+            "yes" if a else "no",
+            "yes" if b else "no",
+            str(a + b),
+            str(abs(a - b)),
+            ratio,
+            ORDERING[0 if a > b else 1 if b > a else 2],
+        ]:
+            return "an existence or computed step does not follow from the counts"
     if task == "count_total":
         return str(counts[0] + counts[1])
     if task == "count_ratio":
@@ -155,7 +174,7 @@ def _trace(row: UltraRow) -> str | None:
     if expected != row.answer_label:
         return (
             expected
-            if expected.startswith(("the claim", "an existence"))
+            if expected.startswith(("the claim", "an existence", "an existence or computed"))
             else "the gold does not follow from the trace"
         )
     return None
@@ -263,11 +282,12 @@ def _gap(m: MeasuredObject, lm: MeasuredObject) -> float:
 # the steps naming the landmarks a conditioned comparison's two counts are conditioned by
 LANDMARK_STEPS = {"count_difference": (0, 4)}
 # the steps holding the two lists a comparison or a presence row's rule reads
+PAIR_TASKS = ("count_total", "count_ratio", "count_order")  # CCTV's 11-step comparison trace
 LIST_STEPS = {
     "count_difference": (2, 6),
-    "count_total": (0, 2),
-    "count_ratio": (0, 2),
-    "count_order": (0, 2),
+    "count_total": (1, 4),
+    "count_ratio": (1, 4),
+    "count_order": (1, 4),
     "presence_pattern": (1, 3),
 }
 

@@ -94,14 +94,15 @@ NOTES = (
     "object type in two regions, each near a reviewed landmark wholly inside its region, nine "
     f"steps); an object is near a landmark when its box centre lies within {NEAR:.0%} of the "
     f"image's longer side of the landmark's box, and a count with an object between {NEAR:.0%} "
-    f"and {FAR:.0%} is not asked. Totals, ratios and orders compare bundles of one "
+    f"and {FAR:.0%} is not asked. Totals, ratios and orders follow CCTV's 11-step comparison "
+    "trace and compare bundles of one "
     "super-category only (cars, trucks and buses are vehicles); a view asks a fact once (a "
     "bundle's two claims are one fact). Source elements not built here: the CCTV, WSI and AD "
     "domains (the scenes have no people, slides or industrial grids; CCTV's comparison, claim and "
     "relative-position templates are asked of vehicles and other small objects, without facing "
     'directions); landmark conditions other than nearness to a reviewed landmark ("within the '
-    'fenced lot", "along the tree-lined boulevard"); CCTV\'s 11-step comparison trace (totals, '
-    "ratios and orders keep a 5-step trace); expert review of every row (replaced by the "
+    'fenced lot", "along the tree-lined boulevard"); UltraVR V3\'s answer-localising evidence '
+    "crops (V3 sends the four quadrants); expert review of every row (replaced by the "
     "geometric second-path QC); a landmark's occlusion (landmarks are not survey targets)."
 )
 

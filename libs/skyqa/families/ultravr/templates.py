@@ -290,6 +290,63 @@ def _count_steps(view: View, *tallies: tuple[Bundle, str, Tally]) -> list[UltraS
     return out
 
 
+OPTION_STEP = "Which option does the computed evidence support?"
+ORDERING = ("the first count is larger", "the second count is larger", "the two counts are equal")
+
+
+def pair_ratio(a: int, b: int) -> str:
+    """Two counts' ratio in lowest terms ("0:1" when the first is 0; "1:0", "0:0" when the
+    second is)."""
+    if b == 0:
+        return "0:0" if a == 0 else "1:0"
+    f = Fraction(a, b)
+    return f"{f.numerator}:{f.denominator}"
+
+
+def _pair_steps(
+    view: View, first: tuple[Bundle, str, Tally], second: tuple[Bundle, str, Tally]
+) -> tuple[UltraStep, ...]:
+    """UltraVR CCTV's comparison trace up to its last step (S1..S10): per bundle whether it
+    exists in its region (GND), its boxes (PER) and its count (QUA); then the total, the
+    absolute difference and the reduced ratio (QUA) and the ordering (INT). S11, the option
+    the evidence supports (INF), is the task's."""
+    out: list[UltraStep] = []
+    for bundle, region, t in (first, second):
+        out += [
+            _step(
+                f"Are there any {bundle.words} in the {region} region?",
+                "yes" if t.count else "no",
+                "GND",
+                "boolean",
+            ),
+            _step(
+                f"What are the coordinates of the {bundle.words} in the {region} region?",
+                view.boxes(t.members),
+                "PER",
+                "bbox_coordinates_list",
+            ),
+            _step(f"How many {bundle.words} are in the {region} region?", str(t.count), "QUA", "integer"),
+        ]
+    n1, n2 = first[2].count, second[2].count
+    out += [
+        _step("What is the total of the two counts?", str(n1 + n2), "QUA", "integer"),
+        _step("What is the absolute difference of the two counts?", str(abs(n1 - n2)), "QUA", "integer"),
+        _step(
+            "What is the ratio of the first count to the second, in lowest terms?",
+            pair_ratio(n1, n2),
+            "QUA",
+            "relation",
+        ),
+        _step(
+            "Which count is larger?",
+            ORDERING[0 if n1 > n2 else 1 if n2 > n1 else 2],
+            "INT",
+            "relation",
+        ),
+    ]
+    return tuple(out)
+
+
 def _two(r1: str, r2: str) -> str:
     return f"Consider two regions, first the {r1} region and second the {r2} region."
 
@@ -343,7 +400,7 @@ def comparison(view: View) -> Iterator[Candidate]:
         if t1.problem or t2.problem:
             view.removed[t1.problem or t2.problem or ""] += 1
             continue
-        counted = tuple(_count_steps(view, (a, r1, t1), (b, r2, t2)))
+        counted = _pair_steps(view, (a, r1, t1), (b, r2, t2))
         what1, what2 = f"{a.words} in the {r1} region", f"{b.words} in the {r2} region"
         sought = (_sought(view, a) if not t1.count else ()) + (_sought(view, b) if not t2.count else ())
         about = Candidate(
@@ -366,7 +423,7 @@ def comparison(view: View) -> Iterator[Candidate]:
                 f"How many {what1} and {what2} are there in total?",
                 total,
                 count_windows("count_total", t1.count + t2.count),
-                (*counted, _step("What is the sum of the two counts?", total, "INF", "integer")),
+                (*counted, _step(OPTION_STEP, total, "INF", "integer")),
                 about,
                 view,
             )
@@ -377,10 +434,7 @@ def comparison(view: View) -> Iterator[Candidate]:
                 f"What is the ratio of the number of {what1} to the number of {what2}, in lowest terms?",
                 gold,
                 ratio_windows(gold),
-                (
-                    *counted,
-                    _step("What is the ratio of the two counts, in lowest terms?", gold, "INF", "relation"),
-                ),
+                (*counted, _step(OPTION_STEP, gold, "INF", "relation")),
                 about,
                 view,
             )
@@ -392,7 +446,7 @@ def comparison(view: View) -> Iterator[Candidate]:
                 f"{_two(r1, r2)} Which of them has more {a.words}?",
                 gold,
                 ORDER_LABELS,
-                (*counted, _step("Which count is larger?", gold, "INF", "option_label")),
+                (*counted, _step(OPTION_STEP, gold, "INF", "option_label")),
                 about.evidence,
                 about.objects,
                 gold,
