@@ -30,7 +30,8 @@ _THINK = re.compile(r"<think>.*?</think>|<reasoning>.*?</reasoning>", re.S | re.
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S | re.I)
 _ABSTAIN = re.compile(
     r"\b(cannot|can't|can not|unable to) (determine|tell|answer|see|identify)\b"
-    r"|\bnot enough information\b|\bI don't know\b",
+    r"|\b(cannot|can't|can not) be (determined|told|answered)\b"
+    r"|\bnot (enough|sufficient) information\b|\bI don't know\b|\bnot sure\b",
     re.I,
 )
 

@@ -2,7 +2,8 @@
 
 Visual-evidence access (UltraVR V0-V4), same prompt and options, only the pixels change:
 
-- ``text_only`` (V0): no image at all; measures language-prior leakage and option bias.
+- ``text_only`` (V0): no image at all; measures language-prior leakage and option bias. A
+  family whose source allows abstention there says so in the prompt (``TEXT_ONLY_NOTE``).
 - ``thumbnail`` (V1): every image downsampled to at most 160x120 before upload.
 - ``full`` (V2): every image as its family's media policy sends it (``skyqa.media_policy``:
   stills as stored unless the endpoint states a pixel limit, a video as the source samples it);
@@ -61,6 +62,27 @@ GENERIC_COT = (
     "with the answer in exactly the form asked for above."
 )
 STILLS_ONLY = {"crop", "full_crop"}
+# V0 as each source asks it, per family: UltraVR's text-only prompt "explicitly allows abstention
+# when the answer cannot be determined from the provided text" (an abstention is scored as not
+# correct, and counted: the leaderboard's parse kinds per condition give its abstention rate).
+# Families whose source has no V0 keep the plain prompt, and so does the blind gate (DualCog
+# image rows), which must make a text-only model choose
+TEXT_ONLY_NOTE: dict[str, str] = {
+    "ultravr": (
+        "\n\nNo image is attached to this question. If the answer cannot be determined from the "
+        "text alone, do not choose an option: reply that it cannot be determined."
+    ),
+}
+
+
+def prompt_for(q: Question, condition: str) -> str:
+    """The user prompt a condition sends: the row's own, with the generic step-by-step
+    instruction (S1) or the family's text-only note (V0) appended."""
+    if condition == "generic_cot":
+        return q.user + GENERIC_COT
+    if condition == "text_only":
+        return q.user + TEXT_ONLY_NOTE.get(q.family.name, "")
+    return q.user
 
 
 def rows_for(condition: str, questions: list[Question]) -> list[Question]:

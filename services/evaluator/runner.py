@@ -30,7 +30,7 @@ from skyqa.v1 import model_pb2
 
 from services.evaluator import media, rollout as rollout_steps
 from services.evaluator.baselines import Responder
-from services.evaluator.conditions import CONDITIONS, GENERIC_COT, MEDIA, SEQUENTIAL, STEP_CONDITIONS
+from services.evaluator.conditions import CONDITIONS, MEDIA, SEQUENTIAL, STEP_CONDITIONS, prompt_for
 from services.evaluator.questions import Question
 
 
@@ -84,7 +84,7 @@ class ModelResponder:
 
     def build(self, q: Question, condition: str = "full") -> tuple[model_pb2.GenerateRequest, dict[str, Any]]:
         """The request and what its media came to (for the item record)."""
-        prompt = q.user + (GENERIC_COT if condition == "generic_cot" else "")
+        prompt = prompt_for(q, condition)
         req = model_pb2.GenerateRequest(system=q.system, prompt=prompt, request_id=q.sample_id)
         req.params.temperature = float(self.params.get("temperature", 0.0))
         req.params.max_tokens = int(self.params.get("max_tokens", 500))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -14,7 +15,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from skyqa import keys
 from skyqa.blob import LocalBlobStore
+from skyqa.contracts import dump_json
 from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.ultravr import UltraRow
 from skyqa.families.ultravr import FAMILY, objects as O
@@ -26,14 +29,17 @@ from skyqa.families.ultravr.templates import (
     EXTREME_LABELS,
     LABELS,
     ORDER_LABELS,
+    ORDERING,
     POSITIONS,
     PRESENCE_LABELS,
     RATIO_SETS,
     Candidate,
     View,
     candidates,
+    fact,
+    pair_ratio,
 )
-from ultravr_layouts import GREEN, RED, YELLOW, H, W, measured, random_layout, survey
+from ultravr_layouts import GREEN, RED, REVIEWED, YELLOW, H, W, landmark, measured, random_layout, survey
 
 from services.evaluator.conditions import rows_for
 from services.evaluator.html_report import html_page
@@ -57,14 +63,20 @@ LAYOUT = [
     measured(8, "street_lamp", [900, 700, 904, 704]),
     measured(10, "bus", [350, 150, 410, 170], lit_rgb=YELLOW),
     measured(9, "residential_building", [400, 400, 600, 700], category="building", in_frame=-1.0),
+    # two reviewed landmarks: a water tower upper-left whose surroundings hold car 1 (and no
+    # other object within FAR), a fountain lower-right with nothing near it
+    landmark(20, "water_tower", [60, 20, 120, 80]),
+    landmark(21, "fountain", [850, 450, 900, 500]),
 ]
+NAMES = {9: "gray residential building", 20: "gray water tower", 21: "teal fountain"}
 
 
 def view() -> View:
-    return View(O.objects_of(LAYOUT, W, H), W, H)
+    return View(O.objects_of(LAYOUT, W, H), W, H, landmarks=O.landmarks_of(LAYOUT, NAMES, W, H))
 
 
 UL_LR = "cars in the upper-left region and the number of cars in the lower-right region"
+LR_UL = "cars in the lower-right region and cars in the upper-left region"
 UL_TO_LR = "cars in the upper-left region to the number of cars in the lower-right region"
 
 
@@ -98,24 +110,22 @@ def test_comparison_counts_and_distractors_follow_the_layout() -> None:
     v = view()
     candidates(v, claim_offset=0)
     found = drawn()
-    diffs = [
-        c
-        for c in found
-        if c.task == "count_difference"
-        and c.question.startswith(f"What is the absolute difference between the number of {UL_LR}")
-    ]
-    # 3 cars and 1: the difference 2 in a window of four consecutive counts within 1..6, at
-    # every rank that window allows (below it only 1)
-    assert {c.gold for c in diffs} == {"2"} and {c.rank for c in diffs} == {0, 1}
-    for c in diffs:
+    totals = [c for c in found if c.task == "count_total" and LR_UL in c.question]
+    # 1 car and 3: the total 4 in a window of four consecutive counts within 1..8, at every
+    # rank that window allows
+    assert {c.gold for c in totals} == {"4"} and {c.rank for c in totals} == {0, 1, 2, 3}
+    for c in totals:
         values = [int(x) for x in c.options]
-        assert values == [values[0] + i for i in range(4)] and values.index(2) == c.rank
-        assert min(values) >= 1 and max(values) <= 6
-    c = diffs[0]
-    # the GT-CoT: boxes, count, boxes, count, the difference; counts are the lists' lengths
+        assert values == [values[0] + i for i in range(4)] and values.index(4) == c.rank
+        assert min(values) >= 1 and max(values) <= 8
+    c = totals[0]
+    # the GT-CoT, CCTV's comparison trace: per bundle existence, boxes, count; then total,
+    # difference, ratio, ordering; then the option the evidence supports
     ops = [s.operation for s in c.steps]
-    assert ops == ["GND", "QUA", "GND", "QUA", "INF"]
-    assert len(json.loads(c.steps[0].answer)) == 3 and c.steps[1].answer == "3" and c.steps[3].answer == "1"
+    assert ops == ["GND", "PER", "QUA", "GND", "PER", "QUA", "QUA", "QUA", "QUA", "INT", "INF"]
+    assert [s.answer for s in c.steps[::3]] == ["yes", "yes", "4", "the second count is larger"]
+    assert len(json.loads(c.steps[4].answer)) == 3 and c.steps[5].answer == "3" and c.steps[2].answer == "1"
+    assert [s.answer for s in c.steps[6:]] == ["4", "2", "1:3", "the second count is larger", "4"]
     # the ratio: one of the fixed option sets that hold it (never options built from the gold)
     ratios = [
         c
@@ -208,9 +218,10 @@ def row_of(c: Candidate, slot: int = 0) -> UltraRow:
 
 def test_the_qc_second_path_accepts_the_rows_and_catches_tampering() -> None:
     found = drawn()
-    rows = [row_of(c, k) for k, c in enumerate(found)]
+    once = list({fact(c): c for c in found}.values())  # a view asks a fact once
+    rows = [row_of(c, k) for k, c in enumerate(once)]
     assert check_rows(rows, {"s_survey_000": survey(LAYOUT)}) == {}
-    c = next(c for c in found if c.task == "count_difference" and c.gold == "2")
+    c = next(c for c in found if c.task == "count_total" and c.gold == "4")
     row = row_of(c)
     steps = [s.model_copy() for s in row.reasoning_steps]
     steps[1].answer = "4"
@@ -234,7 +245,7 @@ def test_the_qc_second_path_accepts_the_rows_and_catches_tampering() -> None:
 
 
 class Scripted:
-    """Answers the steps of a count_difference row like a model that misgrounds the first
+    """Answers the steps of a count_total row like a model that misgrounds the first
     region (one box too few) and otherwise reasons correctly from the transcript it is shown."""
 
     name = "scripted"
@@ -245,21 +256,28 @@ class Scripted:
 
     async def answer(self, q: Question, condition: str) -> tuple[str, dict[str, Any]]:
         shown = dict(re.findall(r"^A(\d+): (.*)$", q.user, re.M))
-        if q.step == 0:
-            return json.dumps({"answer": json.loads(self.gold[0].answer)[1:]}), {"status": "ok"}
-        if q.step == 2:
-            return json.dumps({"answer": self.gold[2].answer}), {"status": "ok"}
-        if q.step in (1, 3):
+        if q.step == 1:
+            return json.dumps({"answer": json.loads(self.gold[1].answer)[1:]}), {"status": "ok"}
+        if q.step in (0, 3, 4):
+            return json.dumps({"answer": self.gold[q.step].answer}), {"status": "ok"}
+        if q.step in (2, 5):
             return json.dumps({"answer": str(len(json.loads(shown[str(q.step)])))}), {"status": "ok"}
-        if q.step == 4:
-            return json.dumps({"answer": str(abs(int(shown["2"]) - int(shown["4"])))}), {"status": "ok"}
-        label = shown.get("5", "")
+        if q.step is not None and q.step < len(self.gold):  # the final question is asked as step n
+            a, b = int(shown["3"]), int(shown["6"])
+            told = [
+                str(a + b),
+                str(abs(a - b)),
+                pair_ratio(a, b),
+                ORDERING[0 if a > b else 1 if b > a else 2],
+            ]
+            return json.dumps({"answer": told[q.step - 6] if q.step < 10 else shown["7"]}), {"status": "ok"}
+        label = shown.get(str(len(self.gold)), "")
         letter = next((o.option_id for o in q.row.options if o.label == label), "A")
         return json.dumps({"answer_option_id": letter}), {"status": "ok"}
 
 
 async def test_s4_and_s5_score_a_responder_whose_early_step_is_wrong(tmp_path: Path) -> None:
-    c = next(c for c in drawn() if c.task == "count_difference" and c.rank == 1 and UL_LR in c.question)
+    c = next(c for c in drawn() if c.task == "count_total" and c.rank == 1 and LR_UL in c.question)
     row = row_of(c)
     q = Question(FAMILY, row, row.sample_id)
     store = LocalBlobStore(tmp_path)
@@ -271,16 +289,19 @@ async def test_s4_and_s5_score_a_responder_whose_early_step_is_wrong(tmp_path: P
         assert stats.asked == len(row.reasoning_steps) + 1  # one call per step and the final
         items += got
     s4, s5 = items
-    # S4: the wrong first list propagates into its count and the difference; the answer is wrong
-    assert s4["step_correct"] == [0, 0, 1, 1, 0] and s4["first_error"] == "GND" and s4["option_correct"] == 0
-    assert json.loads(s4["pred_steps"][0]) == json.loads(row.reasoning_steps[0].answer)[1:]
-    # S5: with true prefixes every later step and the answer are right; only the grounding fails
-    assert s5["step_correct"] == [0, 1, 1, 1, 1] and s5["first_error"] == "GND" and s5["option_correct"] == 1
+    # S4: the wrong first list propagates into its count, the total, the difference and the
+    # ratio (the ordering survives); the answer is wrong
+    assert s4["step_correct"] == [1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 0]
+    assert s4["first_error"] == "PER" and s4["option_correct"] == 0
+    assert json.loads(s4["pred_steps"][1]) == json.loads(row.reasoning_steps[1].answer)[1:]
+    # S5: with true prefixes every later step and the answer are right; only the localisation fails
+    assert s5["step_correct"] == [1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+    assert s5["first_error"] == "PER" and s5["option_correct"] == 1
     board = leaderboard(items)
     (entry,) = board["models"]
     s4_ops, s5_ops = entry["step_protocols"]["S4 pred-step"], entry["step_protocols"]["S5 GT-prefix"]
-    assert s4_ops["operation_error"] == {"GND": 0.5, "QUA": 0.5, "INF": 1.0}
-    assert s5_ops["operation_error"] == {"GND": 0.5, "QUA": 0.0, "INF": 0.0}
+    assert s4_ops["operation_error"] == {"GND": 0.0, "PER": 0.5, "QUA": 0.8, "INT": 0.0, "INF": 1.0}
+    assert s5_ops["operation_error"] == {"GND": 0.0, "PER": 0.5, "QUA": 0.0, "INT": 0.0, "INF": 0.0}
     assert s4_ops["final"]["option_correct"] == 0.0 and s5_ops["final"]["option_correct"] == 1.0
     # the report page shows the per-operation errors under each protocol
     page = html_page(board, "t").decode()
@@ -480,7 +501,7 @@ class WrongLastStep(Scripted):
 
 async def test_s5_never_shows_the_answer_and_budgets_whole_rollouts(tmp_path: Path) -> None:
     found = drawn()
-    c = next(c for c in found if c.task == "count_difference" and c.rank == 1 and UL_LR in c.question)
+    c = next(c for c in found if c.task == "count_total" and c.rank == 1 and LR_UL in c.question)
     row = row_of(c)
     q = Question(FAMILY, row, row.sample_id)
     store = LocalBlobStore(tmp_path)
@@ -488,9 +509,9 @@ async def test_s5_never_shows_the_answer_and_budgets_whole_rollouts(tmp_path: Pa
     (item,), _ = await run_items(
         WrongLastStep(row), rows_for("gt_prefix", [q]), store, "runs/r", Cache(None), condition="gt_prefix"
     )
-    assert item["step_correct"] == [1, 1, 1, 1, 0] and item["option_correct"] == 0
+    assert item["step_correct"] == [1] * 10 + [0] and item["option_correct"] == 0
     # a budget of one rollout completes one row and leaves the other not run, whatever the order
-    other = row_of(next(x for x in found if x.task == "count_total" and x.rank == 1), 1)
+    other = row_of(next(x for x in found if x.task == "count_ratio" and x.rank == 1), 1)
     qs = [q, Question(FAMILY, other, other.sample_id)]
     items, stats = await run_items(
         Scripted(row), rows_for("pred_step", qs), store, "runs/r", Cache(None), concurrency=4,
@@ -551,7 +572,7 @@ def test_a_release_over_many_layouts_gives_no_pixel_free_rule_an_edge(tmp_path: 
         surveys.append(SurveyIndexRow(survey_id=task.survey_id, task=key))
         tasks[task.survey_id] = task
     index = MissionIndex(scene_id="s", missions=[], rejected=[], surveys=surveys)
-    inputs = PlanInputs("r", "s", "builtin", 3, scan_pb2.ScanRequest(), store, [], {}, index)
+    inputs = PlanInputs("r", "s", "builtin", 3, scan_pb2.ScanRequest(), store, REVIEWED, {}, index)
     planned = FAMILY.plan(inputs)
     rows = planned.rows
     assert len(rows) > 800 and check_rows(rows, tasks) == {}
@@ -613,3 +634,146 @@ def test_a_tampered_survey_task_is_refused_with_a_clear_error(
     change(doc)
     with pytest.raises(InvalidInput, match="survey task"):
         load_json(SurveyTask, json.dumps(doc).encode(), "survey task")
+
+
+def test_the_conditioned_comparison_follows_the_rs_template_with_its_landmarks() -> None:
+    """UltraVR RS's comparison: one object type in two regions, each near a landmark the view
+    shows, nine steps S1..S9 with the landmark boxes at S1 and S5 (GND), existence at S2/S6
+    (INT), the near objects' boxes at S3/S7 (PER), counts at S4/S8 (QUA), |S4 - S8| at S9 (INF)."""
+    found = drawn()
+    diffs = [c for c in found if c.task == "count_difference"]
+    asked = [
+        c
+        for c in diffs
+        if "cars in the upper-left region near the gray water tower and cars in the lower-right "
+        "region near the teal fountain" in c.question
+    ]
+    assert asked and {c.gold for c in asked} == {"1"}
+    c = asked[0]
+    assert [s.operation for s in c.steps] == ["GND", "INT", "PER", "QUA", "GND", "INT", "PER", "QUA", "INF"]
+    assert [s.answer_format for s in c.steps] == [
+        "bbox", "boolean", "bbox_coordinates_list", "integer",
+        "bbox", "boolean", "bbox_coordinates_list", "integer", "integer",
+    ]  # fmt: skip
+    assert json.loads(c.steps[0].answer) == [0.06, 0.025, 0.12, 0.1]  # the water tower
+    assert [s.answer for s in c.steps[1:4]] == ["yes", json.dumps([[0.1, 0.125, 0.16, 0.155]]), "1"]
+    assert [s.answer for s in c.steps[5:]] == ["no", "[]", "0", "1"]
+    assert c.evidence["first"]["landmark"] == {"instance": 20, "name": "gray water tower"}
+    # every difference is landmark-conditioned; the residential building on the split lines
+    # conditions nothing
+    assert all(" near the " in c.question and len(c.steps) == 9 for c in diffs)
+    assert not [c for c in diffs if "residential building" in c.question]
+    v = view()
+    candidates(v, claim_offset=0)
+    assert v.removed[O.LANDMARK_SPLIT] > 0
+    # an object between NEAR and FAR of the landmark makes its count uncertain: not asked
+    doubt = [*LAYOUT, measured(30, "car", [150, 20, 210, 44])]  # 60 px from the tower: in doubt
+    v = View(O.objects_of(doubt, W, H), W, H, landmarks=O.landmarks_of(doubt, NAMES, W, H))
+    assert not [
+        c
+        for c in candidates(v, 0)
+        if c.task == "count_difference" and "counts of cars in the upper-left" in c.question
+    ]
+    assert v.removed[O.NEAR_DOUBT] > 0
+    # the QC recounts around the landmark and refuses a row whose landmark box or count is off
+    row = row_of(c)
+    assert check_rows([row], {"s_survey_000": survey(LAYOUT)}) == {}
+    assert check_rows([row], {"s_survey_000": survey(doubt)}) == {
+        row.sample_id: "an object's nearness to its landmark is in doubt"
+    }
+    steps = [s.model_copy() for s in row.reasoning_steps]
+    steps[0].answer = json.dumps([0.05, 0.025, 0.12, 0.1])
+    moved = row.model_copy(update={"reasoning_steps": steps})
+    assert check_rows([moved], {"s_survey_000": survey(LAYOUT)}) == {
+        row.sample_id: "a landmark step's box is not the landmark's"
+    }
+
+
+def test_comparisons_pair_only_bundles_of_one_kind() -> None:
+    """Totals, ratios and orders of two bundles pair vehicles with vehicles, never trucks with
+    trees or trees with containers; the QC refuses a row that pairs two kinds."""
+    found = drawn()
+    pairs = [c for c in found if c.category == "comparison"]
+    for c in pairs:
+        kinds = {
+            O.kind_of(k)
+            for side in ("first", "second")
+            for k in c.evidence[side]["bundle"].split(":")[0].split("+")
+        }
+        assert len(kinds) == 1, c.question
+    # cars with buses: vehicle kinds together
+    assert [
+        c
+        for c in pairs
+        if c.task == "count_total"
+        and {c.evidence["first"]["bundle"], c.evidence["second"]["bundle"]} == {"car::", "bus::"}
+    ]
+    tampered = next(c for c in pairs if c.task == "count_total" and c.evidence["first"]["bundle"] == "car::")
+    row = row_of(tampered)
+    ev = {**row.evidence, "second": {**row.evidence["second"], "bundle": "tree::"}}
+    assert check_rows([row.model_copy(update={"evidence": ev})], {"s_survey_000": survey(LAYOUT)}) == {
+        row.sample_id: "the comparison pairs classes of different kinds"
+    }
+
+
+def test_a_bundle_s_claims_are_one_fact_asked_once_per_view(tmp_path: Path) -> None:
+    """Two claim rows of one bundle in one view ("exactly 4 cars" with one region and with
+    another) ask one fact twice: planning asks it once, the QC refuses the second."""
+    claims = [c for c in drawn() if c.task == "claim_pattern" and c.evidence["bundle"] == "car::"]
+    assert len({c.question for c in claims}) > 1 and len({fact(c) for c in claims}) == 1
+    a, b = (row_of(c, k) for k, c in enumerate(claims[:2]))
+    assert check_rows([a, b], {"s_survey_000": survey(LAYOUT)}) == {
+        b.sample_id: f"asks the fact {a.sample_id} asks of its view"
+    }
+    from skyqa.contracts.missions import MissionIndex
+    from skyqa.contracts.ultra import SurveyIndexRow
+    from skyqa.families.base import PlanInputs
+    from skyqa.v1 import scan_pb2
+
+    store = LocalBlobStore(tmp_path)
+    surveys = []
+    for n in range(12):
+        task = survey(random_layout(np.random.default_rng([3, n]))).model_copy(
+            update={"survey_id": f"s_survey_{n:03d}", "width": 8192, "height": 6144}
+        )
+        key = f"{keys.final_task('r', task.survey_id)}/{keys.SURVEY_TASK}"
+        store.put(key, dump_json(task), "application/json")
+        surveys.append(SurveyIndexRow(survey_id=task.survey_id, task=key))
+    index = MissionIndex(scene_id="s", missions=[], rejected=[], surveys=surveys)
+    rows = FAMILY.plan(
+        PlanInputs("r", "s", "builtin", 3, scan_pb2.ScanRequest(), store, REVIEWED, {}, index)
+    ).rows
+    seen = Counter((r.unit, r.evidence["bundle"]) for r in rows if r.task == "claim_pattern")
+    assert seen and max(seen.values()) == 1
+    assert [r for r in rows if r.task == "count_difference"]
+
+
+def test_v0_allows_abstention_and_an_abstention_is_counted_not_scored() -> None:
+    """UltraVR's V0 removes the image and "explicitly allows abstention when the answer cannot
+    be determined from the provided text"; an explicit abstention ("not sure") is counted as
+    one, never as correct. Other conditions, and families whose source has no such V0 (the
+    blind gate's DualCog rows), keep the plain prompt."""
+    from services.evaluator.conditions import prompt_for
+
+    row = row_of(next(c for c in drawn() if c.task == "count_total"))
+    q = Question(FAMILY, row, row.sample_id)
+    v0 = prompt_for(q, "text_only")
+    assert v0.startswith(q.user) and "cannot be determined" in v0 and "No image is attached" in v0
+    assert prompt_for(q, "full") == q.user
+    other = SimpleNamespace(name="dualcog_image", prompts=lambda r: ("s", "plain"))
+    assert prompt_for(Question(other, row, "x"), "text_only") == "plain"
+    for reply in (
+        "The answer cannot be determined without the image.",
+        "I'm not sure: no image was provided.",
+        '{"answer": "cannot be determined"}',
+    ):
+        parsed = FAMILY.parse(row, reply)
+        assert parsed.kind == "abstain", reply
+        assert FAMILY.score(row, parsed, steps=False)["option_correct"] == 0.0
+    assert FAMILY.parse(row, '{"answer_option_id": "B"}').kind == "choice"
+
+
+def test_the_card_says_which_source_elements_are_not_built() -> None:
+    from skyqa.families.ultravr.family import NOTES
+
+    assert "Source elements not built here" in NOTES and "CCTV, WSI and AD" in NOTES

@@ -137,7 +137,19 @@ def test_the_oblique_view_of_a_dense_scene_yields_candidates_of_every_task(
     half_height = math.degrees(math.atan(task.height / task.width * math.tan(math.radians(task.fov_deg / 2))))
     assert -oblique.pose[4] - half_height >= 18.0
     measured_view = task.measured[kinds.index("oblique")]
-    view = View(O.objects_of(measured_view.objects, task.width, task.height), task.width, task.height)
+    # every building the view shows stands for a reviewed landmark, each named apart (the
+    # review's descriptions): the conditioned comparison counts near them
+    names = {
+        m.instance_id: f"{m.class_name.replace('_', ' ')} {m.instance_id}"
+        for m in measured_view.objects
+        if m.category == "building"
+    }
+    view = View(
+        O.objects_of(measured_view.objects, task.width, task.height),
+        task.width,
+        task.height,
+        landmarks=O.landmarks_of(measured_view.objects, names, task.width, task.height),
+    )
     found = Counter(c.task for c in candidates(view, claim_offset=0, rng=np.random.default_rng(0)))
     assert set(found) == set(CATEGORY), found
 

@@ -31,7 +31,7 @@ from skyqa.families import options
 from skyqa.families.base import PlanInputs
 from skyqa.families.ultravr import FAMILY, objects as O
 from skyqa.v1 import scan_pb2
-from ultravr_layouts import H, W, measured, random_layout, survey
+from ultravr_layouts import REVIEWED, H, W, measured, random_layout, survey
 
 pytestmark = pytest.mark.unit
 
@@ -52,7 +52,7 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[UltraRow]:
         store.put(key, dump_json(task), "application/json")
         surveys.append(SurveyIndexRow(survey_id=task.survey_id, task=key))
     index = MissionIndex(scene_id="s", missions=[], rejected=[], surveys=surveys)
-    inputs = PlanInputs("r", "s", "builtin", 3, scan_pb2.ScanRequest(), store, [], {}, index)
+    inputs = PlanInputs("r", "s", "builtin", 3, scan_pb2.ScanRequest(), store, REVIEWED, {}, index)
     return FAMILY.plan(inputs).rows
 
 

@@ -6,7 +6,10 @@ counts without doubt (pixels, in-frame and occluded shares re-read against the f
 class the row names, whose box centre lies in the region the step names and clear of the split
 lines; a box list must hold every such object of its bundle in that region (a recount over
 the measurements); counts must equal their lists' lengths, the arithmetic steps must follow
-from the counts, and the last step must be the gold answer.
+from the counts, and the last step must be the gold answer. A conditioned count's landmark step
+must hold the measured box of the landmark its evidence names, wholly in its region, and its
+list every such object near the landmark, none in doubt. A comparison's bundles must be of one
+super-category, and a view asks a fact once (a bundle's claims, two things either way round).
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from skyqa.families.ultravr.templates import (
     EXTREME_LABELS,
     EXTREMES,
     ORDER_LABELS,
+    ORDERING,
     POSITIONS,
     PRESENCE_LABELS,
 )
+from skyqa.sim.classes import by_name
 from skyqa.vocab.colours import clear_colour
 
 _REGION = re.compile(r"in the (upper|lower)-(left|right) region")
@@ -87,7 +92,29 @@ def _expected(row: UltraRow, counts: list[int]) -> str | None:
     task = row.task
     truth = [(True, True), (True, False), (False, True), (False, False)]
     if task == "count_difference":
+        if [s.answer for s in steps if s.answer_format == "boolean"] != [
+            "yes" if n else "no" for n in counts
+        ]:
+            return "an existence step does not match its count"
         return str(abs(counts[0] - counts[1]))
+    if task in PAIR_TASKS:
+        # CCTV's trace: S1/S4 existence, S7..S10 total, difference, ratio, ordering, from the counts
+        a, b = counts
+        ratio = (
+            ("0:0" if a == 0 else "1:0")
+            if b == 0
+            else f"{Fraction(a, b).numerator}:{Fraction(a, b).denominator}"
+        )
+        told = [steps[k].answer for k in (0, 3, 6, 7, 8, 9)]
+        if told != [
+            "yes" if a else "no",
+            "yes" if b else "no",
+            str(a + b),
+            str(abs(a - b)),
+            ratio,
+            ORDERING[0 if a > b else 1 if b > a else 2],
+        ]:
+            return "an existence or computed step does not follow from the counts"
     if task == "count_total":
         return str(counts[0] + counts[1])
     if task == "count_ratio":
@@ -147,7 +174,7 @@ def _trace(row: UltraRow) -> str | None:
     if expected != row.answer_label:
         return (
             expected
-            if expected.startswith(("the claim", "an existence"))
+            if expected.startswith(("the claim", "an existence", "an existence or computed"))
             else "the gold does not follow from the trace"
         )
     return None
@@ -162,7 +189,10 @@ def _grounding(row: UltraRow, task: SurveyTask) -> str | None:
     measured = pictured.objects
     if not row.image.endswith(pictured.image):
         return "the row's image is not the view's"
-    for s in row.reasoning_steps:
+    landmarks = LANDMARK_STEPS.get(row.task, ())
+    for k, s in enumerate(row.reasoning_steps):
+        if k in landmarks:
+            continue  # a landmark, not a small object: checked against the landmark it names
         if s.answer_format == "bbox_coordinates_list":
             listed = _boxes(s.answer)
         elif s.answer_format == "bbox" and s.answer != "none":
@@ -185,12 +215,30 @@ def _grounding(row: UltraRow, task: SurveyTask) -> str | None:
             lists.append((k, ev["bundle"], ev["region"]))
     elif row.task == "claim_pattern":
         lists += [(2 * i, row.evidence["bundle"], r) for i, r in enumerate(O.REGIONS)]
+    near: dict[int, MeasuredObject] = {}  # list step -> the landmark it is conditioned by
+    for part, k, at in zip(("first", "second"), LIST_STEPS.get(row.task, ()), landmarks, strict=False):
+        mark = row.evidence[part].get("landmark")
+        if not isinstance(mark, dict):
+            return "a conditioned count names no landmark"
+        ev = row.evidence[part]
+        lm = next((m for m in measured if m.instance_id == mark.get("instance")), None)
+        if lm is None or _boxes(f"[{row.reasoning_steps[at].answer}]") != [_norm(lm, w, h)]:
+            return "a landmark step's box is not the landmark's"
+        if not all(_in_region(c, ev["region"], w, h) for c in _corners(lm)):
+            return "a landmark does not lie in the region it is named in"
+        if str(mark.get("name")) not in row.question:
+            return "the question does not name its landmark"
+        near[k] = lm
     for k, bundle, region in lists:
-        recount = sorted(
-            _norm(m, w, h)
-            for m in measured
-            if _accepts(m, bundle) and _clear(m) and _in_region(m, region, w, h)
-        )
+        pool = [m for m in measured if _accepts(m, bundle) and _clear(m) and _in_region(m, region, w, h)]
+        if k in near:
+            size = max(w, h)
+            lm = near[k]
+            pool = [m for m in pool if m.instance_id != lm.instance_id]
+            if any(O.NEAR * size < _gap(m, lm) <= O.FAR * size for m in pool):
+                return "an object's nearness to its landmark is in doubt"
+            pool = [m for m in pool if _gap(m, lm) <= O.NEAR * size]
+        recount = sorted(_norm(m, w, h) for m in pool)
         listed = _boxes(row.reasoning_steps[k].answer) or []
         if len(recount) != len(listed) or any(
             max(abs(a - b) for a, b in zip(x, y, strict=True)) > TOLERANCE
@@ -219,19 +267,66 @@ def _norm(m: MeasuredObject, w: int, h: int) -> list[float]:
     return [round(m.box[0] / w, 4), round(m.box[1] / h, 4), round(m.box[2] / w, 4), round(m.box[3] / h, 4)]
 
 
+def _corners(m: MeasuredObject) -> list[MeasuredObject]:
+    """The landmark's box corners as point objects (to test that its whole box lies in a region)."""
+    x0, y0, x1, y1 = m.box
+    return [m.model_copy(update={"box": [x, y, x, y]}) for x in (x0, x1 - 1) for y in (y0, y1 - 1)]
+
+
+def _gap(m: MeasuredObject, lm: MeasuredObject) -> float:
+    cx, cy = (m.box[0] + m.box[2]) / 2.0, (m.box[1] + m.box[3]) / 2.0
+    x0, y0, x1, y1 = lm.box
+    return float(np.hypot(max(x0 - cx, 0.0, cx - x1), max(y0 - cy, 0.0, cy - y1)))
+
+
+# the steps naming the landmarks a conditioned comparison's two counts are conditioned by
+LANDMARK_STEPS = {"count_difference": (0, 4)}
 # the steps holding the two lists a comparison or a presence row's rule reads
+PAIR_TASKS = ("count_total", "count_ratio", "count_order")  # CCTV's 11-step comparison trace
 LIST_STEPS = {
-    "count_difference": (0, 2),
-    "count_total": (0, 2),
-    "count_ratio": (0, 2),
-    "count_order": (0, 2),
+    "count_difference": (2, 6),
+    "count_total": (1, 4),
+    "count_ratio": (1, 4),
+    "count_order": (1, 4),
     "presence_pattern": (1, 3),
 }
 
 
+def _kinds(row: UltraRow) -> str | None:
+    """A comparison's two bundles must be of one super-category (the simulator's categories,
+    read here from the class list, not from the generator's bundles)."""
+    if row.category != "comparison":
+        return None
+    kinds = {
+        by_name(c).category
+        for part in ("first", "second")
+        for c in str(row.evidence[part]["bundle"]).split(":")[0].split("+")
+    }
+    return "the comparison pairs classes of different kinds" if len(kinds) > 1 else None
+
+
+def _fact(row: UltraRow) -> str:
+    """What a row asks of its view however it is worded: a claim pattern its bundle, a row
+    about two things the two (either order), any other row its question."""
+    ev: Any = row.evidence
+    if row.task == "claim_pattern":
+        return f"{row.task}:{ev['bundle']}"
+    if "first" not in ev:
+        return f"{row.task}:{row.question}"
+    sides = sorted(
+        json.dumps({k: v for k, v in ev[p].items() if k != "instances"}, sort_keys=True)
+        for p in ("first", "second")
+    )
+    return f"{row.task}:{'|'.join(sides)}"
+
+
 def check_rows(rows: list[UltraRow], tasks: Mapping[str, SurveyTask | None]) -> dict[str, str]:
     v = Verdict()
+    asked: dict[tuple[str, str], str] = {}
     for row in rows:
+        first = asked.setdefault((row.unit, _fact(row)), row.sample_id)
+        if first != row.sample_id:
+            v.fail(row.sample_id, f"asks the fact {first} asks of its view")
         # the labels are the answer space of a structure ("upper-left" against "upper-right",
         # two presence patterns), not paraphrases, so their wording may be close
         ids = [o.option_id for o in row.options]
@@ -247,7 +342,7 @@ def check_rows(rows: list[UltraRow], tasks: Mapping[str, SurveyTask | None]) -> 
         if task is None:
             v.fail(row.sample_id, "its survey task is missing or malformed")
             continue
-        why = _trace(row) or _grounding(row, task)
+        why = _kinds(row) or _trace(row) or _grounding(row, task)
         if why:
             v.fail(row.sample_id, why)
     return v.reasons

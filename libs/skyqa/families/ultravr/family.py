@@ -51,8 +51,9 @@ from skyqa.families.base import (
     Stored,
     box4,
 )
+from skyqa.families.held import description
 from skyqa.families.ultravr.checks import check_rows
-from skyqa.families.ultravr.objects import REGIONS, norm_box, objects_of
+from skyqa.families.ultravr.objects import FAR, NEAR, REGIONS, landmarks_of, norm_box, objects_of
 from skyqa.families.ultravr.templates import (
     CATEGORY,
     DISPLAY,
@@ -62,7 +63,7 @@ from skyqa.families.ultravr.templates import (
     View,
     candidates,
     difficulty,
-    mirror,
+    fact,
 )
 from skyqa.media_policy import MediaPolicy
 from skyqa.steps import score_steps
@@ -76,7 +77,9 @@ OBJECTS_FILE = "image_tasks/surveys/objects.jsonl"
 SYSTEM = (
     "You are looking at one ultra-resolution aerial image. Its four regions are the quadrants cut "
     "by its horizontal and vertical centre lines (upper-left, upper-right, lower-left, "
-    "lower-right); an object belongs to the region that holds the centre of its box. Answer the "
+    "lower-right); an object belongs to the region that holds the centre of its box. An object "
+    f"is near a landmark when the centre of its box is within {NEAR:.0%} of the image's longer "
+    "side of the landmark. Answer the "
     'multiple-choice question. Reply with one JSON object and nothing else: {"answer_option_id": "<letter>"}'
 )
 STEP_SCHEMA = (
@@ -84,6 +87,24 @@ STEP_SCHEMA = (
     "[[x1, y1, x2, y2], ...] normalized to [0, 1], a box as [x1, y1, x2, y2] or none), then the "
     "question. Reply with one JSON object and nothing else: "
     '{"steps": ["...", "..."], "answer_option_id": "A"}'
+)
+
+
+NOTES = (
+    "UltraVR-style rows: a count difference is UltraVR RS's conditioned count comparison (one "
+    "object type in two regions, each near a reviewed landmark wholly inside its region, nine "
+    f"steps); an object is near a landmark when its box centre lies within {NEAR:.0%} of the "
+    f"image's longer side of the landmark's box, and a count with an object between {NEAR:.0%} "
+    f"and {FAR:.0%} is not asked. Totals, ratios and orders follow CCTV's 11-step comparison "
+    "trace and compare bundles of one "
+    "super-category only (cars, trucks and buses are vehicles); a view asks a fact once (a "
+    "bundle's two claims are one fact). Source elements not built here: the CCTV, WSI and AD "
+    "domains (the scenes have no people, slides or industrial grids; CCTV's comparison, claim and "
+    "relative-position templates are asked of vehicles and other small objects, without facing "
+    'directions); landmark conditions other than nearness to a reviewed landmark ("within the '
+    'fenced lot", "along the tree-lined boulevard"); UltraVR V3\'s answer-localising evidence '
+    "crops (V3 sends the four quadrants); expert review of every row (replaced by the "
+    "geometric second-path QC); a landmark's occlusion (landmarks are not survey targets)."
 )
 
 
@@ -96,6 +117,34 @@ def typed(step: UltraStep) -> Any:
     if step.answer_format == "boolean":
         return step.answer == "yes"
     return step.answer
+
+
+def landmark_names(landmarks: Sequence[ValidInstance]) -> dict[int, str]:
+    """How a question names each reviewed landmark, by its instance id in rendered segmentation
+    (its main view's, else its views' most common: the mission planner's rule): the head of its
+    description ("gray residential building") when no other landmark's starts alike, else the
+    whole description; a description another landmark shares names neither (:mod:`.held`)."""
+    full = {vi.instance_id: description(vi) for vi in landmarks}
+    shared = Counter(full.values())
+    heads = Counter(d.split(",")[0].strip() for d in full.values())
+    out = {}
+    for vi in landmarks:
+        d = full[vi.instance_id]
+        if shared[d] > 1:
+            continue
+        views = {v.view_id: v for v in vi.rgb_views}
+        main = views.get(vi.main_view)
+        ids = [v.rendered_instance_id for v in vi.rgb_views if v.rendered_instance_id]
+        rid = (
+            main.rendered_instance_id
+            if main is not None and main.rendered_instance_id
+            else max(set(ids), key=ids.count)
+            if ids
+            else vi.instance_numeric_id
+        )
+        head = d.split(",")[0].strip()
+        out[rid] = head if heads[head] == 1 else d
+    return out
 
 
 def unit_of(survey_id: str, view: str) -> str:
@@ -137,6 +186,7 @@ class UltraVR:
         considered = 0
         objects_lines = []
         pooled: list[Pooled] = []
+        names = landmark_names(inputs.landmarks)
         for n, entry in enumerate(inputs.missions.surveys):
             task = load_json(SurveyTask, inputs.store.get(entry.task), "survey task")
             final = keys.final_task(inputs.run_id, task.survey_id)
@@ -161,7 +211,12 @@ class UltraVR:
                     )
                     objects_lines.append(row.model_dump_json())
                 rng = np.random.default_rng([inputs.seed, n, k, 0x17A, inputs.draw])
-                v = View(objs, task.width, task.height)
+                v = View(
+                    objs,
+                    task.width,
+                    task.height,
+                    landmarks=landmarks_of(measured.objects, names, task.width, task.height),
+                )
                 found = candidates(v, claim_offset=int(rng.integers(6)), rng=rng)
                 considered += len(found) + sum(v.removed.values())
                 removed += v.removed
@@ -366,6 +421,7 @@ class UltraVR:
                     "ambiguous, by reason.",
                 ),
             ],
+            notes=NOTES,
         )
 
 
@@ -399,7 +455,7 @@ class TaskPool:
         self.cells = [tuple(cell(task, p.c.options, r) for r in range(4)) for p in items]
         self.alive = set(range(len(items)))
         self.by_question: dict[str, list[int]] = {}
-        self.by_mirror: dict[tuple[str, str], list[int]] = {}  # (unit, what is asked either way round)
+        self.by_fact: dict[tuple[str, str], list[int]] = {}  # (unit, the fact, however worded)
         self.by_unit: dict[str, list[int]] = {}
         self.by_group: dict[str, set[int]] = {}
         self.kinds: dict[str, Counter[str]] = {}
@@ -408,7 +464,7 @@ class TaskPool:
         self.turn: dict[str, frozenset[str]] = {}
         for i, p in enumerate(items):
             self.by_question.setdefault(p.c.question, []).append(i)
-            self.by_mirror.setdefault((p.unit, mirror(p.c)), []).append(i)
+            self.by_fact.setdefault((p.unit, fact(p.c)), []).append(i)
             self.by_unit.setdefault(p.unit, []).append(i)
             self.by_group.setdefault(p.c.group, set()).add(i)
             self.kinds.setdefault(p.c.group, Counter())[p.c.kind] += 1
@@ -444,8 +500,8 @@ def select(pooled: list[Pooled], seed: int, draw: int) -> list[tuple[Pooled, int
     would ask almost nothing of the categorical tasks, whose groups start a turn only with
     every label on offer). A view keeps at most ``PER_TASK`` rows of a task, a question text is
     asked once per release (gold-blind: two views would otherwise share a question and, often,
-    its answer), and a view is not asked a question's mirror image (:func:`.templates.mirror`:
-    the same fact named the other way round)."""
+    its answer), and a view is asked a fact once (:func:`.templates.fact`: the same fact named
+    the other way round, or a bundle's claims worded with other numbers or regions)."""
     out: list[tuple[Pooled, int]] = []
     for t, asked in enumerate(TASKS):
         rng = np.random.default_rng([seed, 0x5E1, draw, t])  # a task's draws do not move another's
@@ -456,7 +512,7 @@ def select(pooled: list[Pooled], seed: int, draw: int) -> list[tuple[Pooled, int
             out.append((p, taken[p.unit]))
             taken[p.unit] += 1
             pool.drop(pool.by_question[p.c.question])
-            pool.drop(pool.by_mirror[(p.unit, mirror(p.c))])
+            pool.drop(pool.by_fact[(p.unit, fact(p.c))])
             if taken[p.unit] == PER_TASK:
                 pool.drop(pool.by_unit[p.unit])
     return out

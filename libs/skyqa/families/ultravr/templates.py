@@ -1,8 +1,12 @@
 """UltraVR's three reasoning categories over one view's objects, each candidate with its
 options and a typed GT-CoT trace (GND, PER, QUA, INT, INF).
 
-- Comparison: two (bundle, region) tallies; the absolute difference, the total, the reduced
-  ratio, or which region has more. Numeric options are four consecutive counts (ratios: one
+- Comparison: the RS template's conditioned count comparison, the absolute difference between
+  one object type's counts in two regions, each near a reviewed landmark that region shows,
+  with the template's nine steps (two landmark groundings among them); and CCTV's comparisons
+  of two bundle tallies (the same bundle in two regions, or two bundles of one super-category,
+  :func:`.objects.comparable`, in one region): the total, the reduced ratio, or which region
+  has more. Numeric options are four consecutive counts (ratios: one
   of the fixed :data:`RATIO_SETS`), never built around the gold: every window holding the
   gold is a candidate, and planning asks each window's ranks in turn, so that given the
   window every member was the gold equally often.
@@ -50,9 +54,13 @@ from skyqa.families.ultravr.objects import (
     REGIONS,
     VEHICLES,
     Bundle,
+    Landmark,
     Obj,
     Tally,
+    comparable,
+    near_tally,
     norm_box,
+    norm_landmark,
     ruled_out,
     tally,
 )
@@ -181,6 +189,7 @@ class View:
     width: int
     height: int
     removed: Counter[str] = field(default_factory=Counter)
+    landmarks: list[Landmark] = field(default_factory=list)  # the reviewed landmarks it shows
 
     def boxes(self, objs: tuple[Obj, ...]) -> str:
         return json.dumps([norm_box(o, self.width, self.height) for o in objs])
@@ -189,17 +198,23 @@ class View:
         return "none" if o is None else json.dumps(norm_box(o, self.width, self.height))
 
 
-def mirror(c: Candidate) -> str:
-    """What a candidate asks, the same for its mirror image (the two regions, bundles or objects
-    named the other way round: "more in the first" against "more in the second", a ratio and
-    its inverse), which asks the same fact of the same view."""
+def fact(c: Candidate) -> str:
+    """The fact a candidate asks of its view, the same for every wording of it: its mirror
+    image (the two regions, bundles, objects or landmarks named the other way round: "more in
+    the first" against "more in the second", a ratio and its inverse) and, for a claim
+    pattern, every pair of claims about its bundle (the claims only word the bundle's total
+    and maximum region, one fact: two rows "exactly 8 trucks" with another region claimed
+    asked it twice). A view is asked a fact once."""
     ev: Any = c.evidence
     if "first" not in ev:
-        return c.question
+        return f"{c.task}:{ev['bundle']}" if c.task == "claim_pattern" else c.question
     parts = []
     for side in ("first", "second"):
         e = ev[side]
-        parts.append(str(e.get("description") or f"{e.get('bundle') or e.get('class')}@{e.get('region')}"))
+        where = f"{e.get('bundle') or e.get('class')}@{e.get('region')}"
+        if "landmark" in e:
+            where += f"~{e['landmark']['instance']}"
+        parts.append(str(e.get("description") or where))
     extreme = ev["first"].get("extreme", "")
     return f"{c.task}:{extreme}:{'|'.join(sorted(parts))}"
 
@@ -275,19 +290,109 @@ def _count_steps(view: View, *tallies: tuple[Bundle, str, Tally]) -> list[UltraS
     return out
 
 
+OPTION_STEP = "Which option does the computed evidence support?"
+ORDERING = ("the first count is larger", "the second count is larger", "the two counts are equal")
+
+
+def pair_ratio(a: int, b: int) -> str:
+    """Two counts' ratio in lowest terms ("0:1" when the first is 0; "1:0", "0:0" when the
+    second is)."""
+    if b == 0:
+        return "0:0" if a == 0 else "1:0"
+    f = Fraction(a, b)
+    return f"{f.numerator}:{f.denominator}"
+
+
+def _pair_steps(
+    view: View, first: tuple[Bundle, str, Tally], second: tuple[Bundle, str, Tally]
+) -> tuple[UltraStep, ...]:
+    """UltraVR CCTV's comparison trace up to its last step (S1..S10): per bundle whether it
+    exists in its region (GND), its boxes (PER) and its count (QUA); then the total, the
+    absolute difference and the reduced ratio (QUA) and the ordering (INT). S11, the option
+    the evidence supports (INF), is the task's."""
+    out: list[UltraStep] = []
+    for bundle, region, t in (first, second):
+        out += [
+            _step(
+                f"Are there any {bundle.words} in the {region} region?",
+                "yes" if t.count else "no",
+                "GND",
+                "boolean",
+            ),
+            _step(
+                f"What are the coordinates of the {bundle.words} in the {region} region?",
+                view.boxes(t.members),
+                "PER",
+                "bbox_coordinates_list",
+            ),
+            _step(f"How many {bundle.words} are in the {region} region?", str(t.count), "QUA", "integer"),
+        ]
+    n1, n2 = first[2].count, second[2].count
+    out += [
+        _step("What is the total of the two counts?", str(n1 + n2), "QUA", "integer"),
+        _step("What is the absolute difference of the two counts?", str(abs(n1 - n2)), "QUA", "integer"),
+        _step(
+            "What is the ratio of the first count to the second, in lowest terms?",
+            pair_ratio(n1, n2),
+            "QUA",
+            "relation",
+        ),
+        _step(
+            "Which count is larger?",
+            ORDERING[0 if n1 > n2 else 1 if n2 > n1 else 2],
+            "INT",
+            "relation",
+        ),
+    ]
+    return tuple(out)
+
+
 def _two(r1: str, r2: str) -> str:
     return f"Consider two regions, first the {r1} region and second the {r2} region."
 
 
+def _numeric(
+    task: str,
+    question: str,
+    gold: str,
+    windows: list[tuple[int, tuple[str, ...]]],
+    steps: tuple[UltraStep, ...],
+    about: Candidate,
+    view: View,
+) -> Iterator[Candidate]:
+    """One candidate per option window holding the gold (:func:`count_windows`,
+    :func:`ratio_windows`), each the same question; what the question is about from ``about``."""
+    if not windows:
+        view.removed[OUT_OF_RANGE] += 1
+    for rank, shown in windows:
+        yield Candidate(
+            task,
+            question,
+            gold,
+            shown,
+            steps,
+            about.evidence,
+            about.objects,
+            gold,
+            rank,
+            about.group,
+            about.cues,
+            about.sought,
+        )
+
+
 def comparison(view: View) -> Iterator[Candidate]:
-    pairs: list[tuple[Bundle, str, Bundle, str]] = []
-    for b in bundles(view.objects):
-        pairs += [(b, r1, b, r2) for r1, r2 in permutations(REGIONS, 2)]
-    plain = [b for b in bundles(view.objects) if b.colour is None]
+    """The RS template's conditioned count comparison (:func:`conditioned`), then CCTV's
+    comparisons of two bundles' counts: the same bundle in two regions, or two bundles of one
+    kind (:func:`.objects.comparable`) in one region; totals, ratios and orderings."""
+    yield from conditioned(view)
+    bundled = bundles(view.objects)
+    pairs = [(b, r1, b, r2) for b in bundled for r1, r2 in permutations(REGIONS, 2)]
+    plain = [b for b in bundled if b.colour is None]
     pairs += [
         (a, r, b, r)
         for a, b in permutations(plain, 2)
-        if not set(a.classes) & set(b.classes)
+        if not set(a.classes) & set(b.classes) and comparable(a, b)
         for r in REGIONS
     ]
     for a, r1, b, r2 in pairs:
@@ -295,80 +400,44 @@ def comparison(view: View) -> Iterator[Candidate]:
         if t1.problem or t2.problem:
             view.removed[t1.problem or t2.problem or ""] += 1
             continue
-        counted = _count_steps(view, (a, r1, t1), (b, r2, t2))
+        counted = _pair_steps(view, (a, r1, t1), (b, r2, t2))
         what1, what2 = f"{a.words} in the {r1} region", f"{b.words} in the {r2} region"
-        evidence = {"first": _ev(a, r1, t1), "second": _ev(b, r2, t2)}
-        objs = t1.members + t2.members
-        group = f"{a.key()}|{b.key()}"
-        cues = (f"first={a.key()}", f"second={b.key()}", f"regions={r1}|{r2}")
         sought = (_sought(view, a) if not t1.count else ()) + (_sought(view, b) if not t2.count else ())
-        d = abs(t1.count - t2.count)
-        windows = count_windows("count_difference", d)
-        if not windows:
-            view.removed[OUT_OF_RANGE] += 1
-        for drawn in windows:
-            yield Candidate(
-                "count_difference",
-                f"What is the absolute difference between the number of {what1} and the number of {what2}?",
-                str(d),
-                drawn[1],
-                (
-                    *counted,
-                    _step("What is the absolute difference of the two counts?", str(d), "INF", "integer"),
-                ),
-                evidence,
-                objs,
-                str(d),
-                drawn[0],
-                group,
-                cues,
-                sought,
-            )
+        about = Candidate(
+            "",
+            "",
+            "",
+            (),
+            (),
+            {"first": _ev(a, r1, t1), "second": _ev(b, r2, t2)},
+            t1.members + t2.members,
+            "",
+            group=f"{a.key()}|{b.key()}",
+            cues=(f"first={a.key()}", f"second={b.key()}", f"regions={r1}|{r2}"),
+            sought=sought,
+        )
         if a != b or r1 < r2:  # a total is the same question in either order
-            total = t1.count + t2.count
-            windows = count_windows("count_total", total)
-            if not windows:
-                view.removed[OUT_OF_RANGE] += 1
-            for drawn in windows:
-                yield Candidate(
-                    "count_total",
-                    f"How many {what1} and {what2} are there in total?",
-                    str(total),
-                    drawn[1],
-                    (*counted, _step("What is the sum of the two counts?", str(total), "INF", "integer")),
-                    evidence,
-                    objs,
-                    str(total),
-                    drawn[0],
-                    group,
-                    cues,
-                    sought,
-                )
+            total = str(t1.count + t2.count)
+            yield from _numeric(
+                "count_total",
+                f"How many {what1} and {what2} are there in total?",
+                total,
+                count_windows("count_total", t1.count + t2.count),
+                (*counted, _step(OPTION_STEP, total, "INF", "integer")),
+                about,
+                view,
+            )
         if t1.count and t2.count and t1.count != t2.count:
             gold = _ratio(t1.count, t2.count)
-            windows = ratio_windows(gold)
-            if not windows:
-                view.removed[OUT_OF_RANGE] += 1
-            for drawn in windows:
-                yield Candidate(
-                    "count_ratio",
-                    f"What is the ratio of the number of {what1} to the number of {what2}, in lowest terms?",
-                    gold,
-                    drawn[1],
-                    (
-                        *counted,
-                        _step(
-                            "What is the ratio of the two counts, in lowest terms?", gold, "INF", "relation"
-                        ),
-                    ),
-                    evidence,
-                    objs,
-                    gold,
-                    drawn[0],
-                    group,
-                    cues,
-                    sought,
-                )
+            yield from _numeric(
+                "count_ratio",
+                f"What is the ratio of the number of {what1} to the number of {what2}, in lowest terms?",
+                gold,
+                ratio_windows(gold),
+                (*counted, _step(OPTION_STEP, gold, "INF", "relation")),
+                about,
+                view,
+            )
         if a == b:  # both orders: which region is named first says nothing
             kind = 0 if t1.count > t2.count else 1 if t2.count > t1.count else 2 if t1.count else 3
             gold = ORDER_LABELS[kind]
@@ -377,9 +446,9 @@ def comparison(view: View) -> Iterator[Candidate]:
                 f"{_two(r1, r2)} Which of them has more {a.words}?",
                 gold,
                 ORDER_LABELS,
-                (*counted, _step("Which count is larger?", gold, "INF", "option_label")),
-                evidence,
-                objs,
+                (*counted, _step(OPTION_STEP, gold, "INF", "option_label")),
+                about.evidence,
+                about.objects,
                 gold,
                 group=a.key(),
                 cues=(f"bundle={a.key()}", f"first={r1}", f"second={r2}"),
@@ -387,13 +456,106 @@ def comparison(view: View) -> Iterator[Candidate]:
             )
 
 
+def conditioned(view: View) -> Iterator[Candidate]:
+    """UltraVR RS's conditioned count comparison: the absolute difference between the counts
+    of one object type in two regions, each near a reviewed landmark the region shows, with the
+    template's nine steps (S1/S5 ground the landmark, S2/S6 whether any object is near it,
+    S3/S7 its objects' boxes, S4/S8 their count, S9 the difference). A landmark of a class the
+    bundle counts is not used (it would count itself)."""
+    usable = [lm for lm in view.landmarks if lm.problem is None]
+    for lm in view.landmarks:
+        if lm.problem:
+            view.removed[lm.problem] += 1
+    near: dict[tuple[str, str, int], Tally] = {}
+    for a in bundles(view.objects):
+        for r1, r2 in permutations(REGIONS, 2):
+            for l1 in (lm for lm in usable if lm.region == r1 and lm.class_name not in a.classes):
+                for l2 in (lm for lm in usable if lm.region == r2 and lm.class_name not in a.classes):
+                    t1, t2 = (
+                        near.setdefault(
+                            (a.key(), r, lm.instance_id),
+                            near_tally(view.objects, a, r, lm, view.width, view.height),
+                        )
+                        for r, lm in ((r1, l1), (r2, l2))
+                    )
+                    if t1.problem or t2.problem:
+                        view.removed[t1.problem or t2.problem or ""] += 1
+                        continue
+                    steps: list[UltraStep] = []
+                    for r, lm, t in ((r1, l1, t1), (r2, l2, t2)):
+                        where = f"in the {r} region near the {lm.name}"
+                        steps += [
+                            _step(
+                                f"Locate the {lm.name} in the {r} region. Report its bbox coordinates.",
+                                json.dumps(norm_landmark(lm, view.width, view.height)),
+                                "GND",
+                                "bbox",
+                            ),
+                            _step(
+                                f"Does the {r} region contain any {a.words} near the {lm.name}?",
+                                "yes" if t.count else "no",
+                                "INT",
+                                "boolean",
+                            ),
+                            _step(
+                                f"Locate every one of the {a.words} {where}. Report bbox coordinates.",
+                                view.boxes(t.members),
+                                "PER",
+                                "bbox_coordinates_list",
+                            ),
+                            _step(f"How many such {a.words} are {where}?", str(t.count), "QUA", "integer"),
+                        ]
+                    d = abs(t1.count - t2.count)
+                    steps.append(
+                        _step(
+                            "Compute the absolute difference |Step 4 count - Step 8 count|.",
+                            str(d),
+                            "INF",
+                            "integer",
+                        )
+                    )
+                    sought = (_sought(view, a) if not t1.count else ()) + (
+                        _sought(view, a) if not t2.count else ()
+                    )
+                    about = Candidate(
+                        "",
+                        "",
+                        "",
+                        (),
+                        (),
+                        {"first": _ev(a, r1, t1, l1), "second": _ev(a, r2, t2, l2)},
+                        t1.members + t2.members,
+                        "",
+                        group=a.key(),
+                        cues=(f"bundle={a.key()}", f"regions={r1}|{r2}", f"landmarks={l1.name}|{l2.name}"),
+                        sought=sought,
+                    )
+                    yield from _numeric(
+                        "count_difference",
+                        f"What is the absolute difference between the counts of {a.words} in the {r1} "
+                        f"region near the {l1.name} and {a.words} in the {r2} region near the {l2.name}?",
+                        str(d),
+                        count_windows("count_difference", d),
+                        tuple(steps),
+                        about,
+                        view,
+                    )
+
+
 def _sought(view: View, b: Bundle) -> tuple[Obj, ...]:
     """The clear objects of the bundle's classes anywhere in the view."""
     return tuple(o for o in view.objects if o.class_name in b.classes and o.problem is None)
 
 
-def _ev(b: Bundle, region: str, t: Tally) -> dict[str, Any]:
-    return {"bundle": b.key(), "region": region, "instances": [o.instance_id for o in t.members]}
+def _ev(b: Bundle, region: str, t: Tally, landmark: Landmark | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "bundle": b.key(),
+        "region": region,
+        "instances": [o.instance_id for o in t.members],
+    }
+    if landmark is not None:
+        out["landmark"] = {"instance": landmark.instance_id, "name": landmark.name}
+    return out
 
 
 def logical(view: View, claim_offset: int, rng: np.random.Generator) -> Iterator[Candidate]:
