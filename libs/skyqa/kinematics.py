@@ -93,6 +93,7 @@ def measure(
         max_camera_pitch_rate_dps=round(pitch_rate, 3),
         within_limits=not exceeded,
         exceeded=exceeded,
+        limits=bounds,
     )
 
 

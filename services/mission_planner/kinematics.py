@@ -8,14 +8,15 @@ flew corners and camera-mode switches in one pose step (17-64 m/s peaks, 180° c
 
 - each step between path points takes at least its nominal time (no faster than the behaviour's
   speed), at least its length over ``v_max``, and at least its camera yaw and pitch change over
-  their rates, so a camera-mode switch (spread over ``compose.FORWARD_WINDOW`` path points in angle) is
-  flown slowly enough for the gimbal, or in a hover where the path stands still;
+  their rates, so a camera-mode switch (spread over ``compose.FORWARD_WINDOW`` path points in
+  angle) is flown slowly enough for the gimbal, or in a hover where the path stands still;
 - the speed at a point is at most ``sqrt(a / curvature)`` (the turn's acceleration), and
   between points it changes at most as a constant acceleration allows (a forward and a backward
   pass), so the drone brakes before a corner or a hover and speeds up after it;
-- the time law (constant acceleration between path points) is sampled at 40 Hz, the last step
-  stretched to a whole sample, and the positions averaged over ``TIME_WINDOW`` samples, which
-  spreads what is left of a corner's turn over a few samples without raising any peak.
+- the time law (constant acceleration between path points) is sampled at 40 Hz, the flight
+  stretched to a whole video frame (every 4th sample), and the positions averaged over
+  ``TIME_WINDOW`` samples, which spreads what is left of a corner's turn over a few samples
+  without raising any peak.
 
 The result is measured at the pose rate; a margin below the limits covers the sampling, and a
 flight that still breaks a limit is timed again with a wider margin, then refused
@@ -35,6 +36,7 @@ from skyqa.kinematics import LIMITS, Limits, measure, wrapped
 
 from services.mission_planner.compose import (
     POSE_HZ,
+    VIDEO_FPS,
     Trajectory,
     camera_angles,
     moving_average,
@@ -44,6 +46,7 @@ from services.mission_planner.shapes import Target
 F64 = NDArray[np.float64]
 MARGINS = (0.9, 0.75, 0.6)  # shares of each limit the time law plans with, tried in turn
 TIME_WINDOW = 9  # samples (0.225 s at 40 Hz) the flown positions are averaged over
+STORED_DECIMALS = 4  # of poses.csv
 
 
 def beyond_limits(check: KinematicsCheck) -> str:
@@ -85,7 +88,9 @@ class Flown:
 def fly(traj: Trajectory, t: Target, limits: Limits = LIMITS) -> Flown:
     """The trajectory (its geometry and camera modes) timed within ``limits``."""
     yaw, pitch = camera_angles(traj, t)
-    timed = retime(traj.waypoints, yaw, pitch, 1.0 / POSE_HZ, POSE_HZ, limits)
+    # whole video frames: the last waypoint is a frame, and duration * fps + 1 frames
+    stride = POSE_HZ // VIDEO_FPS
+    timed = retime(traj.waypoints, yaw, pitch, 1.0 / POSE_HZ, POSE_HZ, limits, stride)
     ends = np.rint(timed.node_times[[s.end for s in traj.segments]] * POSE_HZ).astype(int)
     segments, start = [], 0
     for end in ends:
@@ -98,10 +103,17 @@ def fly(traj: Trajectory, t: Target, limits: Limits = LIMITS) -> Flown:
 
 
 def retime(
-    points: F64, yaw_deg: F64, pitch_deg: F64, nominal_dt: float, hz: float, limits: Limits = LIMITS
+    points: F64,
+    yaw_deg: F64,
+    pitch_deg: F64,
+    nominal_dt: float,
+    hz: float,
+    limits: Limits = LIMITS,
+    multiple: int = 1,
 ) -> Timed:
     """Positions and camera angles at ``hz`` along ``points`` (each reached at its angles), no
-    faster than ``nominal_dt`` per step and within ``limits``; see the module text."""
+    faster than ``nominal_dt`` per step and within ``limits``, in a multiple of ``multiple``
+    steps; see the module text."""
     p = np.asarray(points, dtype=np.float64)
     if len(p) < 2:
         raise ValueError("a flight needs at least two path points")
@@ -110,7 +122,7 @@ def retime(
     pitch = np.asarray(pitch_deg, dtype=np.float64)
     timed: Timed | None = None
     for margin in MARGINS:
-        timed = _sampled(p, yaw, pitch, nominal_dt, hz, limits, margin)
+        timed = _sampled(p, yaw, pitch, nominal_dt, hz, limits, margin, multiple)
         if timed.check.within_limits:
             return timed
     assert timed is not None
@@ -156,7 +168,7 @@ def _speeds(
 
 
 def _sampled(
-    p: F64, yaw: F64, pitch: F64, nominal_dt: float, hz: float, limits: Limits, margin: float
+    p: F64, yaw: F64, pitch: F64, nominal_dt: float, hz: float, limits: Limits, margin: float, multiple: int
 ) -> Timed:
     v, ds, least = _speeds(p, yaw, pitch, nominal_dt, limits, margin)
     a = margin * limits.a_max / math.sqrt(2.0)
@@ -165,7 +177,7 @@ def _sampled(
     dt = np.maximum(dt, least)
     times = np.concatenate([[0.0], np.cumsum(dt)])
     # a whole number of samples: the flight is stretched (never sped up) to the next one
-    n = max(1, math.ceil(times[-1] * hz - 1e-9))
+    n = max(1, math.ceil(times[-1] * hz / multiple - 1e-9)) * multiple
     k = n / (hz * times[-1])
     times, dt, v = times * k, dt * k, v / k
     acc = np.where(dt > 0, (v[1:] - v[:-1]) / np.maximum(dt, 1e-12), 0.0)
@@ -179,6 +191,8 @@ def _sampled(
     y = yaw[i] + share * (yaw[i + 1] - yaw[i])
     pt = pitch[i] + share * (pitch[i + 1] - pitch[i])
     pos[-1], y[-1], pt[-1] = p[-1], yaw[-1], pitch[-1]
-    pos = moving_average(pos, TIME_WINDOW)
-    y = (y + 180.0) % 360.0 - 180.0
+    # measured as ``poses.csv`` stores it (4 decimals): rounding must not tip a peak over
+    pos = np.round(moving_average(pos, TIME_WINDOW), STORED_DECIMALS)
+    y = np.round((y + 180.0) % 360.0 - 180.0, STORED_DECIMALS)
+    pt = np.round(pt, STORED_DECIMALS)
     return Timed(pos, y, pt, times, measure(pos, y, pt, hz, limits))

@@ -500,7 +500,6 @@ def plan_navigation(
                 min_distance_m=check.min_distance_m,
                 samples=len(points),
                 kinematics=kin,
-                limits=LIMITS.as_dict(),
             ),
             seed=seed + k * SEED_STRIDE,
             attempt=k,

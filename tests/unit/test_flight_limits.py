@@ -84,6 +84,8 @@ def test_every_landmark_mission_flies_within_its_stated_limits(seed: int) -> Non
             assert got.within_limits and flown.check.within_limits, (name, modes, got)
             assert flown.duration_s >= flown.nominal_s - 1e-9  # only time is added
             assert np.allclose(flown.waypoints[[0, -1]], traj.waypoints[[0, -1]])
+            # whole video frames: the last waypoint is the last frame
+            assert (len(flown.waypoints) - 1) % 4 == 0
             firsts = [a for a, _ in flown.segments]
             lasts = [b for _, b in flown.segments]
             assert firsts[0] == 0 and lasts[-1] == len(flown.waypoints) - 1
@@ -181,6 +183,7 @@ def test_the_constraint_report_states_the_limits_and_refuses_a_flight_beyond_the
     _, report = describe(lib, planned, flown, vi, "s", "m", "composite")
     assert report.limits == {**LIMITS.as_dict(), "safety_distance": lib.safety_distance_m}
     assert report.checks.kinematics.exceeded == [] and report.accepted
+    assert report.checks.kinematics.limits == LIMITS.as_dict()
     assert report.summary.duration_sec == pytest.approx(flown.duration_s)
     broken = flown.check.model_copy(update={"within_limits": False, "exceeded": ["a_max"]})
     flown.check = broken
@@ -199,7 +202,7 @@ def test_navigation_missions_fly_within_the_limits(seed: int) -> None:
             )
             assert plan is not None, reason
             assert plan.check.kinematics is not None and plan.check.kinematics.within_limits
-            assert plan.check.limits == LIMITS.as_dict()
+            assert plan.check.kinematics.limits == LIMITS.as_dict()
             p = np.array([[s.x, s.y, s.z] for s in plan.poses])
             got = measure(p, np.array([s.yaw_deg for s in plan.poses]), np.array([s.camera_pitch_deg for s in plan.poses]), plan.fps)  # fmt: skip
             assert got.within_limits, got
@@ -228,7 +231,7 @@ def test_action_programs_ease_each_step_within_the_limits_and_the_source_timing_
         for seq in (built.actions, built.partner):
             if seq:
                 got = flight_check(kin, seq, root, req.reasoning.fps)
-                assert got.within_limits, (split, got)
+                assert got.within_limits and got.limits == LIMITS.as_dict(), (split, got)
                 checked += 1
     assert checked >= 8
     source = Kinematics(ActionSpace(), capsule)  # 9 frames per action, 1 m in 0.5 s

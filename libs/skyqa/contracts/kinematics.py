@@ -23,6 +23,7 @@ class KinematicsCheck(Contract):
     max_camera_pitch_rate_dps: float | None = None
     within_limits: bool | None = None
     exceeded: list[str] = Field(default_factory=list)
+    limits: dict[str, float] = Field(default_factory=dict)  # what it was measured against
 
     @model_validator(mode="before")
     @classmethod

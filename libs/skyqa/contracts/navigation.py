@@ -99,7 +99,6 @@ class NavCheck(Contract):
     samples: int  # points checked along the path
     # the frames measured against the limits they keep (absent in plans made before the check)
     kinematics: KinematicsCheck | None = None
-    limits: dict[str, float] = Field(default_factory=dict)
 
 
 class NavigationPlan(Contract):
