@@ -142,6 +142,13 @@ def plan_run(
                 counts.choose(planned.trajectory, t, vi.instance_id, kind, lens, cfg.video_fps)
             # the flight as timed within the kinematic limits: what is written, rendered, checked
             flown = fly(planned.trajectory, t)
+            clear = obstacles.check(flown.waypoints)
+            if planned.accepted and not clear.collision_free:
+                # timing smooths the flown path by centimetres: it is checked as flown
+                planned.accepted = False
+                planned.reason = (
+                    f"{clear.violation_count} timed waypoints within {obstacles.safety} m of obstacles"
+                )
             composed, report = describe(lib, planned, flown, vi, scene_id, traj_id, kind)
             write_plan(store, run_id, planned, flown, composed, report)
             if not report.accepted:
