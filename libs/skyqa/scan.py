@@ -22,6 +22,7 @@ from skyqa.contracts.base import first_error
 from skyqa.contracts.urbanvideo import NAV_TASKS
 from skyqa.errors import BlobNotFound, InvalidInput, InvalidScanRequest, RunConflict
 from skyqa.keys import validate_id
+from skyqa.kinematics import least_action_frames
 from skyqa.models.endpoints import resolve
 from skyqa.protojson import to_json
 from skyqa.settings import EvaluationSettings
@@ -171,7 +172,10 @@ def apply_defaults(req: scan_pb2.ScanRequest) -> scan_pb2.ScanRequest:
     rs.translation_m = rs.translation_m or space.translation_m
     rs.yaw_deg = rs.yaw_deg or space.yaw_deg
     rs.pitch_deg = rs.pitch_deg or space.pitch_deg
-    rs.frames_per_action = rs.frames_per_action or space.frames_per_action
+    # the source's 9 frames per action move 1 m in 0.5 s at 16 fps, from rest to rest: 16 m/s²
+    # at the least, beyond a_max; the default is the fewest frames within the limits
+    least = least_action_frames(rs.translation_m, rs.yaw_deg, rs.pitch_deg, rs.fps)
+    rs.frames_per_action = rs.frames_per_action or max(space.frames_per_action, least)
     rs.actions = rs.actions or space.actions
     rs.capsule_radius_m = rs.capsule_radius_m or capsule.radius_m
     rs.capsule_half_height_m = rs.capsule_half_height_m or capsule.half_height_m

@@ -27,7 +27,8 @@ from scipy.spatial import ConvexHull, QhullError
 from skyqa.geometry import visibility as vis
 from skyqa.sim import Intrinsics, Pose, project
 
-from services.mission_planner.compose import Trajectory, forwards, frame_sources, yaw_pitch
+from services.mission_planner.compose import Trajectory, frame_sources
+from services.mission_planner.kinematics import fly
 from services.mission_planner.shapes import Target
 
 MODES = ("landmark_track", "look_forward")
@@ -64,13 +65,15 @@ def face_grid(t: Target) -> NDArray[np.float64]:
 
 
 def estimated_shares(traj: Trajectory, t: Target, k: Intrinsics, fps: int) -> list[float]:
-    """Per video frame, the share of the frame inside the hull of the projected box."""
-    yaw, pitch = yaw_pitch(forwards(traj, t))
+    """Per video frame of the flight as timed within the kinematic limits, the share of the
+    frame inside the hull of the projected box."""
+    flown = fly(traj, t)
     grid = face_grid(t)
     shares = []
-    for i in frame_sources(len(traj.waypoints), fps):
-        x, y, z = (float(v) for v in traj.waypoints[i])
-        px, d = project(grid, Pose(x, y, z, float(yaw[i]), float(pitch[i]), 0.0), k)
+    for i in frame_sources(len(flown.waypoints), fps):
+        x, y, z = (float(v) for v in flown.waypoints[i])
+        pose = Pose(x, y, z, float(flown.yaw[i]), float(flown.pitch[i]), 0.0)
+        px, d = project(grid, pose, k)
         front = px[d > 0.05]
         inside = (front[:, 0] >= 0) & (front[:, 0] < k.width) & (front[:, 1] >= 0) & (front[:, 1] < k.height)
         share = 0.0

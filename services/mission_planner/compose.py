@@ -3,7 +3,8 @@
 Timing follows UAV-DualCog: each element gets ``max(24, round(max(0.8 s, length / speed) * 10)
 + 1)`` points at the 10 Hz base rate (so speed sets duration), the path is resampled x4 to
 40 Hz and smoothed with a 5-point moving average (endpoints pinned); video frames are every 4th
-waypoint (10 FPS). Camera forwards are smoothed over 15 waypoints.
+waypoint (10 FPS). Camera angles are smoothed over 15 waypoints. This is the nominal timing;
+:mod:`services.mission_planner.kinematics` retimes it within the kinematic limits.
 """
 
 from __future__ import annotations
@@ -165,33 +166,36 @@ def compose(elements: list[Element]) -> Trajectory:
     return Trajectory(raw=raw, waypoints=waypoints, segments=segments)
 
 
-def forwards(traj: Trajectory, t: Target) -> F64:
-    """Unit camera forward per waypoint: velocity direction or towards the landmark."""
+def camera_angles(traj: Trajectory, t: Target) -> tuple[F64, F64]:
+    """Camera yaw (unwrapped) and pitch in degrees per path point: the velocity direction or
+    towards the landmark, averaged over ``FORWARD_WINDOW`` points in angle, so a camera-mode
+    switch turns the camera over that stretch of path (averaging unit vectors instead would
+    flip a 180° switch in one step, where the averaged vector passes near zero)."""
     wp = traj.waypoints
-    vel = np.gradient(wp, axis=0) if len(wp) > 1 else np.zeros_like(wp)
-    out = np.zeros_like(wp)
-    heading = math.atan2(t.center[1] - wp[0, 1], t.center[0] - wp[0, 0])
+    n = len(wp)
+    vel = np.gradient(wp, axis=0) if n > 1 else np.zeros_like(wp)
+    track = np.zeros(n, dtype=bool)
+    gaze = np.zeros(n)
     for seg in traj.segments:
-        gaze = math.radians(float(seg.params.get("gaze_pitch_deg", 0.0)))
-        for i in range(seg.start, seg.end + 1):
-            if seg.camera_mode == "landmark_track":
-                f = t.c - wp[i]
-                f = f / max(float(np.linalg.norm(f)), 1e-9)
-                f = f + np.array([0.0, 0.0, math.sin(gaze) * 0.25])
-            else:
-                # hovering or climbing straight up keeps the last heading
-                if math.hypot(vel[i, 0], vel[i, 1]) > 1e-3:
-                    heading = math.atan2(vel[i, 1], vel[i, 0])
-                f = np.array(
-                    [math.cos(gaze) * math.cos(heading), math.cos(gaze) * math.sin(heading), math.sin(gaze)]
-                )
-            out[i] = f / max(float(np.linalg.norm(f)), 1e-9)
-            if math.hypot(out[i, 0], out[i, 1]) > 1e-3:
-                heading = math.atan2(out[i, 1], out[i, 0])
-    smooth = moving_average(out, FORWARD_WINDOW)
-    norms = np.linalg.norm(smooth, axis=1, keepdims=True)
-    result: F64 = smooth / np.maximum(norms, 1e-9)
-    return result
+        track[seg.start : seg.end + 1] = seg.camera_mode == "landmark_track"
+        gaze[seg.start : seg.end + 1] = math.radians(float(seg.params.get("gaze_pitch_deg", 0.0)))
+    to_target = t.c - wp
+    to_target /= np.maximum(np.linalg.norm(to_target, axis=1, keepdims=True), 1e-9)
+    to_target[:, 2] += np.sin(gaze) * 0.25
+    # look_forward flies the camera along the horizontal velocity; hovering or climbing straight
+    # up keeps the last heading the camera had (a tracked landmark's bearing included)
+    own = np.where(track[:, None], to_target, vel)
+    moving = np.hypot(own[:, 0], own[:, 1]) > 1e-3
+    last = np.maximum.accumulate(np.where(moving, np.arange(n), -1))
+    start = math.atan2(t.center[1] - wp[0, 1], t.center[0] - wp[0, 0])
+    heading = np.where(last >= 0, np.arctan2(own[np.maximum(last, 0), 1], own[np.maximum(last, 0), 0]), start)
+    ahead = np.stack([np.cos(gaze) * np.cos(heading), np.cos(gaze) * np.sin(heading), np.sin(gaze)], axis=1)
+    out = np.where(track[:, None], to_target, ahead)
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+    yaw, pitch = yaw_pitch(out)
+    yaw = np.degrees(np.unwrap(np.radians(yaw)))
+    angles = moving_average(np.stack([yaw, pitch], axis=1), FORWARD_WINDOW)
+    return angles[:, 0], angles[:, 1]
 
 
 def yaw_pitch(fwd: F64) -> tuple[F64, F64]:

@@ -20,18 +20,17 @@ from skyqa.contracts.missions import (
     RepairStats,
     SetInstance,
 )
+from skyqa.kinematics import LIMITS
 from skyqa.vocab.behaviors import Library, behavior_id, behavior_label
 
-from services.mission_planner import kinematics
 from services.mission_planner.compose import (
     BASE_HZ,
     POSE_HZ,
     SAMPLES_PER_SEGMENT,
-    forwards,
     frame_sources,
     path_length,
-    yaw_pitch,
 )
+from services.mission_planner.kinematics import Flown
 from services.mission_planner.planner import Planned, self_difficulty
 from services.mission_planner.shapes import Target
 
@@ -69,19 +68,30 @@ def _r(v: F64) -> list[float]:
 def describe(
     lib: Library,
     planned: Planned,
+    flown: Flown,
     vi: ValidInstance,
     scene_id: str,
     traj_id: str,
     kind: str,
 ) -> tuple[ComposedSegments, ConstraintReport]:
+    """The mission as ``flown`` (timed within the kinematic limits): segment waypoint ranges,
+    duration and the kinematic check are the flight's."""
     t = target_of(vi, lib.safety_distance_m)
     traj = planned.trajectory
+    wp = flown.waypoints
     landmark = vi.instance_id
     desc = vi.landmark_description or vi.class_name
     category = vi.landmark_category or vi.class_name
     elements, segments = [], []
-    for i, (el, seg, adapt, lift) in enumerate(
-        zip(planned.elements, traj.segments, planned.adaptations, planned.segment_lifts, strict=True)
+    for i, (el, seg, (first, last), adapt, lift) in enumerate(
+        zip(
+            planned.elements,
+            traj.segments,
+            flown.segments,
+            planned.adaptations,
+            planned.segment_lifts,
+            strict=True,
+        )
     ):
         spec = lib.elements[seg.element]
         ei_id = f"ei_{i:02d}_{seg.element}"
@@ -114,12 +124,12 @@ def describe(
                 element_display_name=label,
                 target_instance_id=landmark,
                 params=params,
-                start=_r(traj.waypoints[seg.start]),
-                end=_r(traj.waypoints[seg.end]),
-                num_points=seg.end - seg.start + 1,
+                start=_r(wp[first]),
+                end=_r(wp[last]),
+                num_points=last - first + 1,
                 shared_start_with_previous=i > 0,
-                waypoint_start_idx=seg.start,
-                waypoint_end_idx=seg.end,
+                waypoint_start_idx=first,
+                waypoint_end_idx=last,
                 projected_start=el.bridged,
                 project_distance_m=seg.project_distance_m,
                 repair=RepairStats(
@@ -136,18 +146,18 @@ def describe(
                 target_description=desc,
             )
         )
-    n_frames = len(frame_sources(len(traj.waypoints)))
+    n_frames = len(frame_sources(len(wp)))
     score, band = self_difficulty(n_frames / BASE_HZ, 1, len(segments))
     summary = MissionSummary(
         segment_count=len(segments),
         raw_points=len(traj.raw),
-        waypoints=len(traj.waypoints),
+        waypoints=len(wp),
         fps=float(BASE_HZ),
         source_pose_fps=float(POSE_HZ),
         base_pose_fps=float(BASE_HZ),
         samples_per_segment=SAMPLES_PER_SEGMENT,
-        duration_sec=round(traj.duration_s, 3),
-        path_length_m=round(path_length(traj.waypoints), 3),
+        duration_sec=round(flown.duration_s, 3),
+        path_length_m=round(path_length(wp), 3),
     )
     identity = {
         "scene_id": scene_id,
@@ -190,10 +200,10 @@ def describe(
         landmark_center_3d=list(t.center),
         landmark_bbox_3d=_bbox7(t),
         event_count=len(segments),
-        flight_description=flight_description(segments, traj.duration_s, desc),
-        limits={**kinematics.LIMITS, "safety_distance": lib.safety_distance_m},
+        flight_description=flight_description(segments, flown.duration_s, desc),
+        limits={**LIMITS.as_dict(), "safety_distance": lib.safety_distance_m},
         checks=Checks(
-            kinematics=kinematics.check(traj.waypoints, yaw_pitch(forwards(traj, t))[0], POSE_HZ),
+            kinematics=flown.check,
             collision=CollisionCheck(
                 collision_free=chk.collision_free,
                 min_distance=chk.min_distance_m,
@@ -209,8 +219,12 @@ def describe(
                 max_lift_m=planned.repair.max_lift_m,
             ),
         ),
-        acceptance={"attempts": planned.attempt + 1.0, "collision_free": float(chk.collision_free)},
-        accepted=planned.accepted,
+        acceptance={
+            "attempts": planned.attempt + 1.0,
+            "collision_free": float(chk.collision_free),
+            "within_kinematic_limits": float(bool(flown.check.within_limits)),
+        },
+        accepted=planned.accepted and bool(flown.check.within_limits),
         files={
             "waypoints": keys.WAYPOINTS,
             "forwards": keys.FORWARDS,

@@ -45,6 +45,7 @@ from services.mission_planner.camera_plan import CountBalance
 from services.mission_planner.config import MissionConfig
 from services.mission_planner.describe import describe, mission_id, target_of
 from services.mission_planner.final_task import build_final_task, write_final_task
+from services.mission_planner.kinematics import beyond_limits, fly
 from services.mission_planner.plan_files import spread_order, video_job, write_plan
 from services.mission_planner.planner import plan_mission
 from services.mission_planner.safety import ObstacleMap
@@ -139,23 +140,31 @@ def plan_run(
             )
             if planned.accepted:
                 counts.choose(planned.trajectory, t, vi.instance_id, kind, lens, cfg.video_fps)
-            composed, report = describe(lib, planned, vi, scene_id, traj_id, kind)
-            fwd = write_plan(store, run_id, planned, composed, report, t)
-            if not planned.accepted:
+            # the flight as timed within the kinematic limits: what is written, rendered, checked
+            flown = fly(planned.trajectory, t)
+            clear = obstacles.check(flown.waypoints)
+            if planned.accepted and not clear.collision_free:
+                # timing smooths the flown path by centimetres: it is checked as flown
+                planned.accepted = False
+                planned.reason = (
+                    f"{clear.violation_count} timed waypoints within {obstacles.safety} m of obstacles"
+                )
+            composed, report = describe(lib, planned, flown, vi, scene_id, traj_id, kind)
+            write_plan(store, run_id, planned, flown, composed, report)
+            if not report.accepted:
                 rejected.append(
                     RejectedMission(
                         traj_id=traj_id,
                         instance_id=vi.instance_id,
                         set_name=set_name,
                         attempts=planned.attempt + 1,
-                        reason=planned.reason,
+                        reason=planned.reason or beyond_limits(flown.check),
                     )
                 )
                 continue
             missions.append(traj_id)
             backend = scan.backend or "builtin"
-            wp = planned.trajectory.waypoints
-            job = video_job(run_id, scene_id, backend, composed, wp, fwd, t, cfg, archive, REQUESTER)
+            job = video_job(run_id, scene_id, backend, composed, flown, t, cfg, archive, REQUESTER)
             # the video's render request, kept so `skyqa refresh --videos` can render it again
             request = to_json(job, indent=1)
             store.put(keys.mission_file(run_id, traj_id, keys.RENDER_REQUEST), request, "application/json")

@@ -8,6 +8,12 @@ comes back down if the rest of the way is clear there. It stops ``standoff_m`` o
 landmark's footprint; the last leg then matches the goal's part (a facade: the box's mid
 height; a rooftop: over the roof's centre, camera down) and hovers. Every sample along the
 path is checked again at the end; a start that cannot be flown is re-drawn with the next seed.
+
+Moves are timed within the kinematic limits (:data:`skyqa.kinematics.LIMITS`): a translation
+starts and ends at rest, speeding up and braking at ``accel_mps2`` (below ``a_max``) to its
+cruise speed, so a move's frames ramp instead of jumping from a hover to 8 m/s in one frame;
+turns and camera tilts run at their rates, which are within the yaw and gimbal limits. The
+frames are measured against the limits, and a flight that breaks one is not planned.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from skyqa.contracts.navigation import (
     NavState,
     Reason,
 )
+from skyqa.kinematics import LIMITS, measure, min_seconds, trapezoid_s
 
 from services.mission_planner.safety import ObstacleMap
 from services.mission_planner.shapes import Target
@@ -35,6 +42,7 @@ from services.mission_planner.shapes import Target
 F64 = NDArray[np.float64]
 SEED_STRIDE = 1009
 MIN_LEG_M = 5.0
+TRANSLATIONS = frozenset({"fly_forward", "ascend", "descend"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,8 @@ class NavConfig:
     vertical_mps: float = 3.0
     yaw_dps: float = 45.0
     camera_dps: float = 30.0
+    # speeding up and braking, below a_max: the frames sample the ramp, a margin covers it
+    accel_mps2: float = 0.9 * LIMITS.a_max
     hover_s: float = 1.0
     standoff_m: float = 12.0  # kept from a landmark's footprint on arrival
     roof_clearance_m: float = 8.0  # above a rooftop goal
@@ -64,6 +74,7 @@ class NavConfig:
             "vertical_mps": self.vertical_mps,
             "yaw_dps": self.yaw_dps,
             "camera_dps": self.camera_dps,
+            "accel_mps2": self.accel_mps2,
         }
 
 
@@ -151,10 +162,14 @@ class Flight:
         self._add("hover", seconds, "arrive", leg, toward, self.state, self.pos[None])
 
     def seconds(self, move: _Move) -> float:
+        """A move's time: translations from rest to rest at the cruise speed and ``accel_mps2``,
+        rotations at their rate."""
         c = self.cfg
         rate = {"fly_forward": c.forward_mps, "ascend": c.vertical_mps, "descend": c.vertical_mps,
                 "turn_left": c.yaw_dps, "turn_right": c.yaw_dps, "rotate_camera_up": c.camera_dps,
                 "rotate_camera_down": c.camera_dps, "hover": 1.0}[move.action]  # fmt: skip
+        if move.action in TRANSLATIONS:
+            return min_seconds(move.amount, rate, c.accel_mps2)
         return move.amount / rate
 
 
@@ -347,7 +362,8 @@ def timeline(f: Flight, fps: float) -> tuple[list[NavSegment], list[NavState], f
     poses: list[NavState] = []
     frame = 0
     for i, m in enumerate(f.moves):
-        n = max(1, round(f.seconds(m) * fps))
+        # whole frames, never fewer than the move needs (a longer move is only gentler)
+        n = max(1, math.ceil(f.seconds(m) * fps - 1e-9))
         segments.append(
             NavSegment(
                 index=i,
@@ -363,7 +379,12 @@ def timeline(f: Flight, fps: float) -> tuple[list[NavSegment], list[NavState], f
                 blocked_by=m.blocked_by,
             )
         )
-        poses += [_between(m.start, m.end, k / n) for k in range(n)]
+        if m.action in TRANSLATIONS:
+            rate = f.cfg.forward_mps if m.action == "fly_forward" else f.cfg.vertical_mps
+            share = trapezoid_s(m.amount, rate, f.cfg.accel_mps2, n)
+        else:
+            share = np.linspace(0.0, 1.0, n + 1)
+        poses += [_between(m.start, m.end, float(share[k])) for k in range(n)]
         frame += n
     if segments:
         segments[-1].end_frame = frame  # the end state's frame
@@ -451,6 +472,15 @@ def plan_navigation(
             reason = f"{check.violation_count} path samples within {obstacles.safety} m of obstacles"
             continue
         segments, poses, duration = timeline(f, fps)
+        kin = measure(
+            np.array([[s.x, s.y, s.z] for s in poses]),
+            np.array([s.yaw_deg for s in poses]),
+            np.array([s.camera_pitch_deg for s in poses]),
+            fps,
+        )
+        if not kin.within_limits:
+            reason = f"the flight breaks the kinematic limits {', '.join(kin.exceeded)}"
+            continue
         plan = NavigationPlan(
             scene_id=scene_id,
             traj_id=traj_id,
@@ -465,7 +495,12 @@ def plan_navigation(
             frame_count=len(poses),
             duration_sec=round(duration, 4),
             speeds=cfg.speeds,
-            check=NavCheck(collision_free=True, min_distance_m=check.min_distance_m, samples=len(points)),
+            check=NavCheck(
+                collision_free=True,
+                min_distance_m=check.min_distance_m,
+                samples=len(points),
+                kinematics=kin,
+            ),
             seed=seed + k * SEED_STRIDE,
             attempt=k,
             poses=poses,

@@ -17,13 +17,9 @@ from skyqa.contracts.missions import (
 )
 from skyqa.v1 import common_pb2, render_pb2
 
-from services.mission_planner.compose import (
-    POSE_HZ,
-    forwards,
-    frame_sources,
-    yaw_pitch,
-)
+from services.mission_planner.compose import POSE_HZ, frame_sources
 from services.mission_planner.config import MissionConfig
+from services.mission_planner.kinematics import Flown
 from services.mission_planner.planner import Planned
 from services.mission_planner.shapes import Target
 
@@ -40,25 +36,22 @@ def write_plan(
     store: BlobStore,
     run_id: str,
     planned: Planned,
+    flown: Flown,
     composed: ComposedSegments,
     report: ConstraintReport,
-    t: Target,
-) -> F64:
-    """Write the mission files; returns the camera forwards."""
+) -> None:
+    """Write the mission files: the flown waypoints and camera (timed within the kinematic
+    limits) and the composed path before smoothing and timing."""
     root = keys.mission_root(run_id, composed.traj_id)
-    traj = planned.trajectory
-    fwd = forwards(traj, t)
-    yaw, pitch = yaw_pitch(fwd)
-    store.put(f"{root}/{keys.WAYPOINTS}", _npy(traj.waypoints))
-    store.put(f"{root}/{keys.FORWARDS}", _npy(fwd))
-    store.put(f"{root}/{keys.RAW_PATH}", _npy(traj.raw))
+    store.put(f"{root}/{keys.WAYPOINTS}", _npy(flown.waypoints))
+    store.put(f"{root}/{keys.FORWARDS}", _npy(flown.forwards()))
+    store.put(f"{root}/{keys.RAW_PATH}", _npy(planned.trajectory.raw))
     lines = ["frame,t,x,y,z,yaw,pitch,roll"]
-    for i, (p, y, pt) in enumerate(zip(traj.waypoints, yaw, pitch, strict=True)):
+    for i, (p, y, pt) in enumerate(zip(flown.waypoints, flown.yaw, flown.pitch, strict=True)):
         lines.append(f"{i},{i / POSE_HZ:.4f},{p[0]:.4f},{p[1]:.4f},{p[2]:.4f},{y:.4f},{pt:.4f},0.0000")
     store.put(f"{root}/{keys.POSES}", ("\n".join(lines) + "\n").encode(), "text/csv")
     store.put(f"{root}/{keys.COMPOSED_SEGMENTS}", dump_json(composed), "application/json")
     store.put(f"{root}/{keys.CONSTRAINT_REPORT}", dump_json(report), "application/json")
-    return fwd
 
 
 def video_job(
@@ -66,14 +59,13 @@ def video_job(
     scene_id: str,
     backend: str,
     composed: ComposedSegments,
-    waypoints: F64,
-    fwd: F64,
+    flown: Flown,
     t: Target,
     cfg: MissionConfig,
     archive: bool,
     requester: str,
 ) -> render_pb2.VideoJob:
-    yaw, pitch = yaw_pitch(fwd)
+    waypoints, yaw, pitch = flown.waypoints, flown.yaw, flown.pitch
     job = render_pb2.VideoJob(
         run_id=run_id,
         job_id=composed.traj_id,

@@ -13,6 +13,8 @@ never routed to ``random_walk/`` for a collision. The AirSim backend moves no ca
 renderer refuses action programs there), and its geometry is not readable here: roots and
 paths keep ``MAP_MARGIN_M`` beyond the capsule from the fused cloud, as before, which has
 holes. Random walks are drawn without checking their path, as the kind of path that split holds.
+Every plan's frames are measured against the kinematic limits (``skyqa.kinematics``; each
+action eases from rest to rest over enough frames) and a trajectory that breaks one is rejected.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import numpy as np
 from numpy.typing import NDArray
 from skyqa import keys, scan as scan_rules
 from skyqa.actions import Built, Clearance, Kinematics, NoConstruction, Root, build
+from skyqa.actions.motion import camera_pose, execute
 from skyqa.actions.roots import grid_roots, path_clear, runs_clear
 from skyqa.blob import BlobStore
 from skyqa.contracts import dump_json, load_json
+from skyqa.contracts.kinematics import KinematicsCheck
 from skyqa.contracts.rsv import (
     RANDOM_WALK,
     SPLITS,
@@ -35,6 +39,7 @@ from skyqa.contracts.rsv import (
     TrajectoryIndexRow,
     TrajectoryPlan,
 )
+from skyqa.kinematics import measure
 from skyqa.protojson import to_json
 from skyqa.v1 import common_pb2, render_pb2, scan_pb2
 
@@ -214,9 +219,22 @@ def plan_trajectories(
             continue
         video = Video(rs.width, rs.height, rs.fov_deg, rs.fps, rs.crf)
         made = plans_for(built, split, traj_id_of(scene_id, split, k), number, seed, root, kin, video)
+        for plan in made:
+            plan.kinematics = flight_check(kin, plan.actions, root, rs.fps)
+        broken = [p.kinematics for p in made if p.kinematics and not p.kinematics.within_limits]
+        if broken:
+            rejected[traj_id] = f"its frames break the kinematic limits {', '.join(broken[0].exceeded)}"
+            continue
         plans += made
         number += len(made)
     return plans, rejected
+
+
+def flight_check(kin: Kinematics, actions: list[str], root: Root, fps: float) -> KinematicsCheck:
+    """The camera's frames, moved through nothing, measured against the kinematic limits."""
+    frames = execute(kin, actions, root, None).frames
+    cams = np.array([camera_pose(f, kin.capsule) for f in frames])
+    return measure(cams[:, :3], cams[:, 3], cams[:, 4], fps)
 
 
 def _place(

@@ -41,6 +41,7 @@ from skyqa.errors import InvalidInput
 from skyqa.families import FAMILIES, RELEASED, release_files
 from skyqa.families.held import held_landmarks
 from skyqa.geometry import visibility as vis
+from skyqa.kinematics import LIMITS, measure
 from skyqa.runtime import Service, Settings
 from skyqa.settings import QASettings
 from skyqa.sim import BuiltinSimulator, CameraSpec, Intrinsics, Pose, load_scene, project
@@ -133,6 +134,12 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
         manifest = load_json(FramesManifest, s3_store.get(f"{root}/final_task/frames_manifest.json"))
         fmap = load_json(FrameIndexMap, s3_store.get(f"{root}/final_task/frame_index_map.json"))
         assert report.accepted and report.checks.collision.collision_free
+        # the flight keeps the limits the report states, measured again from poses.csv
+        assert report.limits == {**LIMITS.as_dict(), "safety_distance": 2.0}
+        poses = pd.read_csv(io.BytesIO(s3_store.get(f"{root}/poses.csv")))
+        xyz_poses = poses[["x", "y", "z"]].to_numpy(dtype=np.float64)
+        kin = measure(xyz_poses, poses["yaw"].to_numpy(), poses["pitch"].to_numpy(), 40.0)
+        assert kin.within_limits and report.checks.kinematics.within_limits, (row.traj_id, kin)
 
         # ffprobe-level facts of the MP4; frame count matches the mission's duration
         path = tmp_path / f"{row.traj_id}.mp4"
@@ -263,6 +270,7 @@ def check_navigation(
         path = tmp_path / f"{row.traj_id}.mp4"
         path.write_bytes(store.get(row.video))
         assert probe(str(path)).frames == task.frame_count == len(task.poses) == task.video.frame_count
+        assert task.check.kinematics is not None and task.check.kinematics.within_limits
         segs = task.segments
         assert segs[0].start_frame == 0 and segs[-1].end_frame == task.frame_count - 1
         assert all(b.start_frame == a.end_frame + 1 for a, b in itertools.pairwise(segs))

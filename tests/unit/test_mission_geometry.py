@@ -14,8 +14,8 @@ from services.mission_planner.compose import (
     Element,
     Trajectory,
     build_shapes,
+    camera_angles,
     compose,
-    forwards,
     frame_sources,
     path_length,
     yaw_pitch,
@@ -184,13 +184,14 @@ def test_speed_sets_duration_and_segments_tile_the_waypoints() -> None:
 
 def test_landmark_track_camera_looks_at_the_landmark() -> None:
     _lib, _els, traj = composed("atomic_circular_orbit")
-    fwd = forwards(traj, T)
+    yaw, pitch = (np.radians(a) for a in camera_angles(traj, T))
+    fwd = np.stack([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)], axis=1)
     to_target = T.c - traj.waypoints
     to_target /= np.linalg.norm(to_target, axis=1, keepdims=True)
     cos = np.einsum("ij,ij->i", fwd, to_target)
     assert np.median(cos) > 0.97
-    yaw, pitch = yaw_pitch(fwd)
-    assert np.all(np.isfinite(yaw)) and np.all(pitch < 0)
+    yaw_deg, pitch_deg = yaw_pitch(fwd)
+    assert np.all(np.isfinite(yaw_deg)) and np.all(pitch_deg < 0)
 
 
 def wall_cloud() -> tuple[np.ndarray, ObstacleMap]:
@@ -294,7 +295,7 @@ def test_camera_plan_spreads_the_visible_count_of_one_mission_kind() -> None:
 
 
 def test_the_kinematic_check_measures_what_the_report_states() -> None:
-    from services.mission_planner import kinematics
+    from skyqa.kinematics import LIMITS, measure
 
     hz = 40.0
     t = np.arange(81) / hz
@@ -302,13 +303,19 @@ def test_the_kinematic_check_measures_what_the_report_states() -> None:
     x = np.where(t <= 1.0, 6.0 * t, 6.0 + 6.0 * (t - 1.0) - 6.0 * (t - 1.0) ** 2)
     path = np.column_stack([x, np.zeros_like(x), np.full_like(x, 30.0)])
     yaw = np.where(t < 1.5, 0.0, 90.0)
-    got = kinematics.check(path, yaw, hz)
+    pitch = np.where(t < 0.5, 0.0, -30.0)
+    got = measure(path, yaw, pitch, hz)
     assert got.checked
     assert got.max_speed_mps == pytest.approx(6.0, abs=0.2)
     assert got.max_accel_mps2 == pytest.approx(12.0, abs=0.5)
     assert got.max_yaw_rate_dps == pytest.approx(90.0 * hz)
-    assert got.exceeded == ["a_max", "yaw_rate_max"] and not got.within_limits
+    assert got.max_camera_pitch_rate_dps == pytest.approx(30.0 * hz)
+    assert got.exceeded == ["a_max", "yaw_rate_max", "camera_yaw_rate_max", "camera_pitch_rate_max"]
+    assert not got.within_limits
     # yaw wraps: 179° to -179° is a 2° turn (80 °/s), and cruising at 6 m/s keeps every limit
-    calm = kinematics.check(path[:20], np.array([179.0, -179.0] * 10), hz)
+    calm = measure(path[:20], np.array([179.0, -179.0] * 10), np.zeros(20), hz)
     assert calm.max_yaw_rate_dps == pytest.approx(2.0 * hz)
     assert calm.exceeded == [] and calm.within_limits
+    # a limit is a limit: just above it breaks it
+    fast = np.column_stack([np.arange(10) * (LIMITS.v_max * 1.01 / hz), np.zeros(10), np.zeros(10)])
+    assert measure(fast, np.zeros(10), np.zeros(10), hz).exceeded == ["v_max"]

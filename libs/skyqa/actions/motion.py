@@ -2,7 +2,8 @@
 
 A translation is swept in steps of at most ``SWEEP_STEP_M``; the first sample whose capsule comes
 closer to a surface than its radius stops the move at the previous sample (the collision and the
-distance it fell short are recorded). A look beyond the pitch limit does not happen and counts as
+distance it fell short are recorded). Each action's frames ease from rest to rest
+(:meth:`ActionSpace.step_shares`). A look beyond the pitch limit does not happen and counts as
 blocked. The body then goes on from where it really is, so the expected pose of every step is the
 actual start plus the action, as Reasoning-Structured Videos records it.
 """
@@ -88,6 +89,7 @@ def execute(
     steps: list[StepRecord] = []
     frames: list[Vec5] = []
     f = space.frames_per_action
+    shares = space.step_shares()
     for i, action in enumerate(actions):
         start = kin.body(state, root)
         start_v = _vec((start[0] + off[0], start[1] + off[1], start[2], start[3], start[4]))
@@ -128,8 +130,7 @@ def execute(
             )
         )
         dyaw = _turn(start_v[3], actual_v[3])
-        for j in range(f):
-            t = j / (f - 1)
+        for j, t in enumerate(shares):
             if j == f - 1:
                 frames.append(actual_v)
             elif j == 0:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from pydantic import Field, model_validator
 
 from skyqa.contracts.base import Contract
+from skyqa.kinematics import LIMITS, PLANNED_ACCEL, trapezoid_s
 
 # the card's order: ``action_id`` is the index here
 ACTIONS: tuple[str, ...] = (
@@ -53,6 +54,12 @@ INVERSE = {
 SNAP_DECIMALS = 6  # positions on a micrometre grid
 
 
+@lru_cache(maxsize=64)
+def _shares(translation_m: float, frames: int) -> tuple[float, ...]:
+    s = trapezoid_s(translation_m, LIMITS.v_max, PLANNED_ACCEL, frames - 1)
+    return tuple(float(v) for v in s)
+
+
 class ActionSpace(Contract):
     """Step sizes and the video each action becomes."""
 
@@ -81,6 +88,14 @@ class ActionSpace(Contract):
     @property
     def frames(self) -> int:
         return self.actions * self.frames_per_action
+
+    def step_shares(self) -> tuple[float, ...]:
+        """How far through its action each of an action's frames is. An action starts and
+        stops at rest (a real body cannot turn 1 m/s forward into 1 m/s backward between two
+        frames): the frames follow a rest-to-rest move at the planned acceleration
+        (:func:`skyqa.kinematics.trapezoid_s`), symmetric, so a step and its inverse pass the
+        same poses in reverse and identities hold on every frame."""
+        return _shares(self.translation_m, self.frames_per_action)
 
     def end_frame(self, step: int) -> int:
         """The frame showing the state after action ``step`` (each action's frames run from its

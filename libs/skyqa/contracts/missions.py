@@ -13,12 +13,13 @@ them side by side.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from skyqa.contracts.aircop import GroupIndexRow, RejectedGroup
 from skyqa.contracts.base import Contract
+from skyqa.contracts.kinematics import KinematicsCheck as KinematicsCheck
 from skyqa.contracts.navigation import RejectedNavigation
 from skyqa.contracts.rsv import RejectedTrajectory, TrajectoryIndexRow
 from skyqa.contracts.ultra import RejectedSurvey, SurveyIndexRow
@@ -155,27 +156,6 @@ class RepairReport(Contract):
     lifted_points: int
     lifted_fraction: float
     max_lift_m: float
-
-
-class KinematicsCheck(Contract):
-    """Peaks of the flown path against ``limits`` (``exceeded`` names the limits it breaks).
-
-    Reports written before the check existed say only ``{"checked": "false"}`` (UAV-DualCog's
-    form); they still load, with nothing measured."""
-
-    checked: bool
-    max_speed_mps: float | None = None
-    max_accel_mps2: float | None = None
-    max_yaw_rate_dps: float | None = None
-    within_limits: bool | None = None
-    exceeded: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _unchecked(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("checked") == "false":
-            return {**data, "checked": False}
-        return data
 
 
 class Checks(Contract):

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field
 
 from skyqa.contracts.base import Contract
+from skyqa.contracts.kinematics import KinematicsCheck
 
 Action = Literal[
     "fly_forward",
@@ -96,6 +97,8 @@ class NavCheck(Contract):
     collision_free: bool
     min_distance_m: float
     samples: int  # points checked along the path
+    # the frames measured against the limits they keep (absent in plans made before the check)
+    kinematics: KinematicsCheck | None = None
 
 
 class NavigationPlan(Contract):

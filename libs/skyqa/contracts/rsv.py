@@ -13,6 +13,7 @@ from pydantic import Field, NonNegativeInt
 
 from skyqa.actions.space import ActionSpace, Capsule
 from skyqa.contracts.base import Contract
+from skyqa.contracts.kinematics import KinematicsCheck
 
 Vec5 = tuple[float, float, float, float, float]  # capsule centre x, y, z (m, ENU), yaw, pitch (deg)
 
@@ -64,6 +65,8 @@ class TrajectoryPlan(Contract):
     fov_deg: float
     fps: float
     crf: int
+    # the frames measured against the kinematic limits (absent in plans made before the check)
+    kinematics: KinematicsCheck | None = None
 
 
 class StepRecord(Contract):

@@ -91,9 +91,7 @@ class ReasoningVideos:
                 frames |= {
                     (True, f): data for (_, f), data in _kept(store, run, plan.partner, partner).items()
                 }
-            checked[traj_id] = validate(
-                record, partner, plan.identities, plan.space.frames_per_action, frames
-            )
+            checked[traj_id] = validate(record, partner, plan.identities, plan.space, frames)
         for traj_id, plan in plans.items():
             layers = checked.get(traj_id)
             record = records[traj_id]

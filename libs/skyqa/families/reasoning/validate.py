@@ -13,21 +13,24 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
+from skyqa.actions.space import ActionSpace
 from skyqa.contracts.rsv import Execution, IdentityPair, StepRecord, Vec5
 
 POSE_TOLERANCE_M = 0.01
 ANGLE_TOLERANCE_DEG = 1e-6
 
 
-def frame_body(steps: list[StepRecord], frames_per_action: int, frame: int) -> Vec5:
-    """The body pose of ``frame``: each action's frames run from its start to its actual end."""
+def frame_body(steps: list[StepRecord], space: ActionSpace, frame: int) -> Vec5:
+    """The body pose of ``frame``: each action's frames run from its start to its actual end,
+    eased from rest to rest as the renderer moves it (:meth:`ActionSpace.step_shares`)."""
+    frames_per_action = space.frames_per_action
     k, j = divmod(frame, frames_per_action)
     s = steps[k]
     if j == frames_per_action - 1:
         return s.actual_end
     if j == 0:
         return s.start
-    t = j / (frames_per_action - 1)
+    t = space.step_shares()[j]
     a, b = np.array(s.start), np.array(s.actual_end)
     turn = (b[3] - a[3] + 180.0) % 360.0 - 180.0
     out = a + t * (b - a)
@@ -65,7 +68,7 @@ def validate(
     record: Execution,
     partner: Execution | None,
     identities: list[IdentityPair],
-    frames_per_action: int,
+    space: ActionSpace,
     frames: dict[tuple[bool, int], bytes],
 ) -> Layers:
     """Both layers; ``frames`` holds the kept PNGs by (partner's, frame)."""
@@ -92,8 +95,8 @@ def validate(
         if other is None:
             problems.append("the paired trajectory was not rendered")
             break
-        a = frame_body(record.steps, frames_per_action, pair.first)
-        b = frame_body(other.steps, frames_per_action, pair.second)
+        a = frame_body(record.steps, space, pair.first)
+        b = frame_body(other.steps, space, pair.second)
         dist, angle = pose_gap(a, b)
         ident = max(ident, dist)
         if dist > pair.tolerance_m + POSE_TOLERANCE_M or angle > ANGLE_TOLERANCE_DEG:
