@@ -6,7 +6,9 @@ to draw its options. The family picks one candidate per group and type and draws
 so that the option set says nothing about which member is the gold (:mod:`..options`). Every
 row has the source's four options A-D; a candidate that cannot offer four is not asked:
 
-- counts: a window of four consecutive values from 1 up with the gold at a uniformly drawn rank;
+- counts: a window of four consecutive values within the release's range of golds for the type
+  (:func:`count_range`), the gold at a uniformly drawn rank; each value of the range asked
+  about equally often in the release (``family.choose``), so no rank is the likeliest;
 - UAVs: drawn from the group's UAVs (the asking one excepted), whichever is the gold; a group
   with too few UAVs is not asked (AirCopBench pads with "None" and "a ground-based sensor");
 - sides (grounding, matching): all four, every time;
@@ -16,8 +18,11 @@ row has the source's four options A-D; a candidate that cannot offer four is not
 
 What a view shows is asked about as a whole (counts, kinds, the view with most vehicles, the
 dominant feature): every instance its segmentation shows, never only the objects near a
-centre the model is not shown (:func:`.facts.counted`). Objects are named by colour and class
-where the name picks out one object in every view (:func:`.facts.unique_names`).
+centre the model is not shown (:func:`.facts.counted`); or, for counts and the view with most
+vehicles, inside a red box drawn on the view the model is shown and named in the question
+(:func:`regions`), where no instance a person might or might not count lies near the box's
+line or inside it. Objects are named by colour and class where the name picks out one object
+in every view (:func:`.facts.unique_names`).
 
 Option texts of one type share one form ("it is ..., so no" for every usability option, "on
 its left" / "above it" for every side), and no question repeats an option's words. A drawn set
