@@ -683,6 +683,12 @@ def test_a_region_holds_only_vehicles_a_person_counts_for_sure() -> None:
     g.views[0] = F.ViewContents(g.views[0].instances + (tiny,), g.views[0].shares)
     assert region_count(g, 0, COUNTED["cars"], True, grid).tolist() == [-1, -1, -1]
     assert region_count(g, 0, COUNTED["vehicles"], False, grid).tolist() == [-1, -1, 3]
+    # a shipping container, a truck's box without a cab from above, is no count's to settle
+    box = F.Instance(
+        52, "shipping_container", "industrial_infrastructure", 900, False, 0.0, (0.4, 0.3, 0.45, 0.4)
+    )
+    g.views[0] = F.ViewContents(g.views[0].instances + (box,), g.views[0].shares)
+    assert region_count(g, 0, COUNTED["vehicles"], False, grid).tolist() == [-1, -1, -1]
 
 
 def test_recognition_is_not_answered_blind(release: Release) -> None:

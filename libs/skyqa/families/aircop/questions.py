@@ -238,8 +238,9 @@ def _whole(
     g: Group, u: int, keep: Callable[[Instance], bool]
 ) -> tuple[list[Instance], list[Instance]] | None:
     """The instances ``keep`` selects in view ``u`` that a person counts for certain, and those
-    a person might or might not count (:func:`.facts.counted`); None when an instance of a class
-    the vocabulary does not name might be one of them (it cannot be told either way)."""
+    a person might or might not count (:func:`.facts.counted`, and any :data:`LOOKALIKE`); None
+    when an instance of a class the vocabulary does not name might be one of them (it cannot be
+    told either way)."""
     view, q = g.views[u], g.q[u]
     sure: list[Instance] = []
     perhaps: list[Instance] = []
@@ -251,7 +252,14 @@ def _whole(
             return None
         if keep(i):
             (sure if verdict else perhaps).append(i)
+        elif i.class_name in LOOKALIKE:
+            perhaps.append(i)
     return sure, perhaps
+
+
+# classes a person counting vehicles from above could take for one: a shipping container is a
+# truck's box without a cab (the counts here are all of vehicles)
+LOOKALIKE = frozenset({"shipping_container"})
 
 
 def _vehicle(i: Instance) -> bool:
@@ -397,10 +405,10 @@ def region_count(
 ) -> NDArray[np.int64]:
     """How many instances ``keep`` selects each region (normalized xyxy rows of ``boxes``) of
     view ``u`` holds, or -1 where a person could count it otherwise: an instance a person might
-    or might not count (:func:`.facts.counted`), of a class the vocabulary does not name, or
-    (``kind``: a count of cars, trucks or buses) a vehicle too small to tell its kind, within
-    ``REGION_GAP`` of the region's line; or one it counts that is not inside the region by that
-    gap."""
+    or might not count (:func:`.facts.counted`), of a class the vocabulary does not name, a
+    :data:`LOOKALIKE`, or (``kind``: a count of cars, trucks or buses) a vehicle too small to
+    tell its kind, within ``REGION_GAP`` of the region's line or inside it; or one it counts
+    that is not inside the region by that gap."""
     view, q, w, h = g.views[u], g.q[u], g.task.width, g.task.height
     unsure_px = IDENTIFY * visible_px(w, h)
     bad, good = [], []
@@ -409,7 +417,9 @@ def region_count(
         if verdict is False:
             continue
         unsure_kind = kind and i.category == "vehicle" and i.pixels < unsure_px
-        if verdict is None or i.class_name is None or unsure_kind:
+        if i.class_name in LOOKALIKE:
+            bad.append(i.box)
+        elif verdict is None or i.class_name is None or unsure_kind:
             if i.class_name is None or keep(i) or unsure_kind:
                 bad.append(i.box)
         elif keep(i):
