@@ -366,8 +366,15 @@ def test_objects_near_a_threshold_decide_no_answer() -> None:
     assert g.seen[0][0].doubtful and g.seen[1][1].doubtful and F.made_out(g.seen[0][0]) is None
     assert F.counted(g.views[0].instances[0], g.views[0], g.q[0], W, H) is None  # half the other car
     assert F.counted(g.views[1].instances[1], g.views[1], g.q[1], W, H) is None  # near the size
-    counted = {q.uav for q in BUILDERS["object_counting"](g)}
+    counted = {q.uav for q in BUILDERS["object_counting"](g) if not q.marks}
     assert counted == {"UAV3"}
+    # a red box is drawn only where it holds none of them (here every object shares one box)
+    for q in BUILDERS["object_counting"](g):
+        x0, y0, x1, y1 = q.marks[0][1] if q.marks else (0.0, 0.0, 0.0, 0.0)
+        assert q.uav == "UAV3" or (
+            q.gold == "0"
+            and (x1 + 0.02 <= 0.45 or x0 - 0.02 >= 0.55 or y1 + 0.02 <= 0.45 or y0 - 0.02 >= 0.55)
+        )
     for task in ("usability_assessment", "causal_assessment", "when_to_collaborate"):
         about = [q for q in BUILDERS[task](g) if (q.uav, q.question.count("red car")) in {("UAV1", 1)}]
         assert not about, task
@@ -659,8 +666,9 @@ def test_a_region_holds_only_vehicles_a_person_counts_for_sure() -> None:
         for q in BUILDERS["object_counting"](g)
         if q.uav == "UAV1"
     }
-    assert set(asked) == {("vehicles", "1"), ("vehicles", "2"), ("vehicles", "3"), ("cars", "1"), ("cars", "2"),
-                          ("trucks", "1")}  # fmt: skip
+    assert set(asked) == {("vehicles", "0"), ("vehicles", "1"), ("vehicles", "2"), ("vehicles", "3"),
+                          ("cars", "0"), ("cars", "1"), ("cars", "2"), ("trucks", "0"), ("trucks", "1"),
+                          ("buses", "0")}  # fmt: skip
     for (noun, gold), region in asked.items():
         grown = (region[0] - 0.02, region[1] - 0.02, region[2] + 0.02, region[3] + 0.02)
         assert not (grown[0] < 0.81 and grown[2] > 0.80 and grown[1] < 0.81 and grown[3] > 0.80)

@@ -406,17 +406,22 @@ def region_count(
     """How many instances ``keep`` selects each region (normalized xyxy rows of ``boxes``) of
     view ``u`` holds, or -1 where a person could count it otherwise: an instance a person might
     or might not count (:func:`.facts.counted`), of a class the vocabulary does not name, a
-    :data:`LOOKALIKE`, or (``kind``: a count of cars, trucks or buses) a vehicle too small to
-    tell its kind, within ``REGION_GAP`` of the region's line or inside it; or one it counts
-    that is not inside the region by that gap."""
+    :data:`LOOKALIKE`, or (``kind``: a count of cars, trucks or buses) a vehicle whose kind a
+    person could misjudge, within ``REGION_GAP`` of the region's line or inside it; or one it
+    counts that is not inside the region by that gap. In a view rated Poor or worse, every
+    region (a person cannot be sure even that a part of it is empty)."""
     view, q, w, h = g.views[u], g.q[u], g.task.width, g.task.height
+    if q.quality < USABLE_QUALITY and q.degradation.kind != "masking":
+        return np.full(len(boxes), -1, dtype=np.int64)  # nothing in it is sure, not even nothing
     unsure_px = IDENTIFY * visible_px(w, h)
     bad, good = [], []
     for i in view.instances:
         verdict = counted(i, view, q, w, h)
         if verdict is False:
             continue
-        unsure_kind = kind and i.category == "vehicle" and i.pixels < unsure_px
+        # a vehicle too small to tell its kind, or one perhaps counted (mostly hidden, cut
+        # off), could be taken for any kind
+        unsure_kind = kind and i.category == "vehicle" and (i.pixels < unsure_px or verdict is None)
         if i.class_name in LOOKALIKE:
             bad.append(i.box)
         elif verdict is None or i.class_name is None or unsure_kind:
@@ -640,15 +645,15 @@ def _weighted(items: list[str], k: int, weights: list[float], rng: np.random.Gen
 
 
 def object_counting(g: Group) -> Iterator[Question]:
-    """How many vehicles (cars, trucks, buses) a view shows, when it shows some, at most
-    ``MAX_COUNT``: over the whole picture where none is one a person might or might not count
-    (a sliver at the frame, one mostly hidden, a few pixels, a view rated Poor or worse), and
-    inside a red box drawn on the view (:func:`regions`), one per count the view's regions
-    offer. A whole city view often holds a far car or two of a few dozen pixels: then its
-    vehicles are counted in a region that holds none of those. Counts start at 1, options
-    too: most views that make out nothing are views of nothing (hidden, lost, blurred), and a
-    count that is often 0 would make the smallest of four options the likeliest wherever the
-    options start at 0."""
+    """How many vehicles (cars, trucks, buses) a view shows, at most ``MAX_COUNT``: over the
+    whole picture where none is one a person might or might not count (a sliver at the frame,
+    one mostly hidden, a few pixels, a view rated Poor or worse) and it shows some, and inside
+    a red box drawn on the view (:func:`regions`), one per count the view's regions offer. A
+    whole city view often holds a far car or two of a few dozen pixels: then its vehicles are
+    counted in a region that holds none of those. Whole-view counts start at 1: most views that
+    make out nothing are views of nothing (hidden, lost, blurred), so a count of 0 would say
+    more about the view than its pixels. A region may hold none: the box is drawn where the
+    question asks, and a box over a lawn is as plain to read as one over a car park."""
     for u in range(len(g.views)):
         for noun, keep in COUNTED.items():
             kind = noun != "vehicles"
@@ -660,12 +665,10 @@ def object_counting(g: Group) -> Iterator[Question]:
                 ev: Evidence = {noun: n}
                 yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=1), ev)
             for n, box in sorted(regions(g, u, noun).items()):
-                if n < 1:
-                    continue
                 q = f"How many {noun} can be made out inside the red box drawn on {g.labels[u]}'s view?"
                 ev = {noun: n, "regions": {g.labels[u]: list(box)}}
                 marks = ((g.labels[u], box),)
-                yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=1), ev, marks)
+                yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=0), ev, marks)
 
 
 # where one object appears relative to another in an image, one form each
