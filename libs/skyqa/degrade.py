@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Sequence
 
 import cv2
 import numpy as np
 from numpy.typing import NDArray
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from skyqa.contracts.base import Contract
 from skyqa.contracts.degradation import KINDS, Degradation, Kind
@@ -169,11 +170,27 @@ def measure(clean: NDArray[np.uint8], degraded: NDArray[np.uint8], d: Degradatio
     )
 
 
-def degraded_jpeg(clean_jpeg: bytes, d: Degradation) -> tuple[bytes, Measured]:
-    """The degraded view as it ships (JPEG) and what it measures against the clean frame."""
+MARK_RGB = (255, 0, 0)
+
+
+def mark_width(width: int, height: int) -> int:
+    """The line width of a drawn region, in pixels."""
+    return max(2, round(min(width, height) / 160))
+
+
+def degraded_jpeg(clean_jpeg: bytes, d: Degradation, marked: Sequence[float] = ()) -> tuple[bytes, Measured]:
+    """The degraded view as it ships (JPEG) and what it measures against the clean frame;
+    ``marked``: a red box drawn on it after the degradation (a region a question names, so
+    noise or blur never hides it), its line inside the box's bounds."""
     clean = np.asarray(Image.open(io.BytesIO(clean_jpeg)).convert("RGB"))
+    img = Image.fromarray(apply(clean, d))
+    if marked:
+        w, h = img.size
+        x0, y0, x1, y1 = (float(v) for v in marked)
+        line = mark_width(w, h)
+        ImageDraw.Draw(img).rectangle([x0 * w, y0 * h, x1 * w - 1, y1 * h - 1], outline=MARK_RGB, width=line)
     buf = io.BytesIO()
-    Image.fromarray(apply(clean, d)).save(buf, "JPEG", quality=JPEG_QUALITY)
+    img.save(buf, "JPEG", quality=JPEG_QUALITY)
     data = buf.getvalue()
     shipped = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
     return data, measure(clean, shipped, d)

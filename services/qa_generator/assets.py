@@ -35,7 +35,7 @@ def draw_overlay(store: BlobStore, run_root: str, req: OverlayRequest) -> None:
 
 
 def degrade_view(store: BlobStore, run_root: str, req: DegradeRequest) -> None:
-    data, _ = degraded_jpeg(store.get(f"{run_root}/{req.source_image}"), req.degradation)
+    data, _ = degraded_jpeg(store.get(f"{run_root}/{req.source_image}"), req.degradation, req.marked)
     store.put(f"{run_root}/{req.output_image}", data, "image/jpeg")
 
 

@@ -22,6 +22,7 @@ from skyqa.degrade import LEVELS, degraded_jpeg, draw, lost_mask
 from skyqa.families.aircop import facts as F
 from skyqa.families.aircop.checks import check_rows
 from skyqa.families.aircop.family import FAMILY
+from skyqa.families.aircop.paths import marked_path
 from skyqa.families.aircop.questions import BUILDERS, CAUSE, USABLE, WHEN, WHY, Group, Question
 from skyqa.families.base import PlanInputs
 from skyqa.v1 import scan_pb2
@@ -123,7 +124,9 @@ def test_object_questions_read_the_measured_views(scene: tuple[GroupTask, LocalB
     # every vehicle UAV2's picture shows is counted, read off its segmentation
     cars = [i for i in g.views[1].instances if i.category == "vehicle"]
     assert all(F.counted(i, g.views[1], g.q[1], task.width, task.height) for i in cars)
-    assert asked(g, "object_counting", "UAV2").gold == str(len(cars)) == "3"
+    assert (
+        asked(g, "object_counting", "UAV2", "vehicles can be made out in UAV2").gold == str(len(cars)) == "3"
+    )
     # UAV1 looks east: the blue car, 10 m north, is left of the truck in its picture; UAV3 sees
     # the blue car with too few pixels to be sure of it, so nothing is grounded on it there
     grounded = {(q.uav, q.question): q.gold for q in BUILDERS["object_grounding"](g)}
@@ -161,7 +164,8 @@ def test_qc_rederives_the_planned_answers_from_the_stored_views_and_catches_a_wr
         landmarks=[], excluded={}, missions=index,
     )  # fmt: skip
     planned = FAMILY.plan(inputs)
-    assert {d.degradation.kind for d in planned.degraded} <= set(KINDS) and len(planned.degraded) == 5
+    assert {d.degradation.kind for d in planned.degraded} <= set(KINDS)
+    assert len([d for d in planned.degraded if not d.marked]) == 5  # one per view, and boxed copies
     for g in planned.degraded:
         degrade_view(store, "runs/r", g)
     degraded = {g.output_image: g for g in planned.degraded}
@@ -185,10 +189,31 @@ def test_qc_rederives_the_planned_answers_from_the_stored_views_and_catches_a_wr
     assert check_rows([wrong], {task.group_id: task}, store, "r", degraded).reasons == {
         wrong.sample_id: "answer disagrees with the re-measured views"
     }
+    # a count inside a red box: the model is shown the UAV's degraded view with the box drawn
+    # on it; a row whose region moved, or that shows the view without the box, is refused
+    boxed = next(r for r in rows if r.evidence.get("regions"))
+    regions = boxed.evidence["regions"]
+    assert isinstance(regions, dict) and len(regions) == 1
+    ((label, box),) = regions.items()
+    path = boxed.images[boxed.image_labels.index(label)]
+    assert path == marked_path(task.group_id, label, box) and degraded[path].marked == box
+    shown = np.asarray(Image.open(io.BytesIO(store.get(f"runs/r/{path}"))).convert("RGB")).astype(int)
+    x0, y0 = round(box[0] * task.width) + 1, round(box[1] * task.height) + 1
+    assert shown[y0, x0 + 5, 0] > 200 and shown[y0, x0 + 5, 1] < 80  # the box's red line
+    assert FAMILY.marks(boxed)[0].path == path
+    moved = dict(boxed.evidence, regions={label: [round(b + 0.05, 2) for b in box]})
+    unboxed = list(boxed.images)
+    unboxed[boxed.image_labels.index(label)] = f"image_tasks/groups/{task.group_id}/{label}.jpg"
+    for forged in (
+        boxed.model_copy(update={"evidence": moved}),
+        boxed.model_copy(update={"images": unboxed}),
+    ):
+        why = check_rows([forged], {task.group_id: task}, store, "r", degraded).reasons[forged.sample_id]
+        assert why == f"{label}'s image does not show the region the question names"
     # the shipped view of the quality row's UAV replaced by one of another quality
-    q = next(r for r in rows if r.task == "quality_assessment")
-    req = degraded[f"image_tasks/groups/{task.group_id}/{q.uav}.jpg"]
+    rated = next(r for r in rows if r.task == "quality_assessment")
+    req = degraded[f"image_tasks/groups/{task.group_id}/{rated.uav}.jpg"]
     clean = store.get(f"runs/r/{req.source_image}")
-    swap = clean if q.answer_label == "Very poor" else degraded_jpeg(clean, draw("noise", 1.0, seed=0))[0]
+    swap = clean if rated.answer_label == "Very poor" else degraded_jpeg(clean, draw("noise", 1.0, seed=0))[0]
     store.put(f"runs/r/{req.output_image}", swap)
-    assert check_rows([q], {task.group_id: task}, store, "r", degraded).reasons
+    assert check_rows([rated], {task.group_id: task}, store, "r", degraded).reasons

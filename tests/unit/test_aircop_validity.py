@@ -30,12 +30,13 @@ from skyqa.contracts.qa import Option
 from skyqa.degrade import LEVELS, draw
 from skyqa.families import options as O
 from skyqa.families.aircop import facts as F
-from skyqa.families.aircop.checks import LETTERS
+from skyqa.families.aircop.checks import LETTERS, judge
 from skyqa.families.aircop.export import aircop_questions
 from skyqa.families.aircop.family import MIN_POOL, Chosen, choose, fair, release_pool
 from skyqa.families.aircop.questions import (
     BUILDERS,
     CAUSE,
+    COUNTED,
     FEATURES,
     SIDES,
     SPACES,
@@ -45,10 +46,13 @@ from skyqa.families.aircop.questions import (
     Group,
     Question,
     among,
+    kinds_of,
     numeric,
+    region_count,
     relation,
     released,
 )
+from skyqa.families.base import box4
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.vocab.directions import similarity
 
@@ -81,7 +85,13 @@ def shown(
     picture), cut by the frame where their box reaches its edge."""
     instances = tuple(
         F.Instance(
-            v.instance_id, c, cat, v.pixels, min(v.bbox_xyxy_norm) <= 0 or max(v.bbox_xyxy_norm) >= 1, 0.0
+            v.instance_id,
+            c,
+            cat,
+            v.pixels,
+            min(v.bbox_xyxy_norm) <= 0 or max(v.bbox_xyxy_norm) >= 1,
+            0.0,
+            box4(v.bbox_xyxy_norm),
         )
         for (c, cat), v in zip(objects, views, strict=True)
         if v.pixels
@@ -293,38 +303,18 @@ def test_count_options_put_the_gold_at_every_rank_alike() -> None:
 
 def test_planned_count_and_region_rows_follow_no_option_rule(release: Release) -> None:
     """Over whole planned releases (golds as the groups give them), the rank rules and the
-    region rules stay near chance."""
+    region rules stay near chance. Views showing a few vehicles clearly are common and views
+    showing many rare: left to themselves the golds piled up low, and the smallest option was
+    right in 38 of 81 counting rows; each release now asks every value of its range alike."""
     for task in ("object_counting", "object_recognition"):
         rows = rows_of(release, task)
-        # windows stay under the release's largest gold (fewer at the top), and a view with a
-        # vehicle a person might or might not count is not asked: these views' sizes spread
-        # widely on purpose, so most have one
-        assert len(rows) > (20 if task == "object_counting" else 40), task
+        assert len(rows) > (40 if task == "object_counting" else 80), task
         ranks = Counter(sorted(labels, key=int).index(q.gold) for q, labels in rows)
-        # the old second-smallest was right in 25 of 28
-        assert ranks[1] / len(rows) < 0.4, (task, ranks)
-        if task == "object_counting":  # vehicle counts spread: the marginal ranks stay near chance
-            assert max(ranks.values()) / len(rows) < 0.45, (task, ranks)
-            continue
-        # given its gold, a row's window puts the gold at each rank the range allows alike: at
-        # the lowest and at the highest allowed rank as often as chance says (what is left of
-        # the marginal ranks is the groups' prior: views show most of the five listed kinds)
-        low = high = expected = 0.0
-        for _, chosen in release:
-            mine = [c for c in chosen if COLLAB_TASKS[c.kind] == task]
-            if not mine:
-                continue
-            hi = max(int(x) for c in mine for x in c.labels)
-            for c in mine:
-                gold, rank = int(c.question.gold), sorted(c.labels, key=int).index(c.question.gold)
-                allowed = [r for r in range(4) if gold - r >= 1 and gold - r + 3 <= hi]
-                if len(allowed) < 2:
-                    continue
-                low += rank == allowed[0]
-                high += rank == allowed[-1]
-                expected += 1 / len(allowed)
-        assert expected > 5, task
-        assert 0.6 < low / expected < 1.4 and 0.6 < high / expected < 1.4, (task, low, high, expected)
+        assert sorted(ranks) == [0, 1, 2, 3], (task, ranks)
+        # the old second-smallest was right in 25 of 28; now no rank is right much above chance
+        assert max(ranks.values()) / len(rows) < 0.33, (task, ranks)
+        golds = Counter(q.gold for q, _ in rows)
+        assert max(golds.values()) / len(rows) < 0.33, (task, golds)
     for task in ("object_grounding", "object_matching"):
         rows = rows_of(release, task)
         assert len(rows) > 40, task
@@ -376,8 +366,15 @@ def test_objects_near_a_threshold_decide_no_answer() -> None:
     assert g.seen[0][0].doubtful and g.seen[1][1].doubtful and F.made_out(g.seen[0][0]) is None
     assert F.counted(g.views[0].instances[0], g.views[0], g.q[0], W, H) is None  # half the other car
     assert F.counted(g.views[1].instances[1], g.views[1], g.q[1], W, H) is None  # near the size
-    counted = {q.uav for q in BUILDERS["object_counting"](g)}
+    counted = {q.uav for q in BUILDERS["object_counting"](g) if not q.marks}
     assert counted == {"UAV3"}
+    # a red box is drawn only where it holds none of them (here every object shares one box)
+    for q in BUILDERS["object_counting"](g):
+        x0, y0, x1, y1 = q.marks[0][1] if q.marks else (0.0, 0.0, 0.0, 0.0)
+        assert q.uav == "UAV3" or (
+            q.gold == "0"
+            and (x1 + 0.02 <= 0.45 or x0 - 0.02 >= 0.55 or y1 + 0.02 <= 0.45 or y0 - 0.02 >= 0.55)
+        )
     for task in ("usability_assessment", "causal_assessment", "when_to_collaborate"):
         about = [q for q in BUILDERS[task](g) if (q.uav, q.question.count("red car")) in {("UAV1", 1)}]
         assert not about, task
@@ -432,7 +429,11 @@ def test_counts_are_of_the_whole_view_not_of_an_area_nobody_marked() -> None:
     g.views[0] = F.ViewContents(g.views[0].instances + more, g.views[0].shares)
     sliver = F.Instance(200, "car", "vehicle", 120, True, 0.0)
     g.views[1] = F.ViewContents(g.views[1].instances + more + (sliver,), g.views[1].shares)
-    counts = {(q.uav, q.question.split()[2]): q.gold for q in BUILDERS["object_counting"](g)}
+
+    def whole(g: Group) -> dict[tuple[str, str], str]:
+        return {(q.uav, q.question.split()[2]): q.gold for q in BUILDERS["object_counting"](g) if not q.marks}
+
+    counts = whole(g)
     assert counts == {
         ("UAV1", "vehicles"): "7", ("UAV1", "cars"): "5", ("UAV1", "trucks"): "2",
         ("UAV3", "vehicles"): "2", ("UAV3", "cars"): "2",
@@ -441,11 +442,15 @@ def test_counts_are_of_the_whole_view_not_of_an_area_nobody_marked() -> None:
     g.views[2] = F.ViewContents(
         g.views[2].instances + (F.Instance(400, "truck", "vehicle", 90, False, 0.0),), {}
     )
-    counts = {(q.uav, q.question.split()[2]): q.gold for q in BUILDERS["object_counting"](g)}
+    counts = whole(g)
     assert counts[("UAV3", "vehicles")] == "3" and ("UAV3", "cars") not in counts
     assert all("area" not in q.question for task in BUILDERS for q in BUILDERS[task](g))
-    kinds = {q.uav: q.gold for q in BUILDERS["object_recognition"](g)}
-    assert kinds["UAV1"] == "2"  # vehicles and buildings: car and truck are one listed kind
+    # kinds: the house is a building; the small truck could be any kind of vehicle
+    first = kinds_of(g, 0)
+    assert first is not None and first.present == {"buildings", "cars", "trucks"}
+    third = kinds_of(g, 2)
+    assert third is not None and third.present == {"buildings", "cars"}
+    assert not {"trucks", "buses"} & third.absent and "trees" in third.absent
     # a speck of a few pixels is nothing a person counts; a lost half is judged either way
     speck = F.Instance(300, "car", "vehicle", 5, False, 0.0)
     assert F.counted(speck, g.views[0], g.q[0], W, H) is False
@@ -635,3 +640,122 @@ def test_the_question_json_uses_the_source_ids_and_types() -> None:
     assert json.loads(aircop_questions(rows[1:]))["results"][0]["question_id"] == "Sim3_OC_UAV1_1002"
     with pytest.raises(ValueError, match="share a question id"):
         aircop_questions([rows[0], rows[0]])
+
+
+def test_a_region_holds_only_vehicles_a_person_counts_for_sure() -> None:
+    """A wide city view holds far cars of a few dozen pixels: the whole view's vehicles are not
+    counted, yet a red box drawn where every vehicle is clearly one is. No region whose count a
+    far car, a car the box's line cuts, or one too small to tell its kind could change is
+    offered, and the count is what the region holds."""
+    objects = [("car", "vehicle"), ("car", "vehicle"), ("truck", "vehicle"), ("house", "building")]
+    boxes = [
+        (0.20, 0.30, 0.26, 0.36),
+        (0.30, 0.50, 0.36, 0.56),
+        (0.60, 0.20, 0.68, 0.30),
+        (0.4, 0.6, 0.6, 0.8),
+    ]
+    views = [[view(k + 1, 700, b) for k, b in enumerate(boxes)] for _ in range(3)]
+    g = make_group(objects, views, [("none", 4)] * 3)
+    far = F.Instance(50, "car", "vehicle", 55, False, 0.0, (0.80, 0.80, 0.81, 0.81))  # near the size
+    g.views[0] = F.ViewContents(g.views[0].instances + (far,), g.views[0].shares)
+    assert F.counted(far, g.views[0], g.q[0], W, H) is None
+    whole = [q for q in BUILDERS["object_counting"](g) if q.uav == "UAV1" and not q.marks]
+    assert not whole  # the far car could be counted either way
+    asked = {
+        (q.question.split()[2], q.gold): q.marks[0][1]
+        for q in BUILDERS["object_counting"](g)
+        if q.uav == "UAV1"
+    }
+    assert set(asked) == {("vehicles", "0"), ("vehicles", "1"), ("vehicles", "2"), ("vehicles", "3"),
+                          ("cars", "0"), ("cars", "1"), ("cars", "2"), ("trucks", "0"), ("trucks", "1"),
+                          ("buses", "0")}  # fmt: skip
+    for (noun, gold), region in asked.items():
+        grown = (region[0] - 0.02, region[1] - 0.02, region[2] + 0.02, region[3] + 0.02)
+        assert not (grown[0] < 0.81 and grown[2] > 0.80 and grown[1] < 0.81 and grown[3] > 0.80)
+        held = [
+            i
+            for i in g.views[0].instances
+            if i.category == "vehicle" and (noun == "vehicles" or noun == f"{i.class_name}s")
+        ]
+        inside = [
+            i
+            for i in held
+            if region[0] < i.box[0] and i.box[2] < region[2] and region[1] < i.box[1] and i.box[3] < region[3]
+        ]
+        assert len(inside) == int(gold)
+    # a box through a car, or around the far car, holds no count
+    grid = np.array([[0.22, 0.1, 0.6, 0.6], [0.7, 0.7, 0.95, 0.95], [0.1, 0.1, 0.5, 0.6]])
+    assert region_count(g, 0, COUNTED["vehicles"], False, grid).tolist() == [-1, -1, 2]
+    # a vehicle too small to tell its kind: counts of cars near it are not asked, of vehicles are
+    tiny = F.Instance(51, "bus", "vehicle", 100, False, 0.0, (0.15, 0.15, 0.17, 0.17))
+    g.views[0] = F.ViewContents(g.views[0].instances + (tiny,), g.views[0].shares)
+    assert region_count(g, 0, COUNTED["cars"], True, grid).tolist() == [-1, -1, -1]
+    assert region_count(g, 0, COUNTED["vehicles"], False, grid).tolist() == [-1, -1, 3]
+    # a shipping container, a truck's box without a cab from above, is no count's to settle
+    box = F.Instance(
+        52, "shipping_container", "industrial_infrastructure", 900, False, 0.0, (0.4, 0.3, 0.45, 0.4)
+    )
+    g.views[0] = F.ViewContents(g.views[0].instances + (box,), g.views[0].shares)
+    assert region_count(g, 0, COUNTED["vehicles"], False, grid).tolist() == [-1, -1, -1]
+
+
+def test_recognition_is_not_answered_blind(release: Release) -> None:
+    """Demo views showed 4 or 5 of the 5 listed kinds, so 'pick the largest option' beat chance.
+    The listed kinds are drawn per row so that golds spread over 0..4 and each kind is listed
+    where it is absent about as often as where it is present: the largest option, the most
+    common answer and a reader who knows how often each kind is shown all stay near chance."""
+    rows = rows_of(release, "object_recognition")
+    assert len(rows) > 80
+    golds = Counter(q.gold for q, _ in rows)
+    largest = sum(max(labels, key=int) == q.gold for q, labels in rows) / len(rows)
+    majority = golds.most_common(1)[0][0]
+    common = sum(q.gold == majority for q, labels in rows if majority in labels) / sum(
+        majority in labels for _, labels in rows
+    )
+    # a reader who knows each kind's share of being shown where it is listed (read off these very
+    # rows) sums the shares and picks the option nearest
+    shown: Counter[str] = Counter()
+    listed: Counter[str] = Counter()
+
+    def names(q: Question, key: str) -> list[str]:
+        value = q.evidence[key]
+        assert isinstance(value, list)
+        return [str(k) for k in value]
+
+    kinds = [(names(q, "listed"), names(q, "present")) for q, _ in rows]
+    for kinds_listed, present in kinds:
+        listed.update(kinds_listed)
+        shown.update(present)
+    prior = 0
+    for (q, labels), (kinds_listed, _) in zip(rows, kinds, strict=True):
+        guess = sum(shown[k] / listed[k] for k in kinds_listed)
+        prior += min(labels, key=lambda x: (abs(int(x) - guess), x)) == q.gold
+    for name, acc in (("largest", largest), ("majority", common), ("prior", prior / len(rows))):
+        assert acc < 0.33, (name, acc)
+    # each listed kind is shown in a half or so of the rows listing it, whichever kind it is
+    assert all(0.25 < shown[k] / listed[k] < 0.75 for k in listed if listed[k] >= 30), (shown, listed)
+
+
+def test_a_wrong_option_the_views_also_support_fails_the_row() -> None:
+    """Two objects under one name: "Can the red car be reliably detected in UAV1's image?" is
+    yes for one and no for the other, so a row offering both has two right answers."""
+    objects = [("car", "vehicle"), ("car", "vehicle"), ("house", "building")]
+    box = (0.45, 0.45, 0.55, 0.55)
+    views = [[view(1, 600, box), view(2, 600, box, occluded=0.9), view(3, 900, box)] for _ in range(3)]
+    g = make_group(objects, views, [("none", 4)] * 3)
+    g.names[2] = g.names[1]  # a name that does not pick out one object
+    text = f"Can the {g.names[1]} be reliably detected in UAV1's image?"
+    labels = [USABLE["clear"], USABLE["occluded"], USABLE["small"], USABLE["lost"]]
+    row = CollabRow(
+        sample_id="s_group_usability_assessment", scene_id="s", engine="builtin", task="usability_assessment",
+        task_display_name=COLLAB_DISPLAY["usability_assessment"], group=collab_group_of("usability_assessment"),
+        group_id="s_group", uav="UAV1", images=[f"image_tasks/groups/s_group/UAV{k}.jpg" for k in (1, 2, 3)],
+        image_labels=["UAV1", "UAV2", "UAV3"], question=text,
+        options=[Option(option_id=k, label=v) for k, v in zip(LETTERS, labels, strict=True)],
+        answer_option_id="A", answer_label=labels[0], evidence={"state": "clear"}, difficulty="easy",
+        prompt_text=text, user_prompt=text, system_prompt="",
+    )  # fmt: skip
+    assert judge(row, g, {}) == "a wrong option is also an answer the views support"
+    # with the second car named apart, the one answer stands
+    g.names[2] = "blue car"
+    assert judge(row, g, {}) is None

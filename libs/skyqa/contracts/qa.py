@@ -188,6 +188,9 @@ class DegradeRequest(Contract):
     output_image: str
     source_image: str
     degradation: Degradation
+    # a red box drawn on the degraded view (normalized xyxy): the region its question names
+    # ("inside the red box drawn on UAV3's view"); empty: none
+    marked: list[float] = Field(default_factory=list)
 
 
 class RenderRequests(Contract):

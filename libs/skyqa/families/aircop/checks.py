@@ -29,10 +29,12 @@ from skyqa.degrade import lost_mask, measure
 from skyqa.errors import BlobNotFound
 from skyqa.families import mcq
 from skyqa.families.aircop import facts as F
+from skyqa.families.aircop.paths import marked_path, view_path
 from skyqa.families.aircop.questions import (
     BUILDERS,
     Group,
     Question,
+    recognise,
 )
 from skyqa.families.structure import Verdict
 
@@ -49,7 +51,7 @@ class Rebuilt:
         root = keys.run_prefix(run_id)
         self.qualities, seen, frames, masks, classes, views = [], [], [], [], [], []
         for u, uav in enumerate(task.uavs):
-            req = degraded[f"image_tasks/groups/{task.group_id}/{uav.uav}.jpg"]
+            req = degraded[view_path(task.group_id, uav.uav)]
             clean = _rgb(store.get(f"{final}/{task.images[u]}"))
             shipped = _rgb(store.get(f"{root}/{req.output_image}"))
             m = measure(clean, shipped, req.degradation)
@@ -119,13 +121,82 @@ def check_rows(
             v.fail(r.sample_id, "group views missing or unreadable")
             continue
         g = Group(task, facts.seen, facts.qualities, facts.names, facts.views)
-        golds = {q.gold for q in BUILDERS[r.task](g) if _same(q, r)}
-        if r.answer_label not in golds:
-            v.fail(r.sample_id, "answer disagrees with the re-measured views")
-        elif any(o.label in golds for o in r.options if o.option_id != r.answer_option_id):
-            v.fail(r.sample_id, "a wrong option is also an answer the views support")
+        try:
+            regions = _regions(r.evidence)
+        except ValueError as e:
+            v.fail(r.sample_id, str(e))
+            continue
+        if (problem := _media_problem(r, task, regions, degraded)) is not None:
+            v.fail(r.sample_id, problem)
+            continue
+        if (problem := judge(r, g, regions)) is not None:
+            v.fail(r.sample_id, problem)
     return v
 
 
-def _same(q: Question, r: CollabRow) -> bool:
-    return q.question == r.question
+def judge(r: CollabRow, g: Group, regions: Regions) -> str | None:
+    """Why the row's answer is not the one answer the re-measured group supports, or None:
+    its gold is not among the answers the group's questions like it (same text, same regions)
+    have, or one of its wrong options is."""
+    golds = {q.gold for q in _candidates(g, r) if _same(q, r, regions)}
+    if r.answer_label not in golds:
+        return "answer disagrees with the re-measured views"
+    if any(o.label in golds for o in r.options if o.option_id != r.answer_option_id):
+        return "a wrong option is also an answer the views support"
+    return None
+
+
+Regions = dict[str, tuple[float, ...]]
+
+
+def _regions(evidence: Mapping[str, object]) -> Regions:
+    """The regions a row's evidence names (UAV label -> normalized xyxy)."""
+    raw = evidence.get("regions", {})
+    if not isinstance(raw, dict):
+        raise ValueError("evidence regions is not a mapping")
+    out: Regions = {}
+    for label, box in raw.items():
+        if not isinstance(box, list) or len(box) != 4 or not all(isinstance(x, int | float) for x in box):
+            raise ValueError(f"the region of {label} is not a box")
+        out[str(label)] = tuple(round(float(x), 4) for x in box)
+    return out
+
+
+def _media_problem(
+    r: CollabRow, task: GroupTask, regions: Regions, degraded: Mapping[str, DegradeRequest]
+) -> str | None:
+    """Each image the row shows is its UAV's degraded view, with the region the question names
+    drawn on it where it names one, and nothing drawn elsewhere."""
+    labels = [u.uav for u in task.uavs]
+    if r.image_labels != labels or len(r.images) != len(labels) or set(regions) - set(labels):
+        return "images are not the group's views"
+    for label, path in zip(labels, r.images, strict=True):
+        base, shown = degraded.get(view_path(task.group_id, label)), degraded.get(path)
+        if base is None or shown is None:
+            return f"{label}'s view was not degraded as recorded"
+        box = regions.get(label)
+        want = view_path(task.group_id, label) if box is None else marked_path(task.group_id, label, box)
+        drawn = tuple(round(float(x), 4) for x in shown.marked)
+        if path != want or drawn != (box or ()) or shown.degradation != base.degradation:
+            return f"{label}'s image does not show the region the question names"
+        if shown.source_image != base.source_image:
+            return f"{label}'s image is not its view"
+    return None
+
+
+def _candidates(g: Group, r: CollabRow) -> list[Question]:
+    """The questions the re-measured group offers that the row could be: recognition re-derived
+    for the kinds the row lists (the list was drawn over the whole release), the others built."""
+    if r.task != "object_recognition":
+        return list(BUILDERS[r.task](g))
+    listed = r.evidence.get("listed")
+    labels = [u.uav for u in g.task.uavs]
+    if not isinstance(listed, list) or r.uav not in labels:
+        return []
+    q = recognise(g, labels.index(r.uav), [str(k) for k in listed])
+    return [] if q is None else [q]
+
+
+def _same(q: Question, r: CollabRow, regions: Regions) -> bool:
+    """The row asks this question, of the same regions."""
+    return q.question == r.question and {k: tuple(b) for k, b in q.marks} == regions

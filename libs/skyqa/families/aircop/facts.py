@@ -258,6 +258,8 @@ class Instance:
     pixels: int
     edge: bool  # its pixels touch the image border: perhaps cut off by the frame
     lost: float  # share of its pixels under the view's lost region
+    # its pixels' bounds, normalized xyxy; unknown: the whole image (it touches every region)
+    box: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -301,6 +303,7 @@ def contents(
     cid_of[pairs[order] // 256] = pairs[order] % 256  # the last (most pixels) per instance wins
     lost_n = np.bincount(inverse, weights=lost.ravel()[keep].astype(np.float64), minlength=len(ids))
     rim = np.concatenate([instances[0], instances[-1], instances[:, 0], instances[:, -1]])
+    boxes = _bounds(inverse, len(ids), keep, instances.shape)
     on_edge = set(np.unique(rim[rim > 0]).tolist())
     out = []
     for k, iid in enumerate(ids.tolist()):
@@ -316,6 +319,7 @@ def contents(
                 n,
                 iid in on_edge,
                 round(float(lost_n[k]) / n, 4),
+                boxes[k],
             )
         )
     shown = classes[~lost & (classes > 0)]  # class 0 is nothing the scene holds (the sky)
@@ -325,6 +329,28 @@ def contents(
         for cid, n in zip(cids.tolist(), n_px.tolist(), strict=True):
             shares[feature_of(int(cid))] += n / shown.size
     return ViewContents(tuple(out), {k: round(v, 4) for k, v in sorted(shares.items())})
+
+
+def _bounds(
+    inverse: NDArray[np.intp], n: int, keep: NDArray[np.bool_], shape: tuple[int, ...]
+) -> list[tuple[float, float, float, float]]:
+    """Each instance's pixel bounds (normalized xyxy, the far edge one pixel past its last),
+    from the instance index of every kept pixel (``np.unique``'s inverse)."""
+    h, w = shape[0], shape[1]
+    flat = np.flatnonzero(keep)
+    ys, xs = flat // w, flat % w
+    x0 = np.full(n, w, dtype=np.int64)
+    y0 = np.full(n, h, dtype=np.int64)
+    x1 = np.zeros(n, dtype=np.int64)
+    y1 = np.zeros(n, dtype=np.int64)
+    np.minimum.at(x0, inverse, xs)
+    np.minimum.at(y0, inverse, ys)
+    np.maximum.at(x1, inverse, xs + 1)
+    np.maximum.at(y1, inverse, ys + 1)
+    return [
+        (round(a / w, 4), round(b / h, 4), round(c / w, 4), round(d / h, 4))
+        for a, b, c, d in zip(x0.tolist(), y0.tolist(), x1.tolist(), y1.tolist(), strict=True)
+    ]
 
 
 def visible_px(width: int, height: int) -> float:

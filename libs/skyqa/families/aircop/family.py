@@ -36,6 +36,7 @@ from skyqa.families import mcq
 from skyqa.families.aircop.checks import LETTERS, check_rows
 from skyqa.families.aircop.export import aircop_questions
 from skyqa.families.aircop.facts import ViewQuality, contents, perceive, unique_names
+from skyqa.families.aircop.paths import marked_path, view_path
 from skyqa.families.aircop.questions import (
     BUILDERS,
     MAX_OPTIONS,
@@ -44,8 +45,11 @@ from skyqa.families.aircop.questions import (
     SPACES,
     Group,
     Question,
+    count_range,
+    object_recognition,
+    presence_rates,
 )
-from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered
+from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered, box4
 from skyqa.families.options import lettered, singled_out
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.media_policy import MediaPolicy
@@ -68,13 +72,41 @@ NOT_BUILT = (
     "questions (scene comparison, observing posture, who to collaborate) in groups too small to offer "
     'four UAVs (the source pads them with "None" or "a ground-based sensor"); an "about equal" '
     "option (near-ties inside the margin are not asked). Counting and the view with most vehicles "
-    "are asked only where every vehicle in the picture is clearly one (wide city views with far "
-    "cars of a few pixels are not asked)."
+    "are asked of the whole picture only where every vehicle in it is clearly one; elsewhere (wide "
+    "city views with far cars of a few pixels) of a region drawn as a red box on the view and named "
+    "in the question, holding no vehicle a person might or might not count. Object Recognition "
+    "lists four kinds and asks how many of them the view shows (the source asks for the number "
+    "of types without a list)."
 )
 
 
-def view_path(group_id: str, uav: str) -> str:
-    return f"image_tasks/groups/{group_id}/{uav}.jpg"
+def marked_views(
+    task: GroupTask, q: Question, images: list[str], requests: dict[str, DegradeRequest]
+) -> list[str]:
+    """The row's images: each view the question names a region of is the same degraded view
+    with the region drawn on it (its request added to ``requests``), the others as they are."""
+    out = list(images)
+    labels = [u.uav for u in task.uavs]
+    for label, box in q.marks:
+        u = labels.index(label)
+        base = requests[view_path(task.group_id, label)]
+        path = marked_path(task.group_id, label, box)
+        requests.setdefault(path, base.model_copy(update={"output_image": path, "marked": list(box)}))
+        out[u] = path
+    return out
+
+
+def row_regions(row: CollabRow) -> list[tuple[str, tuple[float, float, float, float]]]:
+    """(image path, box) of each region the row's evidence names; a malformed entry is an error."""
+    regions = row.evidence.get("regions", {})
+    if not isinstance(regions, dict):
+        raise InvalidInput(f"{row.sample_id}: evidence regions is not a mapping")
+    out = []
+    for label, box in sorted(regions.items()):
+        if label not in row.image_labels or not isinstance(box, list):
+            raise InvalidInput(f"{row.sample_id}: a region names no view of the row")
+        out.append((row.images[row.image_labels.index(label)], box4(box)))
+    return out
 
 
 class AirCop:
@@ -144,15 +176,17 @@ class AirCop:
             len(LETTERS), size=len(COLLAB_TASKS)
         )
         placed: Counter[str] = Counter()
+        requests = {r.output_image: r for r in out.degraded}
         for c in choose([g for _, g, _ in groups], inputs.seed, inputs.draw):
             task, _, images = groups[c.group]
             asked = COLLAB_TASKS[c.kind]
             slot = placed[asked] + int(start[c.kind])
             placed[asked] += 1
             opts, answer = lettered(c.labels, slot, LETTERS, c.rng)
-            out.rows.append(
-                self._row(inputs, f"{task.group_id}_{asked}", task, c.question, opts, answer, images)
-            )
+            shown = marked_views(task, c.question, images, requests)
+            sample_id = f"{task.group_id}_{asked}"
+            out.rows.append(self._row(inputs, sample_id, task, c.question, opts, answer, shown))
+        out.degraded = list(requests.values())
         return out
 
     def _row(
@@ -232,7 +266,8 @@ class AirCop:
         return [MediaRef(label, path) for label, path in zip(row.image_labels, row.images, strict=True)]
 
     def marks(self, row: CollabRow) -> list[Mark]:
-        return []
+        """The regions a question names, as drawn on the views the model is shown."""
+        return [Mark(path, box, "reference") for path, box in row_regions(row)]
 
     def steps(self, row: CollabRow) -> list[ReasoningStep]:
         return []
@@ -300,18 +335,23 @@ def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
     drawn once every group has its gold (a set that fails then gives way to a next candidate
     whose gold is in the pool already)."""
     used: Counter[tuple[str, str]] = Counter()
+    rates = presence_rates(groups)  # recognition lists kinds weighed by how common they are
     found = {
-        (n, t): list(BUILDERS[asked](g)) for n, g in enumerate(groups) for t, asked in enumerate(COLLAB_TASKS)
+        (n, t): list(object_recognition(g, rates) if asked == "object_recognition" else BUILDERS[asked](g))
+        for n, g in enumerate(groups)
+        for t, asked in enumerate(COLLAB_TASKS)
     }
     # per type, how many groups offer each gold: a gold few groups offer goes first among equals
     offered = Counter((t, key) for (_, t), qs in found.items() for key in {c.key for c in qs})
-    # a count type's largest gold over the release's candidates: its windows stay below it, so
-    # none offers a value that is never the gold (see options.window)
-    ceiling = {
-        t: (str(max(int(c.gold) for (_, tt), qs in found.items() if tt == t for c in qs)),)
-        for t, asked in enumerate(COLLAB_TASKS)
-        if asked in NUMERIC and any(qs for (_, tt), qs in found.items() if tt == t)
-    }
+    # a count type's range of golds over the release's candidates (questions.count_range): its
+    # windows stay within it, so none offers a value that is never the gold (see options.window)
+    ceiling: dict[int, tuple[str, ...]] = {}
+    for t, asked in enumerate(COLLAB_TASKS):
+        if asked not in NUMERIC:
+            continue
+        offers = [{int(c.gold) for c in qs} for (_, tt), qs in found.items() if tt == t and qs]
+        if (span := count_range(offers)) is not None:
+            ceiling[t] = (str(span[1]), str(span[0]), str(span[2]))
     orders: dict[tuple[int, int], list[Question]] = {}
     streams: dict[tuple[int, int], np.random.Generator] = {}
     picked: dict[tuple[int, int], tuple[int, list[str]]] = {}
@@ -322,7 +362,7 @@ def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
         orders[n, t] = order = sorted(order, key=lambda c: (used[c.task, c.key], offered[t, c.key]))
         failed: set[str] = set()
         for i, c in enumerate(order):
-            if c.key in failed:
+            if c.key in failed or _over_quota(used, asked, c.key, ceiling.get(t, ())):
                 continue
             labels = [] if asked in RELEASED else c.draw(stream, ceiling.get(t, ()))
             if labels is not None and (asked in RELEASED or fair(c.question, labels)):
@@ -352,6 +392,15 @@ def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
     return [
         Chosen(n, t, orders[n, t][i], labels, streams[n, t]) for (n, t), (i, labels) in sorted(picked.items())
     ]
+
+
+def _over_quota(used: Counter[tuple[str, str]], task: str, key: str, span: Sequence[str]) -> bool:
+    """A count type's gold already asked as often as the release's groups can offer the least
+    offered value of its range (:func:`.questions.count_range`): not asked again. Views showing
+    a few vehicles clearly are common and views showing many rare, so golds left to themselves
+    pile up at the low end of the range, where the window of options puts the gold at the
+    smallest option; given the window every rank is alike only if the golds spread evenly."""
+    return len(span) == 3 and used[task, key] >= int(span[2])
 
 
 def _count(used: Counter[tuple[str, str]], q: Question, by: int) -> None:

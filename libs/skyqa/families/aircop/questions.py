@@ -6,7 +6,9 @@ to draw its options. The family picks one candidate per group and type and draws
 so that the option set says nothing about which member is the gold (:mod:`..options`). Every
 row has the source's four options A-D; a candidate that cannot offer four is not asked:
 
-- counts: a window of four consecutive values from 1 up with the gold at a uniformly drawn rank;
+- counts: a window of four consecutive values within the release's range of golds for the type
+  (:func:`count_range`), the gold at a uniformly drawn rank; each value of the range asked
+  about equally often in the release (``family.choose``), so no rank is the likeliest;
 - UAVs: drawn from the group's UAVs (the asking one excepted), whichever is the gold; a group
   with too few UAVs is not asked (AirCopBench pads with "None" and "a ground-based sensor");
 - sides (grounding, matching): all four, every time;
@@ -16,8 +18,11 @@ row has the source's four options A-D; a candidate that cannot offer four is not
 
 What a view shows is asked about as a whole (counts, kinds, the view with most vehicles, the
 dominant feature): every instance its segmentation shows, never only the objects near a
-centre the model is not shown (:func:`.facts.counted`). Objects are named by colour and class
-where the name picks out one object in every view (:func:`.facts.unique_names`).
+centre the model is not shown (:func:`.facts.counted`); or, for counts and the view with most
+vehicles, inside a red box drawn on the view the model is shown and named in the question
+(:func:`regions`), where no instance a person might or might not count lies near the box's
+line or inside it. Objects are named by colour and class where the name picks out one object
+in every view (:func:`.facts.unique_names`).
 
 Option texts of one type share one form ("it is ..., so no" for every usability option, "on
 its left" / "above it" for every side), and no question repeats an option's words. A drawn set
@@ -34,11 +39,13 @@ so a tied candidate is never a wrong option.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import SupportsFloat
 
 import numpy as np
+from numpy.typing import NDArray
 
 from skyqa.contracts.aircop import GroupTask
 from skyqa.contracts.collab import CollabTask
@@ -55,8 +62,10 @@ from skyqa.families.aircop.facts import (
     made_out,
     visible_px,
 )
+from skyqa.sim.classes import BY_NAME
 
-Evidence = dict[str, str | int | float | bool | list[str] | list[int] | list[float]]
+Evidence = dict[str, str | int | float | bool | list[str] | list[int] | list[float] | dict[str, list[float]]]
+Box = tuple[float, float, float, float]  # normalized xyxy
 # gold first; None: not asked with this draw. The second argument is the release's pool of
 # keys for the types in RELEASED (the golds of the type elsewhere), empty for the others.
 Draw = Callable[[np.random.Generator, Sequence[str]], list[str] | None]
@@ -123,6 +132,8 @@ class Question:
     key: str  # the gold's label class: balanced across groups; the release pool's member
     draw: Draw
     evidence: Evidence = field(default_factory=dict)
+    # the regions the question names, drawn as a red box on those UAVs' views (UAV label, box)
+    marks: tuple[tuple[str, Box], ...] = ()
 
 
 class Group:
@@ -144,6 +155,7 @@ class Group:
         self.q = qualities
         self.names = names  # instance id -> "red car", for objects named uniquely in the group
         self.labels = [u.uav for u in task.uavs]
+        self.memo: dict[tuple[int, str], dict[int, Box]] = {}  # :func:`regions` per view and noun
 
     def cause(self, s: Seen) -> str:
         """The key of :data:`CAUSE` for the object's state."""
@@ -154,21 +166,40 @@ class Group:
 
 
 def numeric(gold: int, lo: int = 0) -> Draw:
-    """Four consecutive counts from ``lo`` up to the type's largest gold in the release (the
-    pool's one value), the gold at a uniformly drawn rank; None (not asked) when that range holds
-    fewer than four: a count above every gold would be an option nobody needs to look to rule
-    out."""
+    """Four consecutive counts within the type's range of golds in the release (the pool: its
+    top, and its bottom if above ``lo``; :func:`count_range`), the gold at a uniformly drawn
+    rank; None (not asked) when that range holds fewer than four or not the gold: a count
+    outside every gold would be an option nobody needs to look to rule out."""
 
     def draw(rng: np.random.Generator, pool: Sequence[str]) -> list[str] | None:
         if not pool:
-            raise ValueError("a count's options need the type's largest gold")
-        hi = int(pool[0])
-        if hi - lo + 1 < MAX_OPTIONS:
+            return None  # the release's golds of this type offer no even range (count_range)
+        hi, bottom = int(pool[0]), max(lo, int(pool[1]) if len(pool) > 1 else lo)
+        if hi - bottom + 1 < MAX_OPTIONS or not bottom <= gold <= hi:
             return None
-        w = O.window(gold, MAX_OPTIONS, rng, lo=lo, hi=hi)
+        w = _window(gold, bottom, hi, rng)
         return None if w is None else [str(gold), *(str(v) for v in w if v != gold)]
 
     return draw
+
+
+def _window(gold: int, lo: int, hi: int, rng: np.random.Generator) -> list[int] | None:
+    """Four consecutive values within ``[lo, hi]`` holding the gold at a uniformly drawn rank
+    (``options.window``), each window drawn with probability one over the most windows any
+    value of the range lies in: a range of exactly four values has one window, which every
+    gold takes (bounding by four instead would turn three draws in four away, each a fall back
+    to a candidate with another gold, and most often a low one)."""
+
+    def windows(x: int) -> list[list[int]]:
+        out = []
+        for r in range(MAX_OPTIONS):
+            values = [x + i - r for i in range(MAX_OPTIONS)]
+            if values[0] >= lo and values[-1] <= hi:
+                out.append(values)
+        return out
+
+    most = min(MAX_OPTIONS, hi - lo + 2 - MAX_OPTIONS)
+    return O.exchangeable(gold, windows, most, rng)
 
 
 def among(gold: str, pool: Sequence[str]) -> Draw:
@@ -207,8 +238,9 @@ def _whole(
     g: Group, u: int, keep: Callable[[Instance], bool]
 ) -> tuple[list[Instance], list[Instance]] | None:
     """The instances ``keep`` selects in view ``u`` that a person counts for certain, and those
-    a person might or might not count (:func:`.facts.counted`); None when an instance of a class
-    the vocabulary does not name might be one of them (it cannot be told either way)."""
+    a person might or might not count (:func:`.facts.counted`, and any :data:`LOOKALIKE`); None
+    when an instance of a class the vocabulary does not name might be one of them (it cannot be
+    told either way)."""
     view, q = g.views[u], g.q[u]
     sure: list[Instance] = []
     perhaps: list[Instance] = []
@@ -220,7 +252,14 @@ def _whole(
             return None
         if keep(i):
             (sure if verdict else perhaps).append(i)
+        elif i.class_name in LOOKALIKE:
+            perhaps.append(i)
     return sure, perhaps
+
+
+# classes a person counting vehicles from above could take for one: a shipping container is a
+# truck's box without a cab (the counts here are all of vehicles)
+LOOKALIKE = frozenset({"shipping_container"})
 
 
 def _vehicle(i: Instance) -> bool:
@@ -294,25 +333,151 @@ def scene_description(g: Group) -> Iterator[Question]:
 
 
 def scene_comparison(g: Group) -> Iterator[Question]:
-    """The view that shows the most vehicles (or cars, trucks, buses: every one in the picture,
-    not only the area's), ``COUNT_MARGIN`` ahead of any other view even if everything a person
-    might count there were counted."""
+    """The view that shows the most vehicles (or cars, trucks, buses), ``COUNT_MARGIN`` ahead of
+    any other view even if everything a person might count there were counted: over the whole
+    picture where that decides it, else inside a red box drawn on every view (each view's
+    region that holds the most, :func:`regions`)."""
     if len(g.views) < MAX_OPTIONS:
         return
     for noun, keep in COUNTED.items():
+        kind = noun != "vehicles"
         bounds = [_whole(g, u, keep) for u in range(len(g.views))]
-        if any(b is None for b in bounds):
-            return
-        if noun != "vehicles" and any(_kind_unsure(g, u) for u in range(len(g.views))):
+        unsure = kind and any(_kind_unsure(g, u) for u in range(len(g.views)))
+        if all(b is not None for b in bounds) and not unsure:
+            lo = [len(b[0]) for b in bounds if b is not None]
+            hi = [len(b[0]) + len(b[1]) for b in bounds if b is not None]
+            best = _leader(lo, hi)
+            if best is not None:
+                ev: Evidence = {noun: lo, "at_most": hi}
+                gold = g.labels[best]
+                q = f"Which UAV's view shows the most {noun}?"
+                yield Question("scene_comparison", "", q, gold, gold, among(gold, g.labels), ev)
+                continue
+        most = [max(regions(g, u, noun).items(), default=None) for u in range(len(g.views))]
+        if any(m is None for m in most):
             continue
-        lo = [len(b[0]) for b in bounds if b is not None]
-        hi = [len(b[0]) + len(b[1]) for b in bounds if b is not None]
-        best = max(range(len(lo)), key=lambda k: (lo[k], -k))
-        if all(lo[best] >= hi[k] + COUNT_MARGIN for k in range(len(lo)) if k != best):
-            ev: Evidence = {noun: lo, "at_most": hi}
-            gold = g.labels[best]
-            q = f"Which UAV's view shows the most {noun}?"
-            yield Question("scene_comparison", "", q, gold, gold, among(gold, g.labels), ev)
+        counts = [m[0] for m in most if m is not None]
+        best = _leader(counts, counts)
+        if best is None:
+            continue
+        marks = tuple((g.labels[u], m[1]) for u, m in enumerate(most) if m is not None)
+        ev = {noun: counts, "regions": {label: list(box) for label, box in marks}}
+        gold = g.labels[best]
+        q = f"A red box is drawn on each UAV's view. Which UAV's box holds the most {noun}?"
+        yield Question("scene_comparison", "", q, gold, gold, among(gold, g.labels), ev, marks)
+
+
+def _leader(lo: list[int], hi: list[int]) -> int | None:
+    """The view whose sure count is ``COUNT_MARGIN`` beyond every other's largest possible."""
+    best = max(range(len(lo)), key=lambda k: (lo[k], -k))
+    ok = all(lo[best] >= hi[k] + COUNT_MARGIN for k in range(len(lo)) if k != best)
+    return best if ok else None
+
+
+# ---- regions: a red box drawn on the view, holding only instances a person counts for sure ---
+#
+# A wide city view often holds far cars of a few dozen pixels, which a person might or might not
+# count: a count of the whole picture is then not asked. A region drawn on the image and named
+# in the question ("inside the red box drawn on UAV3's view") asks about a part of the picture
+# where every instance is clearly one: none that a person might or might not count, and none
+# the box's line cuts, lies within ``REGION_GAP`` of the box's line on either side.
+REGION_SIZES = (0.3, 0.4, 0.5, 0.6)  # a region's width and height, of the image's
+REGION_STEP = 0.05
+REGION_EDGE = 0.05  # the box this far from the image's border: its line stays in the picture
+REGION_GAP = 0.02  # of the image, both sides of the box's line
+
+
+def _grid() -> NDArray[np.float64]:
+    out = []
+    for w in REGION_SIZES:
+        for h in REGION_SIZES:
+            xs = np.arange(REGION_EDGE, 1 - REGION_EDGE - w + 1e-9, REGION_STEP)
+            ys = np.arange(REGION_EDGE, 1 - REGION_EDGE - h + 1e-9, REGION_STEP)
+            out += [(round(x, 2), round(y, 2), round(x + w, 2), round(y + h, 2)) for y in ys for x in xs]
+    return np.array(out, dtype=np.float64)
+
+
+GRID = _grid()
+
+
+def region_count(
+    g: Group, u: int, keep: Callable[[Instance], bool], kind: bool, boxes: NDArray[np.float64]
+) -> NDArray[np.int64]:
+    """How many instances ``keep`` selects each region (normalized xyxy rows of ``boxes``) of
+    view ``u`` holds, or -1 where a person could count it otherwise: an instance a person might
+    or might not count (:func:`.facts.counted`), of a class the vocabulary does not name, a
+    :data:`LOOKALIKE`, or (``kind``: a count of cars, trucks or buses) a vehicle whose kind a
+    person could misjudge, within ``REGION_GAP`` of the region's line or inside it; or one it
+    counts that is not inside the region by that gap. In a view rated Poor or worse, every
+    region (a person cannot be sure even that a part of it is empty)."""
+    view, q, w, h = g.views[u], g.q[u], g.task.width, g.task.height
+    if q.quality < USABLE_QUALITY and q.degradation.kind != "masking":
+        return np.full(len(boxes), -1, dtype=np.int64)  # nothing in it is sure, not even nothing
+    unsure_px = IDENTIFY * visible_px(w, h)
+    bad, good = [], []
+    for i in view.instances:
+        verdict = counted(i, view, q, w, h)
+        if verdict is False:
+            continue
+        # a vehicle too small to tell its kind, or one perhaps counted (mostly hidden, cut
+        # off), could be taken for any kind
+        unsure_kind = kind and i.category == "vehicle" and (i.pixels < unsure_px or verdict is None)
+        if i.class_name in LOOKALIKE:
+            bad.append(i.box)
+        elif verdict is None or i.class_name is None or unsure_kind:
+            if i.class_name is None or keep(i) or unsure_kind:
+                bad.append(i.box)
+        elif keep(i):
+            good.append(i.box)
+    counts = np.zeros(len(boxes), dtype=np.int64)
+    invalid = np.zeros(len(boxes), dtype=bool)
+    r = boxes[:, None, :]
+    for arr, sure in ((np.array(bad, dtype=np.float64), False), (np.array(good, dtype=np.float64), True)):
+        if not len(arr):
+            continue
+        b = arr[None, :, :]
+        touch = (
+            (b[..., 0] < r[..., 2] + REGION_GAP)
+            & (b[..., 2] > r[..., 0] - REGION_GAP)
+            & (b[..., 1] < r[..., 3] + REGION_GAP)
+            & (b[..., 3] > r[..., 1] - REGION_GAP)
+        )
+        if not sure:
+            invalid |= touch.any(axis=1)
+            continue
+        inside = (
+            (b[..., 0] >= r[..., 0] + REGION_GAP)
+            & (b[..., 2] <= r[..., 2] - REGION_GAP)
+            & (b[..., 1] >= r[..., 1] + REGION_GAP)
+            & (b[..., 3] <= r[..., 3] - REGION_GAP)
+        )
+        invalid |= (touch & ~inside).any(axis=1)
+        counts = touch.sum(axis=1)
+    return np.where(invalid, -1, counts)
+
+
+# the grid's regions, largest first (grid order among equals)
+BY_AREA = np.lexsort((np.arange(len(GRID)), -(GRID[:, 2] - GRID[:, 0]) * (GRID[:, 3] - GRID[:, 1])))
+
+
+def regions(g: Group, u: int, noun: str) -> dict[int, Box]:
+    """Per count of ``noun`` (a key of :data:`COUNTED`; 0 up to ``MAX_COUNT``), the largest grid
+    region of view ``u`` that holds that many, clearly (:func:`region_count`); the first in
+    grid order among equals."""
+    if (u, noun) not in g.memo:
+        counts = region_count(g, u, COUNTED[noun], noun != "vehicles", GRID)[BY_AREA]
+        values, first = np.unique(counts, return_index=True)
+        g.memo[u, noun] = {
+            int(n): _box(GRID[BY_AREA[k]])
+            for n, k in zip(values.tolist(), first.tolist(), strict=True)
+            if 0 <= n <= MAX_COUNT
+        }
+    return g.memo[u, noun]
+
+
+def _box(row: NDArray[np.float64]) -> Box:
+    x0, y0, x1, y1 = (float(v) for v in row)
+    return x0, y0, x1, y1
 
 
 POSTURES: dict[str, tuple[str, Callable[[Group, int], float]]] = {
@@ -346,56 +511,164 @@ def beyond_margin(a: float, b: float, ratio: float = RATIO) -> bool:
     return max(a, b) >= ratio * min(a, b)
 
 
-# the kinds of object a recognition question lists, by category: named in the question, so a
-# person counts what the question counts (a billboard or a car and a truck as one kind or two
-# would otherwise be anyone's guess)
-KINDS = {
-    "building": "buildings",
-    "vehicle": "vehicles",
-    "vegetation": "trees",
-    "public_facility": "street lamps or shelters",
-    "industrial_infrastructure": "tanks, containers or chimneys",
+# the kinds of object a recognition question may list: the scene's classes as a person names them
+# from above (the three kinds of building are one: from above, a person would not agree which
+# is which)
+KINDS: dict[str, tuple[str, ...]] = {
+    "buildings": ("residential_building", "office_tower", "house"),
+    "cars": ("car",),
+    "trucks": ("truck",),
+    "buses": ("bus",),
+    "street lamps": ("street_lamp",),
+    "bus shelters": ("bus_shelter",),
+    "fountains": ("fountain",),
+    "statues": ("statue",),
+    "bridges": ("bridge",),
+    "traffic signs": ("traffic_sign",),
+    "storage tanks": ("storage_tank",),
+    "shipping containers": ("shipping_container",),
+    "chimneys": ("chimney",),
+    "trees": ("tree",),
+    "billboards": ("billboard",),
+    "water towers": ("water_tower",),
 }
-KIND_LIST = "; ".join(KINDS.values())
+KIND_OF = {c: k for k, classes in KINDS.items() for c in classes}
+LISTED = 4  # kinds a recognition question lists; its gold is 0..LISTED
 
 
-def object_recognition(g: Group) -> Iterator[Question]:
-    """How many of the listed kinds a view shows, every instance of the picture counted; not
-    asked when a kind only perhaps shown would change the number."""
+@dataclass(frozen=True)
+class Kinds:
+    """The kinds a view certainly shows, and those it certainly does not."""
+
+    present: frozenset[str]
+    absent: frozenset[str]
+
+
+def kinds_of(g: Group, u: int) -> Kinds | None:
+    """A kind is present when an instance of it is counted for sure (:func:`.facts.counted`)
+    and large enough to tell its kind (``IDENTIFY`` times the make-out size); absent when no
+    instance a person might count is of its category, or of the kind itself (a far, small
+    vehicle could be taken for a car, a truck or a bus). None (no kind decided) when an
+    instance of a class the vocabulary does not name might be counted, or the view is rated
+    Poor or worse."""
+    view, q, w, h = g.views[u], g.q[u], g.task.width, g.task.height
+    if q.quality < USABLE_QUALITY and q.degradation.kind != "masking":
+        return None
+    told = IDENTIFY * visible_px(w, h)
+    present: set[str] = set()
+    doubt: set[str] = set()  # kinds perhaps shown
+    for i in view.instances:
+        verdict = counted(i, view, q, w, h)
+        if verdict is False:
+            continue
+        if i.class_name is None:
+            return None
+        k = KIND_OF.get(i.class_name)
+        if verdict and i.pixels >= told and k:
+            present.add(k)
+        elif i.pixels < told:  # its kind not told: any kind of its category
+            doubt |= {x for x, cs in KINDS.items() if any(_category(c) == i.category for c in cs)}
+        elif k:
+            doubt.add(k)
+    return Kinds(frozenset(present), frozenset(set(KINDS) - present - doubt))
+
+
+def _category(class_name: str) -> str | None:
+    c = BY_NAME.get(class_name)
+    return c.category if c else None
+
+
+def recognise(g: Group, u: int, listed: Sequence[str]) -> Question | None:
+    """How many of the ``listed`` kinds view ``u`` shows, when each is certainly shown or
+    certainly not (:func:`kinds_of`); None otherwise."""
+    kinds = kinds_of(g, u)
+    if kinds is None or len(listed) != LISTED or len(set(listed)) != LISTED:
+        return None
+    if not all(k in kinds.present or k in kinds.absent for k in listed):
+        return None
+    shown = [k for k in listed if k in kinds.present]
+    q = f"How many of these kinds of object can be made out in {g.labels[u]}'s view: {'; '.join(listed)}?"
+    n = len(shown)
+    ev: Evidence = {"listed": list(listed), "present": shown}
+    return Question("object_recognition", g.labels[u], q, str(n), str(n), numeric(n, lo=0), ev)
+
+
+def presence_rates(groups: Sequence[Group]) -> dict[str, float]:
+    """Per kind, the share of the views deciding it (:func:`kinds_of`) that show it; only kinds
+    some view shows and some view does not."""
+    shown: Counter[str] = Counter()
+    decided: Counter[str] = Counter()
+    for g in groups:
+        for u in range(len(g.views)):
+            kinds = kinds_of(g, u)
+            if kinds is not None:
+                shown.update(kinds.present)
+                decided.update(kinds.present | kinds.absent)
+    return {k: shown[k] / decided[k] for k in KINDS if 0 < shown[k] < decided[k]}
+
+
+def object_recognition(g: Group, rates: Mapping[str, float] | None = None) -> Iterator[Question]:
+    """How many of ``LISTED`` kinds a view shows (AirCopBench: "How many types of objects are
+    there?"), the kinds listed so that a person counts what is counted. One candidate per view
+    and gold 0..``LISTED`` the view can offer, so golds spread over the range rather than
+    following how many kinds a view shows (most city views show most kinds). The list draws
+    each kind the view shows with a weight of one over the share of the release's views that
+    show it (``rates``, :func:`presence_rates`), and each kind it does not with one over the
+    share that do not: a kind shown in most views is listed as often where it is absent as
+    where it is present, so knowing which kinds are common says nothing about the count.
+    Without ``rates`` (a group on its own), every kind weighs alike."""
+    rates = rates if rates is not None else {k: 0.5 for k in KINDS}
     for u in range(len(g.views)):
-        found = _whole(g, u, lambda i: i.category in KINDS)
-        if found is None:
+        kinds = kinds_of(g, u)
+        if kinds is None:
             continue
-        sure, perhaps = found
-        kinds = sorted({str(i.category) for i in sure})
-        if not kinds or not {str(i.category) for i in perhaps} <= set(kinds):
-            continue
-        q = f"How many of these kinds of object can be made out in {g.labels[u]}'s view: {KIND_LIST}?"
-        n = len(kinds)
-        yield Question(
-            "object_recognition", g.labels[u], q, str(n), str(n), numeric(n, lo=1), {"kinds": kinds}
-        )
+        present = sorted(k for k in kinds.present if k in rates)
+        absent = sorted(k for k in kinds.absent if k in rates)
+        for n in range(LISTED + 1):
+            if len(present) < n or len(absent) < LISTED - n:
+                continue
+            rng = np.random.default_rng([g.task.seed, u, n, 0x6B1D])
+            listed = _weighted(present, n, [1 / rates[k] for k in present], rng)
+            listed += _weighted(absent, LISTED - n, [1 / (1 - rates[k]) for k in absent], rng)
+            order = [listed[int(i)] for i in rng.permutation(LISTED)]
+            q = recognise(g, u, order)
+            if q is not None:
+                yield q
+
+
+def _weighted(items: list[str], k: int, weights: list[float], rng: np.random.Generator) -> list[str]:
+    if k == 0:
+        return []
+    p = np.array(weights, dtype=np.float64)
+    picked = rng.choice(len(items), size=k, replace=False, p=p / p.sum())
+    return [items[int(i)] for i in picked]
 
 
 def object_counting(g: Group) -> Iterator[Question]:
-    """How many vehicles (cars, trucks, buses) a view shows, every one in the picture, when it
-    shows some, at most ``MAX_COUNT``, and none is one a person might or might not count (a
-    sliver at the frame, one mostly hidden, a few pixels, a view rated Poor or worse). A whole
-    city view often holds a far car or two of a few dozen pixels: then its vehicles are not
-    counted, but its buses may be. Counts start at 1, options too: most views that make out
-    nothing are views of nothing (hidden, lost, blurred), and a count that is often 0 would make
-    the smallest of four options the likeliest wherever the options start at 0."""
+    """How many vehicles (cars, trucks, buses) a view shows, at most ``MAX_COUNT``: over the
+    whole picture where none is one a person might or might not count (a sliver at the frame,
+    one mostly hidden, a few pixels, a view rated Poor or worse) and it shows some, and inside
+    a red box drawn on the view (:func:`regions`), one per count the view's regions offer. A
+    whole city view often holds a far car or two of a few dozen pixels: then its vehicles are
+    counted in a region that holds none of those. Whole-view counts start at 1: most views that
+    make out nothing are views of nothing (hidden, lost, blurred), so a count of 0 would say
+    more about the view than its pixels. A region may hold none: the box is drawn where the
+    question asks, and a box over a lawn is as plain to read as one over a car park."""
     for u in range(len(g.views)):
         for noun, keep in COUNTED.items():
+            kind = noun != "vehicles"
             found = _whole(g, u, keep)
-            if found is None or found[1] or not 1 <= len(found[0]) <= MAX_COUNT:
-                continue
-            if noun != "vehicles" and _kind_unsure(g, u):
-                continue
-            n = len(found[0])
-            q = f"How many {noun} can be made out in {g.labels[u]}'s view?"
-            ev: Evidence = {noun: n}
-            yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=1), ev)
+            whole = found is not None and not found[1] and 1 <= len(found[0]) <= MAX_COUNT
+            if found is not None and whole and not (kind and _kind_unsure(g, u)):
+                n = len(found[0])
+                q = f"How many {noun} can be made out in {g.labels[u]}'s view?"
+                ev: Evidence = {noun: n}
+                yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=1), ev)
+            for n, box in sorted(regions(g, u, noun).items()):
+                q = f"How many {noun} can be made out inside the red box drawn on {g.labels[u]}'s view?"
+                ev = {noun: n, "regions": {g.labels[u]: list(box)}}
+                marks = ((g.labels[u], box),)
+                yield Question("object_counting", g.labels[u], q, str(n), str(n), numeric(n, lo=0), ev, marks)
 
 
 # where one object appears relative to another in an image, one form each
@@ -649,6 +922,29 @@ def why_to_collaborate(g: Group) -> Iterator[Question]:
 
 
 NUMERIC = frozenset({"object_counting", "object_recognition"})  # drawn by :func:`numeric`
+
+
+def count_range(offers: Sequence[set[int]]) -> tuple[int, int, int] | None:
+    """The range of golds a count type asks in a release, from the golds each group can offer:
+    of the ranges of at least ``MAX_OPTIONS`` values, the one whose values can be asked most
+    evenly, its width times the number of groups offering its least offered value (with
+    :func:`.family.choose`'s quota every value is then asked about as often: given the window
+    of options, each of its values is the gold as often as golds of that value are asked, so
+    an uneven spread would put the gold at a predictable rank); among equals the wider, then
+    the lower. Returns (lowest, highest, how many groups offer its least offered value): each
+    value is asked at most that often. None (not asked in this release) when every range of
+    four holds a value no group offers: its rank in the window would never be the gold's."""
+    values = sorted({v for o in offers for v in o})
+    if not values or values[-1] - values[0] + 1 < MAX_OPTIONS:
+        return None
+    best = (0, 0, 0, 0, 0)
+    for a in range(values[0], values[-1] - MAX_OPTIONS + 2):
+        for b in range(a + MAX_OPTIONS - 1, values[-1] + 1):
+            least = min(sum(v in o for o in offers) for v in range(a, b + 1))
+            best = max(best, ((b - a + 1) * least, b - a, -a, a, b))
+    return (best[3], best[4], best[0] // (best[4] - best[3] + 1)) if best[0] else None
+
+
 BUILDERS: dict[str, Callable[[Group], Iterator[Question]]] = {
     "scene_description": scene_description,
     "scene_comparison": scene_comparison,
