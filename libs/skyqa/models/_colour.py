@@ -13,6 +13,11 @@ and the object's colour is the one whose fits leave the least residual over all 
 pixel alone cannot tell a gray wall in shade from a dark gray one in sun; the object's shaded
 and sunlit faces together can, because only the right albedo reaches both its darkest and its
 brightest pixels.
+
+Confidence: a pixel's residual is measured in CIELAB (ΔE to the nearest shading of a colour), so
+the lead of the best name over the next is a perceptual difference; below
+``skyqa.vocab.colours.NAMING_MARGIN_DE`` the shade is not named (its family word, or nothing).
+An object whose pixels split between two colour families (``TWO_TONE``) gets no single word.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 It reads what a person could read off the prompt package without recognising anything: the
 colour of the object in the red box of each view (``_colour``: figure against ground, under
-shading), the box's shape, the LiDAR-measured size in the prompt (``_size``: nearest typical
+shading; a shade only when it clearly beats the next in CIELAB, else the coarser word or no
+colour at all), the box's shape, the LiDAR-measured size in the prompt (``_size``: nearest typical
 urban object) and, when the deployment passes one, the class-name hint (a keyword table; it
 wins over the size). Its confidence says how clearly the size or hint decided the category.
 """
