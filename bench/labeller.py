@@ -8,6 +8,11 @@ measured from the mesh where a run measures it from the fused cloud). The heuris
 answers; its colour word (the first words of the description) and category are compared with
 the scene's ground truth. Nothing from the ground truth reaches the labeller: the class-name hint is empty,
 as it is by default in a run.
+
+The labeller may abstain from a colour word it is not sure of (no colour, or the coarser word of
+a shade: "gray" for a silver or dark gray object). A word is right when it is the object's scene
+colour or that colour's coarser word; colour accuracy is over the words used, and the share of
+candidates that got a word is reported next to it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from skyqa.models.heuristic import HeuristicLabeller
 from skyqa.sim import BuiltinSimulator, CameraSpec, SceneObject, load_scene
 from skyqa.sim.classes import COLOURS
 from skyqa.v1 import model_pb2
+from skyqa.vocab.colours import family_of
 
 from services.labeller.prompt import SYSTEM, annotate, user_prompt
 from services.landmark.config import CollectConfig
@@ -50,7 +56,12 @@ class Outcome:
 
 def colour_word(description: str) -> str:
     d = description.lower()
-    return next((c for c in _COLOUR_WORDS if d.startswith(c)), "")
+    return next((c for c in _COLOUR_WORDS if d.startswith(c + " ")), "")
+
+
+def colour_right(word: str, truth: str) -> bool:
+    """A colour word is right when it names the scene colour or the family it is a shade of."""
+    return bool(word) and word in (truth, family_of(truth))
 
 
 def _views(sim: BuiltinSimulator, obj: SceneObject, cfg: CollectConfig) -> list[tuple[bytes, str]]:
@@ -115,15 +126,23 @@ def labeller_accuracy(scenes: tuple[str, ...] = ("demo_city", "tiny_town")) -> d
         finally:
             sim.close()
     n = len(outcomes)
-    colour_ok = sum(o.colour == o.truth_colour for o in outcomes)
+    named = [o for o in outcomes if o.colour]
+    colour_ok = sum(colour_right(o.colour, o.truth_colour) for o in named)
     category_ok = sum(o.category == o.truth_category for o in outcomes)
-    confusions = Counter(f"{o.truth_colour}->{o.colour}" for o in outcomes if o.colour != o.truth_colour)
+    confusions = Counter(
+        f"{o.truth_colour}->{o.colour}" for o in named if not colour_right(o.colour, o.truth_colour)
+    )
+    abstained = Counter(o.class_name for o in outcomes if not o.colour)
     category_by_class: dict[str, list[int]] = {}
     for o in outcomes:
         category_by_class.setdefault(o.class_name, []).append(int(o.category == o.truth_category))
     return {
         "objects": n,
-        "colour_accuracy": round(colour_ok / n, 4) if n else 0.0,
+        # over the colour words used; an abstention is no word, counted apart
+        "colour_accuracy": round(colour_ok / len(named), 4) if named else 0.0,
+        "colour_coverage": round(len(named) / n, 4) if n else 0.0,
+        "colour_abstained": len(outcomes) - len(named),
+        "colour_abstained_by_class": dict(abstained.most_common()),
         "category_accuracy": round(category_ok / n, 4) if n else 0.0,
         "colour_confusions": dict(confusions.most_common(8)),
         "category_accuracy_by_class": {
@@ -133,4 +152,8 @@ def labeller_accuracy(scenes: tuple[str, ...] = ("demo_city", "tiny_town")) -> d
 
 
 if __name__ == "__main__":
-    print(json.dumps(labeller_accuracy(), indent=1))
+    import sys
+
+    # this part alone: python -m bench.labeller [scene,scene,...]
+    chosen = tuple(sys.argv[1].split(",")) if len(sys.argv) > 1 else ("demo_city", "tiny_town")
+    print(json.dumps(labeller_accuracy(chosen), indent=1))

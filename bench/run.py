@@ -416,10 +416,12 @@ def main() -> None:
             "",
         ),
         (
-            f"labeller colour / category ({results['heuristic_labeller']['objects']} objects)",
+            f"labeller colour words right / objects given one / category "
+            f"({results['heuristic_labeller']['objects']} objects)",
             f"{results['heuristic_labeller']['colour_accuracy']:.3f} / "
+            f"{results['heuristic_labeller']['colour_coverage']:.3f} / "
             f"{results['heuristic_labeller']['category_accuracy']:.3f}",
-            "",
+            "colour >= 0.90",
         ),
     ]
     lines += [

@@ -80,7 +80,10 @@ async def test_labeller_through_grpc_model_server(
     assert result.category == "industrial_infrastructure" and result.subcategory == "storage tank"
     assert result.model == "heuristic-labeller" and result.attempts == 1
     assert list(result.views_used) == ["front", "back", "left", "right"]  # main first, then cardinals
-    assert "white" in result.description and "16 m tall" in result.description
+    assert "16 m tall" in result.description
+    # the white tank's walls, lit at most at the sun's angle to a wall, are also sunlit light
+    # gray: the labeller names white or, unsure, no colour; never another one
+    assert result.description.partition("storage tank")[0].strip() in ("white", "")
 
 
 async def test_the_class_hint_reaches_the_model_only_when_configured(

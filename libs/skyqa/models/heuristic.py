@@ -2,7 +2,8 @@
 
 It reads what a person could read off the prompt package without recognising anything: the
 colour of the object in the red box of each view (``_colour``: figure against ground, under
-shading), the box's shape, the LiDAR-measured size in the prompt (``_size``: nearest typical
+shading; a shade only when it clearly beats the next in CIELAB, else the coarser word or no
+colour at all), the box's shape, the LiDAR-measured size in the prompt (``_size``: nearest typical
 urban object) and, when the deployment passes one, the class-name hint (a keyword table; it
 wins over the size). Its confidence says how clearly the size or hint decided the category.
 """
@@ -17,7 +18,7 @@ import time
 import numpy as np
 from PIL import Image
 
-from skyqa.models._colour import figure_and_ring, object_colour
+from skyqa.models._colour import figure_and_ring, measure_colour
 from skyqa.models._size import likely_object, parse_size
 from skyqa.models.base import error_response
 from skyqa.v1 import model_pb2
@@ -65,7 +66,10 @@ class HeuristicLabeller:
             inside, ring, ratio = figure_and_ring(arr)
             views.append((inside, ring))
             ratios.append(ratio)
-        colour, fit = object_colour(views)
+        measured = measure_colour(views)
+        call = measured.call() if measured is not None else None
+        # the word a description may use: None when the views do not decide even the hue
+        colour = call.word if call is not None else None
         ratio = float(np.median(ratios))
         shape = "tall" if ratio > 1.6 else "low wide" if ratio < 0.6 else "compact"
         match = HINT.search(request.prompt)
@@ -73,14 +77,15 @@ class HeuristicLabeller:
         category = category_for(hint) if hint else None
         size = parse_size(request.prompt)
         subcategory = hint or "structure"
-        confidence = 0.7 if fit >= 0.5 else 0.45
+        confidence = 0.7 if colour is not None else 0.45
         if category is None and size is not None:
-            category, subcategory, margin = likely_object(size, colour)
+            # the size prior may use the best guess, which no description states
+            category, subcategory, margin = likely_object(size, call.best if call is not None else "")
             confidence = 0.7 if margin >= 0.3 else 0.5
         elif category is None:
             category, confidence = "other", 0.2
         height = f", about {round(size[2])} m tall," if size is not None else ""
-        description = f"{colour} {subcategory}{height} with a {shape} silhouette"
+        description = f"{colour or ''} {subcategory}{height} with a {shape} silhouette"
         payload = {
             "category": category,
             "subcategory": subcategory,
