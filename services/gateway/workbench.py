@@ -27,6 +27,8 @@ T = TypeVar("T")
 Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 Limit = Annotated[int, Query(ge=1, le=rows.MAX_PAGE)]
 Filter = Annotated[str, Query(max_length=200)]
+RowId = Annotated[str, PathParam(min_length=1, max_length=200)]
+MediumIndex = Annotated[int, PathParam(ge=0, le=10_000)]
 
 
 async def _answer(fn: Callable[..., T], *args: Any) -> T:
@@ -160,7 +162,6 @@ def mount_workbench(svc: Service, sessions: SessionBook, serve_file: ServeFile) 
     # -- the human answerability audit (see services.gateway.audit): every route needs a session
     # signed in with a name and the write token; nothing here names a gold before it is answered
     k = cfg.audit_per_stratum
-    Row = Annotated[str, PathParam(min_length=1, max_length=200)]
 
     @app.get(f"{base}/audit", tags=["workbench"])
     async def audit_queue(run_id: str, request: Request) -> dict[str, Any]:
@@ -169,7 +170,7 @@ def mount_workbench(svc: Service, sessions: SessionBook, serve_file: ServeFile) 
         return await _answer(audit.queue, cache, checked_run_id(run_id), user, k)
 
     @app.get(f"{base}/audit/rows/{{sample_id}}", tags=["workbench"])
-    async def audit_row(run_id: str, sample_id: Row, request: Request) -> dict[str, Any]:
+    async def audit_row(run_id: str, sample_id: RowId, request: Request) -> dict[str, Any]:
         """A sampled row as a model is asked it (prompts, options, media), without its gold."""
         await audit_user(request, cfg, sessions)
         return await _answer(audit.item, cache, checked_run_id(run_id), sample_id, k)
@@ -178,8 +179,8 @@ def mount_workbench(svc: Service, sessions: SessionBook, serve_file: ServeFile) 
     @app.head(f"{base}/audit/rows/{{sample_id}}/media/{{index}}", tags=["workbench"])
     async def audit_medium(
         run_id: str,
-        sample_id: Row,
-        index: Annotated[int, PathParam(ge=0, le=10_000)],
+        sample_id: RowId,
+        index: MediumIndex,
         request: Request,
         span_header: str | None = Header(None, alias="range"),
         if_range: str | None = Header(None, alias="if-range"),
