@@ -97,7 +97,12 @@ def _user(body: bytes) -> str:
 async def audit_user(request: Request, cfg: GatewaySettings, sessions: SessionBook) -> str:
     """Who this browser is, for the audit: the name of its live session signed in with the
     write token (answers change the release's QC, a write). 401 without one, 403 for a session
-    of the read token or without a name, 503 when the session cannot be checked."""
+    of the read token or without a name, 503 when writing is disabled or the session cannot be
+    checked."""
+    if not cfg.token.get_secret_value():
+        raise HTTPException(
+            503, "the audit writes to the release, and writing is disabled: no token is configured"
+        )
     sid = signed_session(request.cookies.get(COOKIE, ""), _accepted(cfg), time.time())
     if sid is None:
         raise HTTPException(401, "sign in with your name and the write token to answer the audit")
