@@ -403,7 +403,11 @@ async function showAuditRow(sampleId) {
   $("audit-media").replaceChildren(...d.media.map((m) => {
     const fig = el("figure", undefined, "medium"); fig.append(el("figcaption", m.label));
     if (m.video) { const v = el("video"); v.controls = true; v.muted = true; v.preload = "metadata"; v.src = m.url; fig.append(v); }
-    else { const img = el("img"); img.src = m.url; img.alt = m.label; fig.append(img); }
+    else {
+      const frame = el("div", undefined, "frame"), canvas = el("div", undefined, "canvas"), img = el("img");
+      img.src = m.url; img.alt = m.label; img.title = "click: full resolution";
+      canvas.append(img); frame.append(canvas); frame.onclick = () => frame.classList.toggle("zoom"); fig.append(frame);
+    }
     return fig;
   }));
   const box = $("audit-choices"); box.replaceChildren(el("legend", d.kind === "count" ? "your count" : d.kind === "multi" ? "every option that applies" : "your answer"));

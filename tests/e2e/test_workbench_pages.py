@@ -324,6 +324,7 @@ async def test_an_audit_answered_in_the_browser_reaches_the_qc_report_card_and_w
         await signin.locator("input[name=token]").fill(TOKEN)
         await signin.locator("button").click()
         await expect(page.locator("#audit-row")).to_be_visible()
+        await expect(signin).to_be_hidden()
         queue = page.locator("#audit-queue li")
         n = await queue.count()
         strata = {
