@@ -84,6 +84,33 @@ def _write_sums(store: BlobStore, root: str, covered: Callable[[str], bool]) -> 
     return sums
 
 
+def reseal(store: BlobStore, run_id: str, rels: list[str]) -> str:
+    """Rewrite the lines of ``SHA256SUMS`` of the released files ``rels`` (paths relative to the
+    release) from their stored bytes, adding those it did not list: what a writer that changes
+    a few files of a sealed release (the audit's QC files) calls, so ``skyqa verify`` still
+    passes without hashing every video again. Raises :class:`InvalidInput` on a release that
+    was never sealed. Returns the key of ``SHA256SUMS``."""
+    root = keys.run_prefix(run_id)
+    sums = f"{root}/{SUMS}"
+    if not store.exists(sums):
+        raise InvalidInput(f"run {run_id!r} has no {SUMS}: it was never sealed")
+    fresh = {}
+    for rel in rels:
+        if not is_released(keys.validate_key(rel)):
+            raise InvalidInput(f"{rel!r} is not a file of the release")
+        fresh[rel] = sha256_hex(store.get(f"{root}/{rel}"))
+    lines = []
+    for line in store.get(sums).decode("utf-8", errors="replace").splitlines():
+        m = _LINE.match(line)
+        listed = m.group(2) if m else None
+        if listed is not None and listed in fresh:
+            line = f"{fresh.pop(listed)}  {listed}"
+        lines.append(line + "\n")
+    lines += [f"{digest}  {rel}\n" for rel, digest in sorted(fresh.items())]
+    store.put(sums, "".join(lines).encode(), "text/plain")
+    return sums
+
+
 def _is_eval_output(rel: str) -> bool:
     """Whether a path inside ``eval/`` is an evaluation output (and so of ``eval/SHA256SUMS``)."""
     return rel != SUMS and not any(part.startswith(".") for part in rel.split("/"))

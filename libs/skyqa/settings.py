@@ -191,6 +191,9 @@ class GatewaySettings(BaseModel):
     # any); empty: none, so a client is its socket's peer address (what the sign-in limiter
     # and the per-client stream cap count) and any forwarded header is ignored
     forwarded_allow_ips: str = Field("", max_length=4096)
+    # rows of every (family, task) the workbench's human answerability audit asks; raising it
+    # extends the sample (it is drawn in a fixed order seeded by the run id), never redraws it
+    audit_per_stratum: int = Field(5, ge=1, le=1000)
 
 
 class Settings(BaseSettings):

@@ -315,7 +315,13 @@ def _progress(data: bytes) -> str:
     return _sse("progress", to_dict(event, proto_names=True))
 
 
-def mount_api(svc: Service, dead: DeadLetterLog) -> None:
+# what serves one stored file of a run: (request, run id, key, name in messages, Range, If-Range)
+ServeFile = Callable[[Request, str, str, str, str | None, str | None], Awaitable[Response]]
+
+
+def mount_api(svc: Service, dead: DeadLetterLog) -> ServeFile:
+    """Mount the API; returns how it serves a stored file (ranges, ETag, stream limits), for
+    the workbench's audit, which serves media without naming their paths."""
     app: FastAPI = svc.app
     cfg = svc.settings.gateway
     streams = FileStreams(cfg.max_file_streams, cfg.max_file_streams_per_client)
@@ -619,6 +625,12 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
         address; past that the answer is 503 with ``Retry-After``. ``HEAD`` answers the headers
         alone and takes no stream."""
         key = in_release(keys.run_prefix(checked_run_id(run_id)), path)
+        return await serve_file(request, run_id, key, path, span_header, if_range)
+
+    async def serve_file(
+        request: Request, run_id: str, key: str, path: str, span_header: str | None, if_range: str | None
+    ) -> Response:
+        """The answer for one stored file of the run (``key``, named ``path`` in messages)."""
         try:
             info = await asyncio.to_thread(svc.store.head, key)
         except BlobNotFound:
@@ -671,3 +683,5 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> None:
             media_type=media,
             headers=headers,
         )
+
+    return serve_file

@@ -23,13 +23,14 @@ HERE = Path(__file__).parent
 async def setup(svc: Service, dead: DeadLetterLog) -> None:
     await dead.follow(svc.bus.js)
     cfg = svc.settings.gateway
-    guard_reads(svc.app, cfg, SessionBook(await svc.bus.kv(BUCKET, ttl_s=SESSION_S)))
-    mount_api(svc, dead)
+    book = SessionBook(await svc.bus.kv(BUCKET, ttl_s=SESSION_S))
+    guard_reads(svc.app, cfg, book)
+    serve_file = mount_api(svc, dead)
 
     # connect-src 'self' covers fetch and the EventSource of /v1/runs/<run>/events
     assets = [HERE / "dashboard.js", HERE / "dashboard.css", HERE / "signin.js"]
     mount_page(svc.app, "/", "/static", HERE / "dashboard.html", assets, img_src="'self'")
-    mount_workbench(svc)
+    mount_workbench(svc, book, serve_file)
 
     @svc.app.get("/v1/info", tags=["service"])
     async def info() -> dict[str, Any]:

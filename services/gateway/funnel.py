@@ -1,5 +1,6 @@
 """The workbench's funnel and QC view: how a release narrowed from candidates to rows, each drop
-reason with example rows, and the blind gate's verdict per task."""
+reason with example rows, the blind gate's verdict per task, and the human answerability audit's
+agreement per task with every disagreement."""
 
 from __future__ import annotations
 
@@ -72,4 +73,6 @@ def funnel_view(cache: ParsedCache, run_id: str) -> dict[str, Any]:
             ],
         },
         "outcomes": dict(sorted(Counter(r.blind for r in index.rows).items())),
+        # the human answerability audit as qc_report.json has it (None until someone answered)
+        "audit": report.audit.model_dump(mode="json") if report.audit is not None else None,
     }

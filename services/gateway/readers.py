@@ -7,12 +7,14 @@ on ``DELETE /v1/session``; wrong tokens are rate-limited per address (``sessions
 from __future__ import annotations
 
 import hmac
+import json
 import math
 import time
 
 import nats.errors
 from fastapi import FastAPI, Header, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
+from skyqa.keys import is_valid_id
 from skyqa.runtime.auth import bearer_token
 from skyqa.settings import GatewaySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -20,6 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from services.gateway.sessions import SESSION_S, SessionBook, SignInLimiter, new_session, signed_session
 
 COOKIE = "skyqa_read"
+MAX_USER = 64  # characters of a user name (the audit's folder of that person's answers)
 OPEN = frozenset({"/v1/info", "/v1/session"})  # what a page needs before it has signed in
 NEEDS_TOKEN = "reading needs the read token: send 'Authorization: Bearer <token>' or sign in"  # nosec B105: a message
 
@@ -57,6 +60,66 @@ UNREACHABLE = (nats.errors.Error, TimeoutError)  # nats' own TimeoutError is an 
 
 def _busy(detail: str) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": str(BUS_RETRY_AFTER_S)})
+
+
+MAX_SIGNIN_BODY = 1024
+
+
+async def _small_body(request: Request) -> bytes:
+    """The sign-in body, refused once it passes ``MAX_SIGNIN_BODY`` bytes (before reading on)."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_SIGNIN_BODY:
+            raise HTTPException(413, f"a sign-in body has at most {MAX_SIGNIN_BODY} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _user(body: bytes) -> str:
+    """The user name a sign-in body gives ("" for no body): letters, digits, '_' and '-'."""
+    if not body.strip():
+        return ""
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        raise HTTPException(400, 'a sign-in body is JSON: {"user": "<name>"}') from None
+    user = doc.get("user", "") if isinstance(doc, dict) and set(doc) <= {"user"} else None
+    if not isinstance(user, str) or (user and not (is_valid_id(user) and len(user) <= MAX_USER)):
+        raise HTTPException(
+            422,
+            f'a sign-in body is {{"user": "<name>"}}, the name 1 to {MAX_USER} letters, digits, '
+            "'_' and '-' starting with a letter or digit",
+        )
+    return user
+
+
+async def audit_user(request: Request, cfg: GatewaySettings, sessions: SessionBook) -> str:
+    """Who this browser is, for the audit: the name of its live session signed in with the
+    write token (answers change the release's QC, a write). 401 without one, 403 for a session
+    of the read token or without a name, 503 when writing is disabled or the session cannot be
+    checked."""
+    if not cfg.token.get_secret_value():
+        raise HTTPException(
+            503, "the audit writes to the release, and writing is disabled: no token is configured"
+        )
+    sid = signed_session(request.cookies.get(COOKIE, ""), _accepted(cfg), time.time())
+    if sid is None:
+        raise HTTPException(401, "sign in with your name and the write token to answer the audit")
+    try:
+        held = await sessions.holder(sid)
+    except UNREACHABLE:
+        raise HTTPException(
+            503,
+            "cannot check the session now (the bus is unreachable): retry",
+            {"Retry-After": str(BUS_RETRY_AFTER_S)},
+        ) from None
+    if held is None:
+        raise HTTPException(401, "this session has ended: sign in again")
+    user, writer = held
+    if not writer or not user:
+        raise HTTPException(403, "the audit records who answered: sign in with your name and the write token")
+    return user
 
 
 class _ReadGuard:
@@ -111,7 +174,9 @@ def guard_reads(app: FastAPI, cfg: GatewaySettings, sessions: SessionBook) -> No
     async def sign_in(request: Request, response: Response, authorization: str = Header("")) -> None:
         """Exchange the read (or write) token for a session cookie the pages' reads carry, for
         12 hours or until ``DELETE /v1/session``. An address that sent
-        ``signin_failures_per_minute`` wrong tokens in the last minute is answered 429."""
+        ``signin_failures_per_minute`` wrong tokens in the last minute is answered 429. A body
+        ``{"user": "<name>"}`` names who signs in: the workbench's audit records answers under
+        that name, from sessions signed in with the write token."""
         address, now = client_address(request), time.time()
         wait = limiter.retry_after(address, now)
         if wait is not None:
@@ -126,9 +191,11 @@ def guard_reads(app: FastAPI, cfg: GatewaySettings, sessions: SessionBook) -> No
             limiter.failed(address, now)
             raise HTTPException(401, "wrong or missing token", {"WWW-Authenticate": "Bearer"})
         limiter.succeeded(address)
+        user = _user(await _small_body(request))
+        writer = hmac.compare_digest(token.encode(), cfg.token.get_secret_value().encode())
         sid, value = new_session(token, now)
         try:
-            await sessions.start(sid, now)
+            await sessions.start(sid, now, user, writer)
         except UNREACHABLE:
             raise HTTPException(
                 503,

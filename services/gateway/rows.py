@@ -195,6 +195,20 @@ def scene_of(cache: ParsedCache, run_id: str) -> str:
     return keys.validate_id(qc_report(cache, run_id).scene_id, "scene id")
 
 
+def load_row(
+    cache: ParsedCache, run_id: str, scene_id: str, entry: QCRow
+) -> tuple[ReleaseFamily[Any], Any, Any]:
+    """A ledger entry's family, its row as stored and as its family's contract model."""
+    fam = family_named(entry.family)
+    raw = _raw_row(cache, run_id, scene_id, entry, fam)
+    try:
+        row = fam.row_model.model_validate(raw)
+    except ValidationError as exc:
+        where, msg = first_error(exc)
+        raise InvalidInput(f"row {entry.sample_id!r} is invalid at {where}: {msg}") from None
+    return fam, raw, row
+
+
 def row_detail(cache: ParsedCache, run_id: str, sample_id: str) -> dict[str, Any]:
     """One row in full: its ledger entry, the row as stored, its prompts, options and gold, its
     media with the boxes its answer places on them, its reasoning steps, the render request of
@@ -203,14 +217,8 @@ def row_detail(cache: ParsedCache, run_id: str, sample_id: str) -> dict[str, Any
     entry = index.by_id.get(sample_id)
     if entry is None:
         raise NotFound(f"no row {sample_id!r} in run {run_id!r}")
-    fam = family_named(entry.family)
     scene_id = scene_of(cache, run_id)
-    raw = _raw_row(cache, run_id, scene_id, entry, fam)
-    try:
-        row = fam.row_model.model_validate(raw)
-    except ValidationError as exc:
-        where, msg = first_error(exc)
-        raise InvalidInput(f"row {sample_id!r} is invalid at {where}: {msg}") from None
+    fam, raw, row = load_row(cache, run_id, scene_id, entry)
     item = fam.item(row)
     system = user = ""
     steps: list[dict[str, Any]] = []

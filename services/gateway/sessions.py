@@ -56,11 +56,21 @@ class SessionBook:
     def __init__(self, kv: JsonKV) -> None:
         self._kv = kv
 
-    async def start(self, sid: str, issued: float) -> None:
-        await self._kv.put(sid, {"issued": int(issued)})
+    async def start(self, sid: str, issued: float, user: str = "", writer: bool = False) -> None:
+        """``user``: the name the person signed in with (who the workbench's audit records);
+        ``writer``: the session was exchanged for the write token, not the read token."""
+        await self._kv.put(sid, {"issued": int(issued), "user": user, "writer": writer})
 
     async def live(self, sid: str) -> bool:
         return (await self._kv.get(sid))[0] is not None
+
+    async def holder(self, sid: str) -> tuple[str, bool] | None:
+        """The user name and writer flag of a live session, or None when it has ended."""
+        doc = (await self._kv.get(sid))[0]
+        if not isinstance(doc, dict):
+            return None
+        user, writer = doc.get("user", ""), doc.get("writer", False)
+        return (user if isinstance(user, str) else "", writer is True)
 
     async def end(self, sid: str) -> None:
         await self._kv.delete(sid)

@@ -44,7 +44,7 @@ function route() {
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.view === state.view);
   if (!state.run) return;
   say("");
-  const show = { rows: showRows, missions: showMissions, eval: showEval, funnel: showFunnel }[state.view];
+  const show = { rows: showRows, missions: showMissions, eval: showEval, funnel: showFunnel, audit: showAudit }[state.view];
   if (show) show(p).catch((e) => say(e.message, "err"));
 }
 function go(view, extra) { location.hash = hashFor(view, extra); }
@@ -338,6 +338,100 @@ async function showFunnel() {
   $("gate-tasks").tBodies[0].replaceChildren(...g.tasks.map((t) => row([t.task, t.rows, t.status, t.best_solver, t.score, t.chance, t.p_value, t.detectable, t.box_prior_acc50], { "data-task": t.task, "data-status": t.status })));
   const lb = head($("dropped-landmarks"), ["landmark", "why no family released it"]);
   for (const [lm, why] of Object.entries(f.dropped_landmarks)) lb.append(row([lm, why]));
+  showAuditReport(f.audit);
+}
+
+// -- the human answerability audit ----------------------------------------------------------------
+// Results (qc_report.json's audit section) under Funnel & QC; the audit mode itself reads only
+// routes that never send a gold, and shows each row as a model gets it.
+function showAuditReport(a) {
+  $("audit-summary").textContent = a ? `${a.answers} answers by ${a.users.join(", ")} on ${a.sampled} sampled rows (${a.per_stratum} per family and task)` : "nobody has answered the audit sample yet";
+  $("audit-tasks").tBodies[0].replaceChildren(...Object.entries(a ? a.tasks : {}).map(([task, t]) =>
+    row([task, t.family, t.sampled, t.answered, t.agreed, t.agreement, ci(t.ci)], { "data-task": task, "data-agreement": t.agreement })));
+  $("audit-disagreements").tBodies[0].replaceChildren(...(a ? a.disagreements : []).map((d) =>
+    row([link(d.sample_id, hashFor("rows", { row: d.sample_id })), d.task, d.user, d.reply.join(", "), d.gold.join(", ")], { "data-sample": d.sample_id })));
+}
+async function auditJson(url, init) {
+  const r = await fetch(url, init);
+  const body = await r.json().catch(() => ({}));
+  const why = typeof body.detail === "string" ? body.detail : `${r.status} ${r.statusText}`;
+  if (r.status === 401 || r.status === 403) { auditSignIn(why); const e = new Error(why); e.signin = true; throw e; }
+  if (!r.ok) throw new Error(why);
+  return body;
+}
+function auditSignIn(why) {
+  const form = $("audit-signin");
+  $("audit-why").textContent = why || "";
+  form.hidden = false; $("audit-row").hidden = true; $("audit-queue").replaceChildren(); $("audit-progress").textContent = "";
+}
+async function signInToAudit(e) {
+  e.preventDefault();
+  const form = $("audit-signin");
+  const r = await fetch("/v1/session", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${form.elements.token.value}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ user: form.elements.user.value }),
+  });
+  form.elements.token.value = "";
+  if (!r.ok) { const b = await r.json().catch(() => ({})); $("audit-why").textContent = typeof b.detail === "string" ? b.detail : `${r.status}`; return; }
+  form.hidden = true;
+  await showAudit(new URLSearchParams(location.hash.slice(1)));
+}
+async function showAudit(p) {
+  let q;
+  try { q = await auditJson(api("/audit")); } catch (e) { if (e.signin) return; throw e; }
+  $("audit-signin").hidden = true;
+  $("audit-progress").textContent = `${q.user}: ${q.answered} of ${q.rows.length} answered`;
+  const asked = p.get("row") && q.rows.some((r) => r.sample_id === p.get("row") && r.reply === null) ? p.get("row") : q.next;
+  $("audit-queue").replaceChildren(...q.rows.map((r) => {
+    const li = el("li", `${r.family} · ${r.task}`, r.reply === null ? (r.sample_id === asked ? "current" : "") : "answered");
+    li.dataset.sample = r.sample_id;
+    li.title = r.reply === null ? "answer this row" : `you answered ${r.reply.join(", ")}`;
+    if (r.reply === null) li.onclick = () => go("audit", { row: r.sample_id });
+    return li;
+  }));
+  $("audit-done").hidden = asked !== null;
+  $("audit-row").hidden = asked === null;
+  if (asked !== null) await showAuditRow(asked);
+}
+async function showAuditRow(sampleId) {
+  const d = await auditJson(api(`/audit/rows/${enc(sampleId)}`));
+  $("audit-row").dataset.sample = d.sample_id; $("audit-row").dataset.kind = d.kind;
+  $("audit-title").textContent = `${d.family} · ${d.task}`;
+  $("audit-system").textContent = d.system_prompt; $("audit-system").hidden = !d.system_prompt;
+  $("audit-user").textContent = d.user_prompt;
+  $("audit-media").replaceChildren(...d.media.map((m) => {
+    const fig = el("figure", undefined, "medium"); fig.append(el("figcaption", m.label));
+    if (m.video) { const v = el("video"); v.controls = true; v.muted = true; v.preload = "metadata"; v.src = m.url; fig.append(v); }
+    else {
+      const frame = el("div", undefined, "frame"), canvas = el("div", undefined, "canvas"), img = el("img");
+      img.src = m.url; img.alt = m.label; img.title = "click: full resolution";
+      canvas.append(img); frame.append(canvas); frame.onclick = () => frame.classList.toggle("zoom"); fig.append(frame);
+    }
+    return fig;
+  }));
+  const box = $("audit-choices"); box.replaceChildren(el("legend", d.kind === "count" ? "your count" : d.kind === "multi" ? "every option that applies" : "your answer"));
+  if (d.kind === "count") {
+    const i = el("input"); i.type = "number"; i.name = "count"; i.min = "0"; i.step = "1"; i.required = true; box.append(i);
+  } else {
+    for (const o of d.options) {
+      const lab = el("label"), i = el("input"); i.type = d.kind === "multi" ? "checkbox" : "radio"; i.name = "option"; i.value = o.id; i.required = d.kind !== "multi";
+      lab.append(i, ` ${o.id}. ${o.label}`); lab.dataset.option = o.id; box.append(lab);
+    }
+  }
+  $("audit-said").textContent = "";
+}
+async function answerAudit(e) {
+  e.preventDefault();
+  const art = $("audit-row"), form = $("audit-form"), kind = art.dataset.kind;
+  const picked = [...form.querySelectorAll("input[name=option]:checked")].map((i) => i.value);
+  const reply = kind === "count" ? form.elements.count.value : kind === "multi" ? picked : picked[0];
+  if (kind === "multi" && !picked.length) { $("audit-said").textContent = "pick at least one option"; return; }
+  try {
+    await auditJson(api("/audit/answers"), { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ sample_id: art.dataset.sample, reply }) });
+  } catch (x) { $("audit-said").textContent = x.message; $("audit-said").className = "err"; return; }
+  $("audit-said").className = "";
+  if (new URLSearchParams(location.hash.slice(1)).get("row")) go("audit"); else await showAudit(new URLSearchParams());
 }
 
 // -- start --------------------------------------------------------------------------------------
@@ -358,6 +452,9 @@ async function showFunnel() {
   $("compare-form").onchange = () => loadCompare();
   $("confusion-form").onchange = () => loadConfusion();
   $("eval-form").onsubmit = (e) => startEval(e).catch((x) => { $("eval-started").textContent = x.message; });
+  $("audit-signin").onsubmit = (e) => signInToAudit(e).catch((x) => { $("audit-why").textContent = x.message; });
+  $("audit-form").onsubmit = (e) => answerAudit(e);
+  $("audit-results").onclick = (e) => { e.preventDefault(); go("funnel"); };
   window.onhashchange = route;
   try {
     const runs = await getJson("/v1/runs?limit=200");

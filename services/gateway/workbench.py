@@ -9,13 +9,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import FastAPI, Header, HTTPException, Path as PathParam, Query, Request, Response
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.runtime import Service
 from skyqa.runtime.pages import mount_page
 from skyqa.runtime.params import checked_run_id
 
-from services.gateway import evaluations, funnel, missions, rows
+from services.gateway import audit, evaluations, funnel, missions, rows
+from services.gateway.api import ServeFile, _body
+from services.gateway.readers import audit_user
+from services.gateway.sessions import SessionBook
 from services.gateway.stored import ParsedCache
 
 HERE = Path(__file__).parent
@@ -24,6 +27,8 @@ T = TypeVar("T")
 Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 Limit = Annotated[int, Query(ge=1, le=rows.MAX_PAGE)]
 Filter = Annotated[str, Query(max_length=200)]
+RowId = Annotated[str, PathParam(min_length=1, max_length=200)]
+MediumIndex = Annotated[int, PathParam(ge=0, le=10_000)]
 
 
 async def _answer(fn: Callable[..., T], *args: Any) -> T:
@@ -32,6 +37,8 @@ async def _answer(fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.to_thread(fn, *args)
     except (rows.NotFound, BlobNotFound) as exc:
         raise HTTPException(404, str(exc)) from None
+    except audit.AlreadyAnswered as exc:
+        raise HTTPException(409, str(exc)) from None
     except InvalidInput as exc:
         raise HTTPException(422, str(exc)) from None
     except (
@@ -48,8 +55,9 @@ async def _answer(fn: Callable[..., T], *args: Any) -> T:
         raise HTTPException(422, f"a stored file of this run is malformed ({why})") from None
 
 
-def mount_workbench(svc: Service) -> None:
+def mount_workbench(svc: Service, sessions: SessionBook, serve_file: ServeFile) -> None:
     app: FastAPI = svc.app
+    cfg = svc.settings.gateway
     cache = ParsedCache(svc.store)
     base = "/v1/workbench/runs/{run_id}"
     assets = [HERE / "workbench.js", HERE / "workbench.css", HERE / "signin.js"]
@@ -150,3 +158,46 @@ def mount_workbench(svc: Service) -> None:
     ) -> dict[str, Any]:
         """Gold against predicted answers of one model on one task."""
         return await _answer(evaluations.confusion, cache, checked_run_id(run_id), model, task, condition)
+
+    # -- the human answerability audit (see services.gateway.audit): every route needs a session
+    # signed in with a name and the write token; nothing here names a gold before it is answered
+    k = cfg.audit_per_stratum
+
+    @app.get(f"{base}/audit", tags=["workbench"])
+    async def audit_queue(run_id: str, request: Request) -> dict[str, Any]:
+        """The audit sample for the signed-in person: rows, what they answered, the next row."""
+        user = await audit_user(request, cfg, sessions)
+        return await _answer(audit.queue, cache, checked_run_id(run_id), user, k)
+
+    @app.get(f"{base}/audit/rows/{{sample_id}}", tags=["workbench"])
+    async def audit_row(run_id: str, sample_id: RowId, request: Request) -> dict[str, Any]:
+        """A sampled row as a model is asked it (prompts, options, media), without its gold."""
+        await audit_user(request, cfg, sessions)
+        return await _answer(audit.item, cache, checked_run_id(run_id), sample_id, k)
+
+    @app.get(f"{base}/audit/rows/{{sample_id}}/media/{{index}}", tags=["workbench"])
+    @app.head(f"{base}/audit/rows/{{sample_id}}/media/{{index}}", tags=["workbench"])
+    async def audit_medium(
+        run_id: str,
+        sample_id: RowId,
+        index: MediumIndex,
+        request: Request,
+        span_header: str | None = Header(None, alias="range"),
+        if_range: str | None = Header(None, alias="if-range"),
+    ) -> Response:
+        """A sampled row's medium by its place in the row, so its file name is never shown."""
+        await audit_user(request, cfg, sessions)
+        key, name = await _answer(audit.medium, cache, checked_run_id(run_id), sample_id, index, k)
+        return await serve_file(request, run_id, key, name, span_header, if_range)
+
+    @app.post(f"{base}/audit/answers", tags=["workbench"])
+    async def audit_answer(run_id: str, request: Request, response: Response) -> dict[str, Any]:
+        """Store the signed-in person's reply to a sampled row (``{"sample_id", "reply"}``: an
+        option id, a list of option ids for a multi-select row, or a count) and rewrite the
+        release's audit in ``qc_report.json`` and the dataset card. 201 when stored, 200 when
+        the same reply was stored before, 409 for another reply to an answered row."""
+        user = await audit_user(request, cfg, sessions)
+        body = await _body(request, audit.MAX_ANSWER_BYTES)
+        out = await _answer(audit.record, cache, checked_run_id(run_id), user, body, k)
+        response.status_code = 201 if out["created"] else 200
+        return out

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
+from skyqa.audit import card_section
 from skyqa.contracts.qa import QCReport, TaskGate
 from skyqa.families import RELEASED, ReleaseFamily, metadata_file
 
@@ -258,6 +259,7 @@ Withheld:
 
 Rows per question task against the quota of {report.task_quota}: {short or "every task meets it"}.
 
+{card_section(report.audit)}
 {loading}
 
 ## Files
@@ -267,6 +269,8 @@ Rows per question task against the quota of {report.task_quota}: {short or "ever
   re-renders them without changing any id, option or answer.
 - `{rel["qc_rows"]}`: every checked row, released or dropped with its reason, and the blind
   solvers that answered it without pixels (what the gateway's workbench browses).
+- `qc_audit/` (present once someone answered the workbench's audit): the audit sample and
+  every answer (who, when, the reply), one file per person and row.
 - `release.json` and `SHA256SUMS`: what made the release, and the sha256 of every file of it
   (`sha256sum -c SHA256SUMS`, or `skyqa verify <this folder>`).
 - `eval/` (present once the release was evaluated): evaluation outputs, written after the

@@ -19,15 +19,21 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from playwright.async_api import Page, Response, async_playwright, expect
 from pydantic import SecretStr
+from skyqa import audit as skyqa_audit, integrity, keys
+from skyqa.blob import LocalBlobStore
+from skyqa.contracts.base import load_json
 from skyqa.servers import ServedApp
-from skyqa.settings import ModelEndpoint, Settings
+from skyqa.settings import ModelEndpoint, QASettings, Settings
 from test_review_web import ARTIFACTS, CHROMIUM_FLAGS, WATCH_CSP
 
 from services.embedded import Embedded
+from services.qa_generator.pipeline import QAPlan
+from services.qa_generator.release import finish
 
 TOKEN = "wb-t0ken"
 READ = "wb-r3ad"  # reads need a token here, so the pages sign in first
 MODEL = "constant-a"
+AUDIT_K = 1  # rows per (family, task) the audit asks here: one of every task
 
 
 def always_a() -> FastAPI:
@@ -59,7 +65,9 @@ async def served(demo_runs: list[DemoRun], tmp_path: Path) -> AsyncIterator[tupl
     shutil.copytree(demo_runs[0].data, data, ignore=shutil.ignore_patterns("*.lock"))
     (release,) = (data / "store" / "runs").iterdir()
     with ServedApp(always_a()) as model:
-        settings = Settings(gateway={"token": SecretStr(TOKEN), "read_token": SecretStr(READ)})
+        settings = Settings(
+            gateway={"token": SecretStr(TOKEN), "read_token": SecretStr(READ), "audit_per_stratum": AUDIT_K}
+        )
         settings.evaluation.allowed_endpoints = [ModelEndpoint(kind="openai", url=f"{model.url}/v1")]
         async with Embedded(data, settings, services=["gateway", "evaluator"]) as env:
             gateway = env.service("gateway")
@@ -265,3 +273,151 @@ async def test_every_workbench_page_shows_what_the_release_holds(served: tuple[s
         await browser.close()
     for name in ("rows", "missions", "eval", "funnel"):
         assert (ARTIFACTS / f"workbench_{name}.png").stat().st_size > 20_000
+
+
+# what no audit response before an answer may hold: the gold, where it is, how it was reached
+GOLD_FIELDS = {"gold", "answer_option_id", "answer_label", "answer_bbox_xyxy_norm", "box", "marks", "steps"}
+
+
+def _keys(doc: Any) -> set[str]:
+    if isinstance(doc, dict):
+        return set(doc) | {k for v in doc.values() for k in _keys(v)}
+    if isinstance(doc, list):
+        return {k for v in doc for k in _keys(v)}
+    return set()
+
+
+def _reply(r: dict[str, Any], right: bool) -> list[str]:
+    """The gold of a ledger row, or an answer that is not it."""
+    gold = r["gold"]
+    if right:
+        return list(gold)
+    if r["kind"] == "count":
+        return [str(int(gold[0]) + 1)]
+    other = next(o for o, _ in r["options"] if o not in gold)
+    return [other]
+
+
+async def test_an_audit_answered_in_the_browser_reaches_the_qc_report_card_and_workbench(
+    served: tuple[str, Path, str],
+) -> None:
+    base, release, _ = served
+    run_id = release.name
+    ledger = {r["sample_id"]: r for r in lines(release / "qc_rows.jsonl")}
+    ARTIFACTS.mkdir(exist_ok=True)
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_FLAGS)
+        page = await browser.new_page(viewport={"width": 1500, "height": 1000})
+        await page.add_init_script(WATCH_CSP)
+        seen: list[Response] = []
+        page.on(
+            "response", lambda r: seen.append(r) if "/audit" in r.url and "/media/" not in r.url else None
+        )
+        await page.goto(f"{base}/workbench#run={run_id}&view=audit")
+        await page.locator("#signin input[name=token]").fill(READ)
+        await page.locator("#signin button").click()
+        # a reader may look but not answer: the audit asks for a name and the write token
+        signin = page.locator("#audit-signin")
+        await expect(signin).to_be_visible()
+        await expect(page.locator("#audit-why")).to_contain_text("write token")
+        await signin.locator("input[name=user]").fill("auditor-1")
+        await signin.locator("input[name=token]").fill(TOKEN)
+        await signin.locator("button").click()
+        await expect(page.locator("#audit-row")).to_be_visible()
+        await expect(signin).to_be_hidden()
+        queue = page.locator("#audit-queue li")
+        n = await queue.count()
+        strata = {
+            (r["family"], r["task"])
+            for r in ledger.values()
+            if r["status"] == "released" and r["kind"] in ("choice", "multi", "count")
+        }
+        assert n == len(strata) * AUDIT_K
+
+        # the first row is shown as a model is asked it, its media load
+        first = await page.locator("#audit-row").get_attribute("data-sample")
+        assert first is not None
+        detail = await (await page.request.get(f"{base}/v1/workbench/runs/{run_id}/rows/{first}")).json()
+        await expect(page.locator("#audit-user")).to_have_text(detail["user_prompt"])
+        await expect(page.locator("#audit-media figure")).to_have_count(len(detail["media"]))
+        for img in await page.locator("#audit-media img").all():
+            await img.evaluate("i => i.decode()")
+            assert await img.evaluate("i => i.naturalWidth") > 0
+        await page.screenshot(path=str(ARTIFACTS / "workbench_audit.png"), full_page=True)
+
+        # answer every row: the gold on every other row, something else on the rest
+        expected: dict[str, list[bool]] = {}
+        wrong: dict[str, tuple[list[str], list[str]]] = {}
+        for i in range(n):
+            art = page.locator("#audit-row")
+            sid = await art.get_attribute("data-sample")
+            assert sid is not None and sid in ledger
+            r = ledger[sid]
+            reply = _reply(r, right=i % 2 == 0)
+            expected.setdefault(r["task"], []).append(i % 2 == 0)
+            if i % 2:
+                wrong[sid] = (reply, r["gold"])
+            if r["kind"] == "count":
+                await page.locator("#audit-choices input[name=count]").fill(reply[0])
+            else:
+                for oid in reply:
+                    await page.locator(f'#audit-choices label[data-option="{oid}"] input').check()
+            await page.locator("#audit-form button").click()
+            await expect(page.locator("#audit-progress")).to_have_text(f"auditor-1: {i + 1} of {n} answered")
+            if i + 1 < n:
+                await expect(art).not_to_have_attribute("data-sample", sid)
+        await expect(page.locator("#audit-done")).to_be_visible()
+        await expect(page.locator("#audit-queue li.answered")).to_have_count(n)
+
+        # nothing the audit mode read before an answer named a gold
+        for resp in seen:
+            if resp.request.method == "GET" and resp.ok:
+                assert not _keys(await resp.json()) & GOLD_FIELDS, resp.url
+
+        # the workbench shows the agreement per task and every disagreement
+        await page.locator("#audit-results").click()
+        tasks = page.locator("#audit-tasks tbody tr")
+        await expect(tasks).to_have_count(len(expected))
+        shown = dict(
+            await tasks.evaluate_all("rs => rs.map(r => [r.dataset.task, Number(r.dataset.agreement)])")
+        )
+        assert shown == {t: round(sum(v) / len(v), 4) for t, v in expected.items()}
+        await expect(page.locator("#audit-disagreements tbody tr")).to_have_count(len(wrong))
+        rows = await page.locator("#audit-disagreements tbody tr").evaluate_all(
+            "rs => rs.map(r => [r.dataset.sample, r.cells[3].textContent, r.cells[4].textContent])"
+        )
+        assert {s: (reply, gold) for s, reply, gold in rows} == {
+            s: (", ".join(reply), ", ".join(gold)) for s, (reply, gold) in wrong.items()
+        }
+        await page.screenshot(path=str(ARTIFACTS / "workbench_audit_results.png"), full_page=True)
+        assert await page.evaluate("window.__csp") == []
+        await browser.close()
+
+    # the QC report and the card say the same; the release still verifies
+    audit = json.loads((release / "qc_report.json").read_text())["audit"]
+    assert {t: v["agreement"] for t, v in audit["tasks"].items()} == {
+        t: round(sum(v) / len(v), 4) for t, v in expected.items()
+    }
+    assert audit["users"] == ["auditor-1"] and audit["answers"] == n and audit["sampled"] == n
+    assert {d["sample_id"] for d in audit["disagreements"]} == set(wrong)
+    card = (release / "README.md").read_text()
+    assert "## Human answerability audit" in card and "Nobody has answered" not in card
+    for task, t in audit["tasks"].items():
+        assert (
+            f"| {task} | {t['family']} | {AUDIT_K} | {t['answered']} | {t['agreed']} | {t['agreement']:.2f} ["
+            in card
+        )
+    assert all(f"- `{s}` (" in card for s in wrong)
+    answers = sorted((release / "qc_audit" / "answers" / "auditor-1").glob("*.json"))
+    assert len(answers) == n and all(json.loads(a.read_text())["user"] == "auditor-1" for a in answers)
+    assert integrity.verify(release)[1] == []
+
+    # `skyqa refresh` rebuilds the release from its plan: the audit is counted again from the
+    # stored answers, the same in the report and the card
+    store = LocalBlobStore(release.parents[1])
+    plan = load_json(QAPlan, store.get(keys.qa_plan(run_id)), "qa plan")
+    refreshed, _ = finish(plan, store, QASettings().blind_gate)
+    assert refreshed.audit is not None and refreshed.audit.model_dump(mode="json") == audit
+    assert json.loads((release / "qc_report.json").read_text())["audit"] == audit
+    assert skyqa_audit.card_section(refreshed.audit) in (release / "README.md").read_text()
+    assert integrity.verify(release)[1] == []

@@ -343,6 +343,58 @@ class QCRow(Contract):
     media: list[str] = Field(default_factory=list)  # what it shows, relative to the release
 
 
+class AuditAnswer(Contract):
+    """One person's reply to one row of the human answerability audit, as stored under the
+    release (``qc_audit/answers/<user>/<sample id>.json``): who, when, what."""
+
+    sample_id: str
+    user: str  # the name the auditor signed in to the workbench with
+    answered_at: float  # unix seconds
+    reply: list[str]  # option ids (one for a single choice), or the count as text
+
+
+class AuditSample(Contract):
+    """The rows the audit asks (``qc_audit/sample.json``): the first ``per_stratum`` released
+    questions of every (family, task) in an order seeded by ``seed``, the release's run id."""
+
+    seed: str
+    per_stratum: int
+    rows: list[str]
+
+
+class AuditDisagreement(Contract):
+    sample_id: str
+    family: str
+    task: str
+    user: str
+    reply: list[str]
+    gold: list[str]
+
+
+class AuditTask(Contract):
+    """Agreement of people with the gold on one task: a row two people answered counts twice."""
+
+    family: str
+    sampled: int  # rows of the task in the sample
+    answered: int
+    agreed: int
+    agreement: float
+    ci: list[float]  # Wilson 95 % interval of the agreement
+
+
+class AuditReport(Contract):
+    """The human answerability audit: a stratified sample of the released questions answered
+    in the workbench from the prompt and media a model gets, against the gold."""
+
+    per_stratum: int  # rows sampled per (family, task); 0: no sample record
+    seed: str  # the release (run) id the sample is drawn with
+    sampled: int  # rows in the sample
+    answers: int
+    users: list[str]
+    tasks: dict[str, AuditTask]  # task -> agreement
+    disagreements: list[AuditDisagreement]  # every answer that differs from the gold
+
+
 class QCReport(Contract):
     scene_id: str
     run_id: str
@@ -359,3 +411,4 @@ class QCReport(Contract):
     task_quota: int = 0  # the rows each question task type should have (the scan's task_quota)
     task_rows: dict[str, int] = Field(default_factory=dict)  # released rows per task planned
     shortfall: dict[str, str] = Field(default_factory=dict)  # task -> why it has fewer than the quota
+    audit: AuditReport | None = None  # the human answerability audit, once anyone answered
