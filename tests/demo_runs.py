@@ -38,7 +38,7 @@ class DemoRun:
     stderr: str
 
 
-def skyqa(*args: str, cwd: Path | None = None, timeout: float = 400) -> subprocess.CompletedProcess[str]:
+def skyqa(*args: str, cwd: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKYQA_")}
     return subprocess.run(
         [sys.executable, "-m", "services.cli", *args],
