@@ -210,11 +210,9 @@ def test_the_release_counts_landmarks_lost_to_a_failed_mission() -> None:
     assert counts["failed_mission_landmarks"] == 2
 
 
-def test_qc_fails_a_mission_video_that_never_shows_its_landmark() -> None:
-    """A re-derived count of 0 fails the row (which costs its landmark), not passes it as an
-    answer: the landmark the question shows is not in the video."""
-    shares = [0.0] * 40
-    row = partial_model(
+def _zero_count_row(frames: int) -> VideoRow:
+    """A visibility row whose stored gold says the landmark never appears."""
+    return partial_model(
         VideoRow,
         sample_id="m_env",
         form="env_visibility_reasoning",
@@ -222,10 +220,17 @@ def test_qc_fails_a_mission_video_that_never_shows_its_landmark() -> None:
         video_path="m.mp4",
         prompt_text="How many times does this landmark appear?",
         fps=10.0,
-        frame_count=len(shares),
+        frame_count=frames,
         duration_sec=4.0,
         gold_environment_answer={"visible_count": 0, "visible_intervals_sec": []},
     )
+
+
+def test_qc_fails_a_mission_video_that_never_shows_its_landmark() -> None:
+    """A re-derived count of 0 fails the row (which costs its landmark), not passes it as an
+    answer: the landmark the question shows is not in the video."""
+    shares = [0.0] * 40
+    row = _zero_count_row(len(shares))
     verdict, ambiguous = checks.check_video_rows([row], {"m": shares})
     never = "the landmark never appears in its mission video (the mission failed)"
     assert verdict.reasons == {"m_env": never} and not ambiguous.reasons
@@ -235,18 +240,7 @@ def test_qc_refuses_a_gold_count_of_zero_whatever_the_frames_show() -> None:
     """A stored gold of 0 is refused before the frames are read: the row would ask about a
     landmark its video does not show, even where the frames disagree with the gold."""
     shares = [0.0] * 10 + [0.05] * 20 + [0.0] * 10
-    row = partial_model(
-        VideoRow,
-        sample_id="m_env",
-        form="env_visibility_reasoning",
-        mission_id="m",
-        video_path="m.mp4",
-        prompt_text="How many times does this landmark appear?",
-        fps=10.0,
-        frame_count=len(shares),
-        duration_sec=4.0,
-        gold_environment_answer={"visible_count": 0, "visible_intervals_sec": []},
-    )
+    row = _zero_count_row(len(shares))
     verdict, _ = checks.check_video_rows([row], {"m": shares})
     assert verdict.reasons == {"m_env": checks.NEVER_SEEN}
     one = row.model_copy(
