@@ -264,8 +264,35 @@ def why(task: NavigationTask, index: int) -> str:
     return "arrive"
 
 
+def _about(task: NavigationTask, index: int, reason: str) -> str:
+    """The landmark a segment was about: the structure in its leg's way for an obstacle's
+    reason, else the leg's landmark."""
+    s = task.segments[index]
+    return (
+        leg_blocker(task, s.leg) if reason in W.OBSTACLE_REASONS or reason == "avoid_obstacle" else s.toward
+    )
+
+
 def _causal(row: NavRow, task: NavigationTask) -> str | None:
-    return W.WHY[why(task, int(row.evidence["segment"]))]  # type: ignore[arg-type]
+    idx = int(row.evidence["segment"])  # type: ignore[arg-type]
+    reason = why(task, idx)
+    about = _about(task, idx, reason)
+    return W.because(reason, _name(task, about)) if about else None
+
+
+def asked_move(row: NavRow, task: NavigationTask) -> str | None:
+    """The move a Causal row asks about, re-read from the states: its action from the poses and
+    how many moves of that action came before (consecutive segments of one action are one
+    move); None when the row's segment does not start a move."""
+    idx = row.evidence.get("segment")
+    if not isinstance(idx, int) or not 0 <= idx < len(task.segments):
+        return None
+    last = len(task.poses) - 1
+    acts = [moved(task.poses[s.start_frame], task.poses[min(s.end_frame + 1, last)]) for s in task.segments]
+    if idx > 0 and acts[idx - 1] == acts[idx]:
+        return None
+    ordinal = sum(1 for k in range(idx) if acts[k] == acts[idx] and (k == 0 or acts[k - 1] != acts[k]))
+    return W.asked_move(acts[idx], ordinal) if ordinal < len(W.ORDINALS) else None
 
 
 def _planning(row: NavRow, task: NavigationTask) -> str | None:
@@ -413,7 +440,6 @@ TIME = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|sec|secs|seconds?)\b", re.IGNORECASE)
 # the types whose question is about a moment of the flight: it must name it by what happened
 MOMENT_FROM = {
     "sequence_recall": "segment",
-    "causal": "after",
     "scene_recall": "segment",
     "proximity": "segment",
 }
@@ -430,9 +456,7 @@ def moment(row: NavRow, task: NavigationTask) -> str | None:
         return None
     s = task.segments[idx]
     reason = why(task, idx)
-    about = (
-        leg_blocker(task, s.leg) if reason in W.OBSTACLE_REASONS or reason == "avoid_obstacle" else s.toward
-    )
+    about = _about(task, idx, reason)
     if not about:
         return None
     end = task.poses[min(s.end_frame + 1, len(task.poses) - 1)]
@@ -473,6 +497,10 @@ def check_rows(
             v.fail(r.sample_id, "a question or option names no landmark a person could point at")
         if TIME.search(r.question):
             v.fail(r.sample_id, "question points at a moment by a time")
+        if r.task == "causal" and (
+            (words := asked_move(r, task)) is None or r.question != f"Why did the drone {words}?"
+        ):
+            v.fail(r.sample_id, "question does not name its move by its action and count")
         if r.task in MOMENT_FROM:
             words = moment(r, task)
             if words is None or f"it {words}?" not in r.question:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -33,7 +34,15 @@ from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInp
 from skyqa.families.urbanvideo import evaluation
 from skyqa.families.urbanvideo.checks import check_rows
 from skyqa.families.urbanvideo.export import urbanvideo_table
-from skyqa.families.urbanvideo.questions import BUILDERS, OPTIONS, VOCABULARY, Mission, Question, difficulty
+from skyqa.families.urbanvideo.questions import (
+    BUILDERS,
+    OPTIONS,
+    VOCABULARY,
+    Mission,
+    Question,
+    alike,
+    difficulty,
+)
 
 LETTERS = "ABCDEFGH"
 OVER = "navigation answer over-represented"
@@ -116,6 +125,7 @@ class UrbanVideo:
                 chosen.append((n, made[n], q))
                 made[n] += 1
         chosen.sort(key=lambda c: (c[0], NAV_TASKS.index(c[2].task), c[1]))  # the manifest's order
+        chosen = _fill(chosen, np.random.default_rng([inputs.seed, len(missions), 99, inputs.draw]))
         drafts = [
             self._row(inputs, missions[n], k, q, [q.options[0], *q.options[1:]], 0) for n, k, q in chosen
         ]
@@ -451,6 +461,51 @@ def _assign(
             continue
         picks += mine
     return picks, short
+
+
+def _fill(
+    chosen: list[tuple[int, int, Question]], rng: np.random.Generator
+) -> list[tuple[int, int, Question]]:
+    """The distractors of the rows whose options are drawn over the release
+    (:attr:`Question.pool`): per pool, the texts are the golds of its rows, and each row takes
+    the ones offered least so far against the option count times their golds (ties by a drawn
+    order), alike in form (:func:`alike`), none barred for it. So across the release a text is
+    offered about ``k`` times as often as it is the answer: no text is ruled out (never right)
+    or picked (often right) without looking. A row that cannot have ``k`` options is left out,
+    and the pool drawn again without its gold, until every row has them."""
+    rows = list(chosen)
+    while True:
+        golds: dict[str, Counter[str]] = {}
+        for _, _, q in rows:
+            if q.pool:
+                golds.setdefault(q.pool, Counter())[q.options[0]] += 1
+        offered = {pool: Counter(g) for pool, g in golds.items()}
+        out, short, kept = [], False, set()
+        for n, j, q in rows:
+            if not q.pool:
+                out.append((n, j, q))
+                continue
+            k, gold, mine = OPTIONS[q.task], q.options[0], golds[q.pool]
+            lot = {x: float(rng.random()) for x in sorted(mine)}
+            cands = sorted(
+                (x for x in mine if x != gold and x not in q.barred and (q.within is None or x in q.within)),
+                key=lambda x: (offered[q.pool][x] - k * mine[x], lot[x]),
+            )
+            picked = [gold]
+            for x in cands:
+                if len(picked) == k:
+                    break
+                if alike(q.question, [*picked, x]):
+                    picked.append(x)
+            if len(picked) < k:
+                short = True
+                continue
+            offered[q.pool].update(picked[1:])
+            kept.add((n, j))
+            out.append((n, j, replace(q, options=tuple(picked))))
+        if not short:
+            return out
+        rows = [r for r in rows if not r[2].pool or r[:2] in kept]
 
 
 class Asked:

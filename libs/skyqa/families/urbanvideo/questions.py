@@ -102,6 +102,16 @@ class Question:
     # agree more often than chance), so one mission asks it; not a fact (the answer is the
     # video's), so within a mission it may repeat
     wording: str = ""
+    # a question whose options are landmark texts of one form drawn over the release (:attr:`pool`
+    # names the form, e.g. "causal/clear_obstacle"): the builder gives the gold alone and the
+    # family adds the distractors from the golds of every row of that pool it asks, so each
+    # text is offered about as often as the option count times it is the answer ("" : the
+    # builder's options are complete)
+    pool: str = ""
+    # the texts this row may not offer beside its gold (a landmark in view while the move lasts)
+    barred: frozenset[str] = frozenset()
+    # the texts this row may offer beside its gold (None: any of the pool's)
+    within: frozenset[str] | None = None
 
 
 class Mission:
@@ -714,27 +724,45 @@ def cognitive_map(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 # -- reasoning ---------------------------------------------------------------------------
 
 
+def moves(task: NavigationTask) -> list[list[NavSegment]]:
+    """The flight's moves as a person sees them: consecutive segments of one action are one move
+    (a flight forward to get around a building, then on to the landmark, is one flight)."""
+    out: list[list[NavSegment]] = []
+    for s in task.segments:
+        if out and out[-1][-1].action == s.action:
+            out[-1].append(s)
+        else:
+            out.append([s])
+    return out
+
+
 def causal(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Why the drone made the move after one the question names by what happened, over the
-    whole video, from a fixed vocabulary of reasons that name no landmark (turning to the next
-    landmark and flying to it are one reason, as for one landmark each fits the other's move).
-    The named move's reason is the row's stratum (after a climb to get above something the
-    drone mostly flies on over it): within it every offered reason is the answer equally
-    often. The move asked about is not named: its action would give its reason away."""
-    for s, nxt in pairwise(m.task.segments):
-        if nxt.action == s.action or (words := m.event(s)) is None:
+    """Why the drone made a move, as the source asks ("Why do drones keep rising after leaving
+    the beach?"): the move named by its action and how many times the drone had made it, the
+    options the reason of that move's kind naming five landmarks ("to get above the red brick
+    hall", "to get above the grey tower", ...). The action tells the kind of reason; the video
+    must tell which landmark. The distractors are the golds of other rows of that reason across
+    the release (:attr:`Question.pool`), so no landmark is offered more often than it is right."""
+    made: Counter[str] = Counter()
+    for run in moves(m.task):
+        action = run[0].action
+        ordinal = made[action]
+        made[action] += 1
+        reasons = {(s.reason, m.about(s)) for s in run}
+        if len(reasons) != 1 or ordinal >= len(W.ORDINALS):
+            continue  # a move made for two reasons has no one answer
+        s = run[0]
+        lid = m.about(s)
+        if not lid or not m.named(lid):
             continue
-        q = f"Why did the drone make the move it made right after it {words}?"
-        labels = m.labels("causal", W.WHY_LABELS, m.last, s.reason)
-        options = from_vocabulary(W.WHY[nxt.reason], labels, rng, OPTIONS["causal"])
-        if options is not None:
-            evidence: Evidence = {
-                "segment": nxt.index,
-                "after": s.index,
-                "reason": nxt.reason,
-                "moment": words,
-            }
-            yield Question("causal", m.last, q, options, options[0], evidence, stratum=s.reason)
+        gold = W.because(s.reason, m.names[lid])
+        q = f"Why did the drone {W.asked_move(action, ordinal)}?"
+        evidence: Evidence = {"segment": s.index, "moment": W.asked_move(action, ordinal), "landmark": lid}
+        # a landmark of this flight that the same reason fits elsewhere in it is no distractor
+        other = {W.because(x.reason, m.names[y]) for x in m.task.segments if (y := m.about(x)) in m.names}
+        yield Question(
+            "causal", m.last, q, (gold,), gold, evidence, pool=f"causal/{s.reason}", barred=frozenset(other)
+        )
 
 
 WAYS = {
@@ -921,7 +949,6 @@ VOCABULARY: dict[NavTask, tuple[str, ...]] = {
     "landmark_position": W.QUADRANTS,
     "goal_detection": W.IN_VIEW,
     "cognitive_map": W.LAYOUT,
-    "causal": W.WHY_LABELS,
     "high_level_planning": tuple(W.PLAN.values()),
     "action_generation": tuple(W.COMMAND.values()),
 }
