@@ -159,9 +159,9 @@ def test_questions_per_type_and_the_types_asked_come_from_the_scan(
     one = Counter(r.task for r in plan_rows(task, tmp_path / "a", None, []))
     # one mission's one row of a fixed vocabulary cannot have its labels each be the answer (nor
     # can a counterfactual's three answers each be asked); alone, no landmark another mission
-    # flies to can stand in a caption for one of its own, nor are there five causes (the golds of
-    # other missions) for a Causal row's options
-    unasked = {"trajectory_captioning", "counterfactual", "causal"}
+    # flies to can stand in a caption for one of its own, nor are there five causes or next moves (the
+    # golds of other missions) for a Causal or Sequence Recall row's options
+    unasked = {"trajectory_captioning", "counterfactual", "causal", "sequence_recall"}
     assert set(one.values()) == {1} and set(one) == found - set(VOCABULARY) - unasked
     two = plan_rows(task, tmp_path / "b", 3, [])
     assert all(n <= 3 for n in Counter(r.task for r in two).values())
@@ -169,9 +169,9 @@ def test_questions_per_type_and_the_types_asked_come_from_the_scan(
     assert not FAMILY.balance(two)  # the plan left out what the release's balance would drop
     assert len({r.sample_id for r in two}) == len(two)
     # a type asked alone gets the same questions as when every type is asked
-    alone = plan_rows(task, tmp_path / "c", 3, ["scene_recall", "start_end_position"])
-    assert {r.task for r in alone} == {"scene_recall", "start_end_position"}
-    same = [r for r in two if r.task in {"scene_recall", "start_end_position"}]
+    alone = plan_rows(task, tmp_path / "c", 3, ["progress_evaluation", "start_end_position"])
+    assert {r.task for r in alone} == {"progress_evaluation", "start_end_position"}
+    same = [r for r in two if r.task in {"progress_evaluation", "start_end_position"}]
     assert [(r.question, r.answer_label) for r in alone] == [(r.question, r.answer_label) for r in same]
 
 

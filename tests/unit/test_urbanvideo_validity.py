@@ -61,8 +61,8 @@ def varied() -> list[NavigationTask]:
 def routes() -> list[NavigationTask]:
     """Missions over different landmarks of the block world (both mirrored): the landmarks that
     are answers differ from mission to mission, as in a scene with many missions."""
-    pairs = [("lm_3", "lm_1"), ("lm_7", "lm_6"), ("lm_5", "lm_8"), ("lm_4", "lm_6"), ("lm_3", "lm_8"),
-             ("lm_7", "lm_1"), ("lm_5", "lm_6"), ("lm_4", "lm_1")]  # fmt: skip
+    pairs = [("lm_3", "lm_1"), ("lm_7", "lm_6"), ("lm_5", "lm_8"), ("lm_4", "lm_7"), ("lm_3", "lm_5"),
+             ("lm_7", "lm_4"), ("lm_5", "lm_3"), ("lm_4", "lm_1")]  # fmt: skip
     tasks = [mission(side, route=p) for p in pairs for side in (1.0, -1.0)]
     return [t.model_copy(update={"traj_id": f"blocks_nav_route_{k:03d}"}) for k, t in enumerate(tasks)]
 
@@ -188,6 +188,46 @@ def test_causal_reasons_name_landmarks_in_one_form(tmp_path: Path) -> None:
         golds[r.answer_label] += 1
     for x, k in offered.items():
         assert golds[x] >= 1 and k <= 5 * golds[x] + 5, (x, k, golds[x])
+
+
+def test_sequence_recall_offers_moves_naming_landmarks(tmp_path: Path) -> None:
+    """After a named move the planner has 2-4 possible next moves, fewer than the source's five
+    options: the options are now moves in words naming their landmark, all of the gold's kind,
+    none naming the question's landmark, each the gold of some row of the release and offered
+    about five times as often as it is right; QC re-reads the next move from the states."""
+    tasks = {t.traj_id: t for t in routes()}
+    rows = [r for r in plan_many(list(tasks.values()), tmp_path, per_type=2) if r.task == "sequence_recall"]
+    assert len(rows) >= 5
+    golds = Counter(r.answer_label for r in rows)
+    offered = Counter(o.label for r in rows for o in r.options)
+    for r in rows:
+        task = tasks[r.mission_id]
+        named = task.segments[int(r.evidence["segment"])]  # type: ignore[arg-type]
+        about = Mission(task).about(named)
+        name = next(lm.description for lm in task.landmarks if lm.landmark_id == about)
+        labels = [o.label for o in r.options]
+        assert len(labels) == 5 and not any(x.endswith(f" {name}") for x in labels), (r.question, labels)
+        assert len({x.split(" the ")[0].split()[-1] for x in labels}) == 1, labels  # one kind of move
+    assert all(golds[x] >= 1 and k <= 5 * golds[x] + 5 for x, k in offered.items()), (offered, golds)
+    verdict = check_rows(rows, dict(tasks), LocalBlobStore(tmp_path / "qc"), "r")
+    assert not verdict.reasons
+
+
+def test_action_generation_offers_the_source_seven_actions(tmp_path: Path) -> None:
+    """Action Generation offered seven of eight commands (hover among them, which the source
+    does not have): every row offers the source's seven, a hover is never the answer, and a
+    move's inside is asked too (its next action is to go on with it), which QC re-reads."""
+    tasks = {t.traj_id: t for t in routes()}
+    rows = [r for r in plan_many(list(tasks.values()), tmp_path, per_type=2) if r.task == "action_generation"]
+    assert rows
+    for r in rows:
+        assert {o.label for o in r.options} == set(W.SOURCE_COMMANDS)
+    inside = [
+        q for t in tasks.values() for q in build("action_generation", t)
+        if t.segments[int(q.evidence["next"])].start_frame < q.end_frame  # type: ignore[arg-type]
+    ]  # fmt: skip
+    assert inside
+    assert not check_rows(rows, dict(tasks), LocalBlobStore(tmp_path / "qc"), "r").reasons
 
 
 def test_qc_refuses_a_causal_row_naming_another_move(task: NavigationTask, tmp_path: Path) -> None:
@@ -381,12 +421,13 @@ def test_a_moment_is_named_by_what_happened_never_by_a_time(task: NavigationTask
 def test_qc_refuses_a_moment_named_by_a_time(task: NavigationTask, tmp_path: Path) -> None:
     """The rows of the old form fail QC: a time in the question, or a question naming another
     move than the one its evidence holds; the row as built passes."""
-    found = build("sequence_recall", task)
+    found = build("proximity", task)
+    other = next(q for q in found if q.evidence["moment"] != found[0].evidence["moment"])
     row = as_row(found[0], task).model_copy(update={"sample_id": "good"})
     timed = row.model_copy(
         update={"sample_id": "timed", "question": "What did it do between 8.3 s and 10.3 s?"}
     )
-    wrong = row.model_copy(update={"sample_id": "wrong", "question": found[-1].question})
+    wrong = row.model_copy(update={"sample_id": "wrong", "question": other.question})
     verdict = check_rows([row, timed, wrong], {task.traj_id: task}, LocalBlobStore(tmp_path), "r")
     assert verdict.reasons == {
         "timed": "question points at a moment by a time",
@@ -464,8 +505,11 @@ def test_next_steps_are_not_asked_right_after_facing_a_landmark(task: Navigation
         found = [q for seed in range(3) for q in build(kind, task, seed)]
         assert found
         for q in found:
-            before = task.segments[int(q.evidence["next"]) - 1]  # type: ignore[arg-type]
-            assert before.reason != "face_landmark"
+            nxt = task.segments[int(q.evidence["next"])]  # type: ignore[arg-type]
+            if q.end_frame == nxt.start_frame:  # asked where a move ends (not inside one)
+                assert task.segments[nxt.index - 1].reason != "face_landmark"
+            else:
+                assert nxt.start_frame < q.end_frame < nxt.end_frame and kind == "action_generation"
 
 
 def test_each_offered_label_is_an_answer_as_often(task: NavigationTask, tmp_path: Path) -> None:

@@ -101,10 +101,14 @@ def _next_action(row: NavRow, task: NavigationTask) -> str | None:
 
 
 def _sequence(row: NavRow, task: NavigationTask) -> str | None:
-    """The move after the one the question names, from the states: what changes from the frame
-    the named segment ends on."""
-    e = task.segments[int(row.evidence["segment"])].end_frame  # type: ignore[arg-type]
-    return W.PAST[moved(task.poses[e + 1], task.poses[e + 2])] if e + 2 < len(task.poses) else None
+    """The move after the one the question names, in words, re-read from the states (its
+    action from the poses, its reason from the geometry, its landmark); it must start where
+    the named one ends."""
+    nxt = row.evidence.get("next")
+    named = row.evidence.get("segment")
+    if not isinstance(nxt, int) or not isinstance(named, int) or nxt != named + 1:
+        return None
+    return event_of(task, nxt)
 
 
 def _position(row: NavRow, task: NavigationTask) -> str | None:
@@ -420,6 +424,8 @@ def in_view_during(store: BlobStore, run_id: str, row: NavRow, task: NavigationT
     a, b = int(row.evidence["start"]), int(row.evidence["end"])  # type: ignore[arg-type]
     ids = {x.description: x.rendered_instance_id for x in task.landmarks}
     labels = [o.label for o in row.options]
+    if any(label not in ids for label in labels):
+        return None  # a landmark the mission did not record: its pixels cannot be checked
     root = keys.final_task(run_id, row.mission_id)
     frame_keys = [f"{root}/{keys.video_frame('seg', f)}" for f in range(a, b + 1)]
 
@@ -446,13 +452,17 @@ MOMENT_FROM = {
 
 
 def moment(row: NavRow, task: NavigationTask) -> str | None:
-    """What a moment-type row's named segment did, in words, re-read from the states: its
-    action from the poses, its reason from the motion and geometry (:func:`why`), the landmark
-    it was about (the structure in the leg's way for an obstacle's reason); None when the row
-    names no segment or the words would name no landmark."""
-    field = MOMENT_FROM.get(row.task)
-    idx = row.evidence.get(field or "")
-    if not isinstance(idx, int) or not 0 <= idx < len(task.segments):
+    """What a moment-type row's named segment did, in words, re-read from the states
+    (:func:`event_of`); None when the row names no segment."""
+    idx = row.evidence.get(MOMENT_FROM.get(row.task) or "")
+    return event_of(task, idx) if isinstance(idx, int) else None
+
+
+def event_of(task: NavigationTask, idx: int) -> str | None:
+    """A segment in words from the states: its action from the poses, its reason from the
+    motion and geometry (:func:`why`), the landmark it was about (the structure in the leg's
+    way for an obstacle's reason); None when it names no landmark."""
+    if not 0 <= idx < len(task.segments):
         return None
     s = task.segments[idx]
     reason = why(task, idx)

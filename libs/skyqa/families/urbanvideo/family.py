@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from itertools import combinations
 from types import MappingProxyType
 from typing import Any
 
@@ -98,7 +99,7 @@ class UrbanVideo:
         found: dict[NavTask, list[list[Question]]] = {}
         vocab: dict[NavTask, dict[str, set[str]]] = {}  # per type and stratum, the labels offered
         for kind in asked:
-            found[kind] = self._candidates(inputs, missions, kind)
+            found[kind] = _fillable(self._candidates(inputs, missions, kind))
             if kind in VOCABULARY:
                 vocab[kind] = _vocabularies(found[kind], missions, VOCABULARY[kind], per_type, OPTIONS[kind])
                 for level, kept in vocab[kind].items():
@@ -463,13 +464,34 @@ def _assign(
     return picks, short
 
 
+def _fillable(found: list[list[Question]]) -> list[list[Question]]:
+    """The candidates of a type whose options are drawn over the release (:attr:`Question.pool`)
+    that could have their option count from the golds of the candidates kept (the others would
+    be asked and then dropped by :func:`_fill`): dropped until none is left short."""
+    while True:
+        golds: dict[str, set[str]] = {}
+        for order in found:
+            for q in order:
+                if q.pool:
+                    golds.setdefault(q.pool, set()).add(q.options[0])
+
+        def enough(q: Question, golds: dict[str, set[str]] = golds) -> bool:
+            free = golds[q.pool] - q.barred - {q.options[0]}
+            return len(free if q.within is None else free & q.within) >= OPTIONS[q.task] - 1
+
+        kept = [[q for q in order if not q.pool or enough(q)] for order in found]
+        if kept == found:
+            return found
+        found = kept
+
+
 def _fill(
     chosen: list[tuple[int, int, Question]], rng: np.random.Generator
 ) -> list[tuple[int, int, Question]]:
     """The distractors of the rows whose options are drawn over the release
     (:attr:`Question.pool`): per pool, the texts are the golds of its rows, and each row takes
     the ones offered least so far against the option count times their golds (ties by a drawn
-    order), alike in form (:func:`alike`), none barred for it. So across the release a text is
+    order) that make a set alike in form (:func:`alike`), none barred for it. So across the release a text is
     offered about ``k`` times as often as it is the answer: no text is ruled out (never right)
     or picked (often right) without looking. A row that cannot have ``k`` options is left out,
     and the pool drawn again without its gold, until every row has them."""
@@ -491,21 +513,20 @@ def _fill(
                 (x for x in mine if x != gold and x not in q.barred and (q.within is None or x in q.within)),
                 key=lambda x: (offered[q.pool][x] - k * mine[x], lot[x]),
             )
-            picked = [gold]
-            for x in cands:
-                if len(picked) == k:
-                    break
-                if alike(q.question, [*picked, x]):
-                    picked.append(x)
-            if len(picked) < k:
+            # the first alike set, the texts most owed an offer first (sets differ late)
+            picked = next(
+                ([gold, *c] for c in combinations(cands[: k + 6], k - 1) if alike(q.question, [gold, *c])),
+                None,
+            )
+            if picked is None:
                 short = True
                 continue
             offered[q.pool].update(picked[1:])
-            kept.add((n, j))
+            kept.add((n, j, q.task))
             out.append((n, j, replace(q, options=tuple(picked))))
         if not short:
             return out
-        rows = [r for r in rows if not r[2].pool or r[:2] in kept]
+        rows = [r for r in rows if not r[2].pool or (r[0], r[1], r[2].task) in kept]
 
 
 class Asked:

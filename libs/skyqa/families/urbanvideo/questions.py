@@ -425,19 +425,28 @@ def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Ques
 
 def sequence_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     """What the drone did right after a move the question names by what happened ("right after
-    it turned left to face the stone fountain"), as the source asks, over the whole video. The
-    named move's reason is the row's stratum: the family makes every offered next move the
-    answer equally often after each kind of named move, so the words decide nothing. Options
-    drawn uniformly from the actions."""
+    it hovered in place at the stone fountain"), as the source asks, over the whole video; the
+    options are moves in words naming their landmark ("turned right to face the grey tower").
+    Asked where the next move is about another landmark than the named one (else the option
+    repeating the question's landmark would be the answer). The options share the gold's kind
+    of move and differ in the landmark (and way): the distractors are the golds of other rows
+    after the same kinds of move across the release (:attr:`Question.pool`), none naming the
+    question's landmark, so each is offered about five times as often as it is right."""
     for s, nxt in pairwise(m.task.segments):
-        if nxt.action == s.action or (words := m.event(s)) is None:
+        if nxt.action == s.action or (words := m.event(s)) is None or (then := m.event(nxt)) is None:
+            continue
+        if m.about(nxt) == m.about(s):
             continue
         q = f"What did the drone do right after it {words}?"
-        labels = m.labels("sequence_recall", list(W.PAST.values()), m.last, s.reason)
-        options = from_vocabulary(W.PAST[nxt.action], labels, rng, OPTIONS["sequence_recall"])
-        if options is not None:
-            evidence: Evidence = {"segment": s.index, "next": nxt.index, "moment": words}
-            yield Question("sequence_recall", m.last, q, options, options[0], evidence, stratum=s.reason)
+        named = m.names[m.about(s)]
+        barred = frozenset(W.event(x.reason, x.action, named) for x in m.task.segments) | frozenset(
+            W.event(r, a, named) for r in W.EVENT for a in W.ACTIONS
+        )
+        evidence: Evidence = {"segment": s.index, "next": nxt.index, "moment": words}
+        yield Question(
+            "sequence_recall", m.last, q, (then,), then, evidence,
+            pool=f"sequence_recall/{s.reason}/{nxt.reason}", barred=barred,
+        )  # fmt: skip
 
 
 def object_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
@@ -908,11 +917,29 @@ def high_level_planning(m: Mission, rng: np.random.Generator) -> Iterator[Questi
 
 
 def action_generation(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """The next control action, options drawn uniformly from the commands. Not asked right
-    after the drone turned to face a landmark: flying to it and tilting the camera to it are
-    then both fair next moves."""
+    """The next control action from the source's seven (rise, descend, fly forward, turn left or
+    right, camera up or down: all seven offered, as its examples do), asked where a move ends
+    (but right after the drone turned to face a landmark: flying to it and tilting the camera
+    to it are then both fair) and at a drawn moment inside each move, whose next action is to
+    go on with it. A hover, not among the source's actions, is not asked."""
+    if not m.named(*m.task.route):
+        return
     q = f'The drone\'s task: "{m.task.instruction}" What is its next control action?'
-    yield from _next_move(m, rng, "action_generation", q, W.COMMAND, lambda nxt: W.COMMAND[nxt.action])
+    labels = list(W.SOURCE_COMMANDS)
+    for s in m.task.segments:
+        nxt = m.task.segments[s.index + 1] if s.index + 1 < len(m.task.segments) else None
+        ends = s in m.cuts() and s.reason != "face_landmark" and nxt is not None
+        inside = m.moment(s, rng)
+        for t, move in ((s.end_frame + 1, nxt) if ends else (None, None), (inside, s)):
+            if t is None or t < round(m.fps) or move is None or move.action == "hover":
+                continue
+            options = from_vocabulary(
+                W.COMMAND[move.action], m.labels("action_generation", labels, t), rng, 7
+            )
+            if options is not None:
+                yield Question(
+                    "action_generation", t, q, options, options[0], {"next": move.index}, wording=m.wording(q)
+                )
 
 
 def _next_move(
@@ -943,14 +970,13 @@ QUOTES = frozenset({"progress_evaluation", "high_level_planning", "action_genera
 # the types whose answers come from one fixed vocabulary: the family keeps, per plan, the labels
 # it can ask as answers about equally often (:attr:`Mission.allowed`)
 VOCABULARY: dict[NavTask, tuple[str, ...]] = {
-    "sequence_recall": tuple(W.PAST.values()),
     "proximity": W.PROXIMITY,
     "duration": W.LONGER,
     "landmark_position": W.QUADRANTS,
     "goal_detection": W.IN_VIEW,
     "cognitive_map": W.LAYOUT,
     "high_level_planning": tuple(W.PLAN.values()),
-    "action_generation": tuple(W.COMMAND.values()),
+    "action_generation": W.SOURCE_COMMANDS,
 }
 Builder = Callable[[Mission, np.random.Generator], Iterator[Question]]
 BUILDERS: dict[NavTask, Builder] = {

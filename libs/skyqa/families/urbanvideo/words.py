@@ -30,6 +30,9 @@ COMMAND = {
     "rotate_camera_down": "Tilt view down",
     "hover": "Hover still",
 }
+# the source's seven control actions (its Action Generation options: rise, descend, fly forward,
+# turn left, turn right, rotate the camera up, down); it has no hover
+SOURCE_COMMANDS = tuple(v for k, v in COMMAND.items() if k != "hover")
 # eight directions, counter-clockwise from straight ahead (45 degrees each), as the source's
 # options tell "left side", "lower right corner" and the like apart
 DIRECTIONS = (
@@ -141,6 +144,7 @@ EVENT = {
 }
 _WAY = {"turn_left": "left", "turn_right": "right", "rotate_camera_up": "up", "rotate_camera_down": "down",
         "ascend": "climbed", "descend": "came down"}  # fmt: skip
+ACTIONS = tuple(COMMAND)
 OBSTACLE_REASONS = frozenset({"clear_obstacle", "pass_obstacle", "descend_after_obstacle"})
 
 
