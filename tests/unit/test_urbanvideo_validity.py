@@ -230,6 +230,27 @@ def test_action_generation_offers_the_source_seven_actions(tmp_path: Path) -> No
     assert not check_rows(rows, dict(tasks), LocalBlobStore(tmp_path / "qc"), "r").reasons
 
 
+def test_captions_name_landmarks_the_release_flies_to(tmp_path: Path) -> None:
+    """Captions needed five landmarks of the flight that other missions fly to (none on a
+    32-mission build): the cycle's others are now landmarks some mission of the release flies
+    to; the gold passes QC."""
+    tasks = {t.traj_id: t for t in routes()}
+    rows = [
+        r for r in plan_many(list(tasks.values()), tmp_path, per_type=2) if r.task == "trajectory_captioning"
+    ]
+    assert len(rows) >= 5
+    flown = {lm.description for t in tasks.values() for lm in t.landmarks if lm.landmark_id in t.route}
+    for r in rows:
+        task = tasks[r.mission_id]
+        own = {lm.description for lm in task.landmarks}
+        for o in r.options:
+            assert o.label.startswith("The drone ") and o.label.endswith(".")
+            named = {x for x in flown | own if f"the {x}" in o.label}
+            gold = {x for x in own if f"the {x}" in r.answer_label}  # the flight's, moved along
+            assert named and named <= flown | gold, o.label
+    assert not check_rows(rows, dict(tasks), LocalBlobStore(tmp_path / "qc"), "r").reasons
+
+
 def test_qc_refuses_a_causal_row_naming_another_move(task: NavigationTask, tmp_path: Path) -> None:
     """A Causal row whose question counts the move wrongly, or whose gold is another landmark's
     reason, fails QC; the row as built passes."""

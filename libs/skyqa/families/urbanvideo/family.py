@@ -90,7 +90,17 @@ class UrbanVideo:
             task = load_json(NavigationTask, inputs.store.get(nav.task), "navigation task")
             missions.append((nav, task, Mission(task)))
             out.missions[nav.traj_id] = nav.traj_id
-        routed = frozenset(lid for _, task, _ in missions for lid in task.route)
+        # the landmarks some mission flies to, by a description no other of them has
+        where = {lm.landmark_id: lm.description for _, task, _ in missions for lm in task.landmarks}
+        named = Counter(
+            " ".join(where[lid].lower().split()) for lid in {x for _, t, _ in missions for x in t.route}
+        )
+        routed = frozenset(
+            where[lid]
+            for _, task, _ in missions
+            for lid in task.route
+            if named[" ".join(where[lid].lower().split())] == 1
+        )
         for _, _, m in missions:
             m.routed = routed
         # every mission's candidates per type, then, for a type of fixed vocabulary, again with

@@ -136,7 +136,8 @@ class Mission:
         # equally often (set by the family from every mission's candidates); a label offered but
         # seldom the answer would be ruled out without looking
         self.allowed: dict[tuple[str, str], frozenset[str]] = {}
-        # the landmarks some mission of the plan flies to (set by the family; None: any)
+        # the descriptions of the landmarks the plan's missions fly to, each of one landmark (set
+        # by the family; None: this mission's own landmarks)
         self.routed: frozenset[str] | None = None
 
     def labels(self, task: str, every: Sequence[str], frame: int, words: str = "") -> list[str]:
@@ -387,31 +388,36 @@ def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Ques
     if unnamed or not m.named(*m.task.route, *blocker_ids):
         return
     # the things the caption names, in flight order: per leg the obstacle it avoided, then its
-    # landmark; the cycle's others: seen, described uniquely, none of those, and ones other
-    # missions fly to (:attr:`Mission.routed`), so the gold is not the one option naming only
-    # landmarks other missions' golds name
+    # landmark; the cycle's others: landmarks some mission of the release flies to (a caption
+    # naming places the video never shows is a wrong caption, as the source's distractors
+    # are), not the ones the caption names; without the release's, this flight's seen ones
     slots = [lid for leg in legs for lid in (blocker_ids[leg], m.task.route[leg]) if lid]
-    others = [
-        lid
-        for lid in m.seen_in(0, m.last)
-        if lid not in slots and m.named(lid) and (m.routed is None or lid in m.routed)
-    ]
+    taken = {_norm(m.names[lid]) for lid in slots}
+    if m.routed is None:
+        others = [m.names[lid] for lid in m.seen_in(0, m.last) if lid not in slots and m.named(lid)]
+    else:
+        others = sorted(x for x in m.routed if _norm(x) not in taken)
     if len(set(slots)) < len(slots) or len(slots) > n or len(others) < n - len(slots):
         return
+    names_of = [m.names[lid] for lid in slots]
 
     def caption(cycle: Sequence[str], i: int) -> str:
         """The flight with every named thing moved ``i`` places on along the cycle."""
-        at = iter(m.names[cycle[(i + j) % n]] for j in range(len(slots)))
+        at = iter(cycle[(i + j) % n] for j in range(len(slots)))
         names, walls = [], []
         for leg in legs:
             walls.append(next(at) if blocker_ids[leg] else "")
             names.append(next(at))
         return caption_text(names, turns, ways, walls)
 
+    # the others drawn in a random order: the first alike cycles use different landmarks
+    others = [others[int(k)] for k in rng.permutation(len(others))]
     cycles = []
-    for extra in combinations(others, n - len(slots)):
+    for tried, extra in enumerate(combinations(others, n - len(slots))):
+        if tried >= 256:
+            break
         for order in permutations(extra):
-            options = tuple(caption([*slots, *order], i) for i in range(n))
+            options = tuple(caption([*names_of, *order], i) for i in range(n))
             if alike(CAPTION_Q, options):
                 cycles.append(options)
         if len(cycles) >= 64:
