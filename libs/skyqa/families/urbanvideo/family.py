@@ -523,7 +523,7 @@ def _fill(
             lot = {x: float(rng.random()) for x in sorted(mine)}
             cands = sorted(
                 (x for x in mine if x != gold and x not in q.barred and (q.within is None or x in q.within)),
-                key=lambda x: (offered[q.pool][x] - k * mine[x], lot[x]),
+                key=lambda x: (x not in q.first, offered[q.pool][x] - k * mine[x], lot[x]),
             )
             # the first alike set, the texts most owed an offer first (sets differ late)
             picked = next(

@@ -112,6 +112,9 @@ class Question:
     barred: frozenset[str] = frozenset()
     # the texts this row may offer beside its gold (None: any of the pool's)
     within: frozenset[str] | None = None
+    # the texts offered first when the pool has them (the same reason for the mission's other
+    # landmarks: a landmark the mission's instruction names is then no clue)
+    first: frozenset[str] = frozenset()
 
 
 class Mission:
@@ -773,11 +776,11 @@ def causal(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         gold = W.because(s.reason, m.names[lid])
         q = f"Why did the drone {W.asked_move(action, ordinal)}?"
         evidence: Evidence = {"segment": s.index, "moment": W.asked_move(action, ordinal), "landmark": lid}
-        # a landmark of this flight that the same reason fits elsewhere in it is no distractor
-        other = {W.because(x.reason, m.names[y]) for x in m.task.segments if (y := m.about(x)) in m.names}
-        yield Question(
-            "causal", m.last, q, (gold,), gold, evidence, pool=f"causal/{s.reason}", barred=frozenset(other)
-        )
+        # the reason of another move of this flight of the same kind ("to face" the next
+        # landmark, for the first turn) may be offered: the count names one move, and a
+        # landmark of the mission's instruction is then no clue (other rows quote it)
+        mine = frozenset(W.because(s.reason, m.names[x]) for x in m.names if m.named(x))
+        yield Question("causal", m.last, q, (gold,), gold, evidence, pool=f"causal/{s.reason}", first=mine)
 
 
 WAYS = {
