@@ -92,17 +92,24 @@ def seen(p: NavState, m: RouteLandmark) -> NavFrame:
 
 
 def mission(
-    side: float, hall: float | None = 30.0, tower_y: float = 0.0, fountain_y: float = 0.0, span: float = 140.0
+    side: float,
+    hall: float | None = 30.0,
+    tower_y: float = 0.0,
+    fountain_y: float = 0.0,
+    span: float = 140.0,
+    route: tuple[str, str] = ("lm_3", "lm_1"),
 ) -> NavigationTask:
+    """The route over the fountain to the tower, or over ``route``'s two landmark ids."""
     obstacles, marks = world(side, hall, tower_y, fountain_y, span)
-    tower, fountain = marks[0], marks[1]
+    by_id = {m.landmark_id: m for m in marks}
+    fountain, tower = by_id[route[0]], by_id[route[1]]
     f = Flight(NavState(x=0.0, y=0.0, z=20.0, yaw_deg=side * 20.0, camera_pitch_deg=0.0), NavConfig())
     fly_leg(f, fountain, 0, obstacles, marks, None)
     fly_leg(f, tower, 1, obstacles, marks, "whole")
     segments, poses, duration = timeline(f, FPS)
     plan = NavigationPlan(
         scene_id="blocks", traj_id="blocks_nav_route_000", kind="route", goal_part="whole",
-        instruction=instruction("route", "whole", [fountain, tower], segments), route=["lm_3", "lm_1"],
+        instruction=instruction("route", "whole", [fountain, tower], segments), route=list(route),
         landmarks=[], start=poses[0], segments=segments, fps=FPS, frame_count=len(poses),
         duration_sec=duration, speeds={}, check={"collision_free": True, "min_distance_m": 2.0, "samples": 1},
         seed=0, attempt=0, poses=poses, alternatives=f.alternatives,

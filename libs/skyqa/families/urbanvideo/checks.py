@@ -101,10 +101,14 @@ def _next_action(row: NavRow, task: NavigationTask) -> str | None:
 
 
 def _sequence(row: NavRow, task: NavigationTask) -> str | None:
-    """The move after the one the question names, from the states: what changes from the frame
-    the named segment ends on."""
-    e = task.segments[int(row.evidence["segment"])].end_frame  # type: ignore[arg-type]
-    return W.PAST[moved(task.poses[e + 1], task.poses[e + 2])] if e + 2 < len(task.poses) else None
+    """The move after the one the question names, in words, re-read from the states (its
+    action from the poses, its reason from the geometry, its landmark); it must start where
+    the named one ends."""
+    nxt = row.evidence.get("next")
+    named = row.evidence.get("segment")
+    if not isinstance(nxt, int) or not isinstance(named, int) or nxt != named + 1:
+        return None
+    return event_of(task, nxt)
 
 
 def _position(row: NavRow, task: NavigationTask) -> str | None:
@@ -264,8 +268,35 @@ def why(task: NavigationTask, index: int) -> str:
     return "arrive"
 
 
+def _about(task: NavigationTask, index: int, reason: str) -> str:
+    """The landmark a segment was about: the structure in its leg's way for an obstacle's
+    reason, else the leg's landmark."""
+    s = task.segments[index]
+    return (
+        leg_blocker(task, s.leg) if reason in W.OBSTACLE_REASONS or reason == "avoid_obstacle" else s.toward
+    )
+
+
 def _causal(row: NavRow, task: NavigationTask) -> str | None:
-    return W.WHY[why(task, int(row.evidence["segment"]))]  # type: ignore[arg-type]
+    idx = int(row.evidence["segment"])  # type: ignore[arg-type]
+    reason = why(task, idx)
+    about = _about(task, idx, reason)
+    return W.because(reason, _name(task, about)) if about else None
+
+
+def asked_move(row: NavRow, task: NavigationTask) -> str | None:
+    """The move a Causal row asks about, re-read from the states: its action from the poses and
+    how many moves of that action came before (consecutive segments of one action are one
+    move); None when the row's segment does not start a move."""
+    idx = row.evidence.get("segment")
+    if not isinstance(idx, int) or not 0 <= idx < len(task.segments):
+        return None
+    last = len(task.poses) - 1
+    acts = [moved(task.poses[s.start_frame], task.poses[min(s.end_frame + 1, last)]) for s in task.segments]
+    if idx > 0 and acts[idx - 1] == acts[idx]:
+        return None
+    ordinal = sum(1 for k in range(idx) if acts[k] == acts[idx] and (k == 0 or acts[k - 1] != acts[k]))
+    return W.asked_move(acts[idx], ordinal) if ordinal < len(W.ORDINALS) else None
 
 
 def _planning(row: NavRow, task: NavigationTask) -> str | None:
@@ -393,6 +424,8 @@ def in_view_during(store: BlobStore, run_id: str, row: NavRow, task: NavigationT
     a, b = int(row.evidence["start"]), int(row.evidence["end"])  # type: ignore[arg-type]
     ids = {x.description: x.rendered_instance_id for x in task.landmarks}
     labels = [o.label for o in row.options]
+    if any(label not in ids for label in labels):
+        return None  # a landmark the mission did not record: its pixels cannot be checked
     root = keys.final_task(run_id, row.mission_id)
     frame_keys = [f"{root}/{keys.video_frame('seg', f)}" for f in range(a, b + 1)]
 
@@ -413,26 +446,27 @@ TIME = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|sec|secs|seconds?)\b", re.IGNORECASE)
 # the types whose question is about a moment of the flight: it must name it by what happened
 MOMENT_FROM = {
     "sequence_recall": "segment",
-    "causal": "after",
     "scene_recall": "segment",
     "proximity": "segment",
 }
 
 
 def moment(row: NavRow, task: NavigationTask) -> str | None:
-    """What a moment-type row's named segment did, in words, re-read from the states: its
-    action from the poses, its reason from the motion and geometry (:func:`why`), the landmark
-    it was about (the structure in the leg's way for an obstacle's reason); None when the row
-    names no segment or the words would name no landmark."""
-    field = MOMENT_FROM.get(row.task)
-    idx = row.evidence.get(field or "")
-    if not isinstance(idx, int) or not 0 <= idx < len(task.segments):
+    """What a moment-type row's named segment did, in words, re-read from the states
+    (:func:`event_of`); None when the row names no segment."""
+    idx = row.evidence.get(MOMENT_FROM.get(row.task) or "")
+    return event_of(task, idx) if isinstance(idx, int) else None
+
+
+def event_of(task: NavigationTask, idx: int) -> str | None:
+    """A segment in words from the states: its action from the poses, its reason from the
+    motion and geometry (:func:`why`), the landmark it was about (the structure in the leg's
+    way for an obstacle's reason); None when it names no landmark."""
+    if not 0 <= idx < len(task.segments):
         return None
     s = task.segments[idx]
     reason = why(task, idx)
-    about = (
-        leg_blocker(task, s.leg) if reason in W.OBSTACLE_REASONS or reason == "avoid_obstacle" else s.toward
-    )
+    about = _about(task, idx, reason)
     if not about:
         return None
     end = task.poses[min(s.end_frame + 1, len(task.poses) - 1)]
@@ -473,6 +507,10 @@ def check_rows(
             v.fail(r.sample_id, "a question or option names no landmark a person could point at")
         if TIME.search(r.question):
             v.fail(r.sample_id, "question points at a moment by a time")
+        if r.task == "causal" and (
+            (words := asked_move(r, task)) is None or r.question != f"Why did the drone {words}?"
+        ):
+            v.fail(r.sample_id, "question does not name its move by its action and count")
         if r.task in MOMENT_FROM:
             words = moment(r, task)
             if words is None or f"it {words}?" not in r.question:

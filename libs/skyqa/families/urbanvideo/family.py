@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from itertools import combinations
 from types import MappingProxyType
 from typing import Any
 
@@ -33,7 +35,15 @@ from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInp
 from skyqa.families.urbanvideo import evaluation
 from skyqa.families.urbanvideo.checks import check_rows
 from skyqa.families.urbanvideo.export import urbanvideo_table
-from skyqa.families.urbanvideo.questions import BUILDERS, OPTIONS, VOCABULARY, Mission, Question, difficulty
+from skyqa.families.urbanvideo.questions import (
+    BUILDERS,
+    OPTIONS,
+    VOCABULARY,
+    Mission,
+    Question,
+    alike,
+    difficulty,
+)
 from skyqa.media_policy import Frames, MediaPolicy
 
 LETTERS = "ABCDEFGH"
@@ -87,7 +97,17 @@ class UrbanVideo:
             task = load_json(NavigationTask, inputs.store.get(nav.task), "navigation task")
             missions.append((nav, task, Mission(task)))
             out.missions[nav.traj_id] = nav.traj_id
-        routed = frozenset(lid for _, task, _ in missions for lid in task.route)
+        # the landmarks some mission flies to, by a description no other of them has
+        where = {lm.landmark_id: lm.description for _, task, _ in missions for lm in task.landmarks}
+        named = Counter(
+            " ".join(where[lid].lower().split()) for lid in {x for _, t, _ in missions for x in t.route}
+        )
+        routed = frozenset(
+            where[lid]
+            for _, task, _ in missions
+            for lid in task.route
+            if named[" ".join(where[lid].lower().split())] == 1
+        )
         for _, _, m in missions:
             m.routed = routed
         # every mission's candidates per type, then, for a type of fixed vocabulary, again with
@@ -96,7 +116,7 @@ class UrbanVideo:
         found: dict[NavTask, list[list[Question]]] = {}
         vocab: dict[NavTask, dict[str, set[str]]] = {}  # per type and stratum, the labels offered
         for kind in asked:
-            found[kind] = self._candidates(inputs, missions, kind)
+            found[kind] = _fillable(self._candidates(inputs, missions, kind))
             if kind in VOCABULARY:
                 vocab[kind] = _vocabularies(found[kind], missions, VOCABULARY[kind], per_type, OPTIONS[kind])
                 for level, kept in vocab[kind].items():
@@ -123,6 +143,7 @@ class UrbanVideo:
                 chosen.append((n, made[n], q))
                 made[n] += 1
         chosen.sort(key=lambda c: (c[0], NAV_TASKS.index(c[2].task), c[1]))  # the manifest's order
+        chosen = _fill(chosen, np.random.default_rng([inputs.seed, len(missions), 99, inputs.draw]))
         drafts = [
             self._row(inputs, missions[n], k, q, [q.options[0], *q.options[1:]], 0) for n, k, q in chosen
         ]
@@ -340,19 +361,21 @@ class UrbanVideo:
 
 
 NOTES = """ Navigation rows name every moment they ask about by the move
-made there ("right after it climbed to get above the red brick hall"), never by a time, and
-have UrbanVideo-Bench's number of options per task (five; three for Proximity, Duration and
-Counterfactual; seven actions for Action Generation; Progress Evaluation every step of the
-quoted route); QC refuses a row otherwise. Source elements not built here: free-text options
-written per question by a model and refined by people (options here are geometric sentences
-and fixed vocabularies); Object and Scene Recall over urban objects other than the scene's
-landmarks (the navigation task records landmarks only: no cars, signs or trees), and Scene
-Recall options listing several objects each; text on shop signs (real footage); Causal naming
-the move asked about (its action would give its reason away: the move before it is named);
-Progress Evaluation steps that are not the quoted route's (they would be ruled out without
-looking); the source's blind filtering by several Video-LLMs (here a balanced design and the
-release's no-pixel gate). Trajectory Captioning and Start/End Position are asked only where
-five distinct landmarks can be named."""
+made there ("right after it climbed to get above the red brick hall"), or, for Causal, by the
+move's action and count ("the first time it flew upward"), never by a time, and have
+UrbanVideo-Bench's number of options per task (five; three for Proximity, Duration and
+Counterfactual; the source's seven actions for Action Generation; Progress Evaluation every step
+of the quoted route); QC refuses a row otherwise. Causal reasons, Sequence Recall moves and
+caption landmarks are drawn over the release, so each is offered about as often as the option
+count times it is right. Source elements not built here: free-text options written per
+question by a model and refined by people (options here are geometric sentences and fixed
+vocabularies); Object and Scene Recall over urban objects other than the scene's landmarks (the
+navigation task records landmarks only: no cars, signs or trees), and Scene Recall options
+listing several objects each; text on shop signs (real footage); a hover as an Action
+Generation answer (not among the source's seven actions); Progress Evaluation steps that are
+not the quoted route's (they would be ruled out without looking); the source's blind filtering
+by several Video-LLMs (here a balanced design and the release's no-pixel gate). Trajectory
+Captioning and Start/End Position are asked only where five distinct landmarks can be named."""
 
 
 def _final(inputs: PlanInputs, traj_id: str) -> str:
@@ -458,6 +481,71 @@ def _assign(
             continue
         picks += mine
     return picks, short
+
+
+def _fillable(found: list[list[Question]]) -> list[list[Question]]:
+    """The candidates of a type whose options are drawn over the release (:attr:`Question.pool`)
+    that could have their option count from the golds of the candidates kept (the others would
+    be asked and then dropped by :func:`_fill`): dropped until none is left short."""
+    while True:
+        golds: dict[str, set[str]] = {}
+        for order in found:
+            for q in order:
+                if q.pool:
+                    golds.setdefault(q.pool, set()).add(q.options[0])
+
+        def enough(q: Question, golds: dict[str, set[str]] = golds) -> bool:
+            free = golds[q.pool] - q.barred - {q.options[0]}
+            return len(free if q.within is None else free & q.within) >= OPTIONS[q.task] - 1
+
+        kept = [[q for q in order if not q.pool or enough(q)] for order in found]
+        if kept == found:
+            return found
+        found = kept
+
+
+def _fill(
+    chosen: list[tuple[int, int, Question]], rng: np.random.Generator
+) -> list[tuple[int, int, Question]]:
+    """The distractors of the rows whose options are drawn over the release
+    (:attr:`Question.pool`): per pool, the texts are the golds of its rows, and each row takes
+    the ones offered least so far against the option count times their golds (ties by a drawn
+    order) that make a set alike in form (:func:`alike`), none barred for it. So across the release a text is
+    offered about ``k`` times as often as it is the answer: no text is ruled out (never right)
+    or picked (often right) without looking. A row that cannot have ``k`` options is left out,
+    and the pool drawn again without its gold, until every row has them."""
+    rows = list(chosen)
+    while True:
+        golds: dict[str, Counter[str]] = {}
+        for _, _, q in rows:
+            if q.pool:
+                golds.setdefault(q.pool, Counter())[q.options[0]] += 1
+        offered = {pool: Counter(g) for pool, g in golds.items()}
+        out, short, kept = [], False, set()
+        for n, j, q in rows:
+            if not q.pool:
+                out.append((n, j, q))
+                continue
+            k, gold, mine = OPTIONS[q.task], q.options[0], golds[q.pool]
+            lot = {x: float(rng.random()) for x in sorted(mine)}
+            cands = sorted(
+                (x for x in mine if x != gold and x not in q.barred and (q.within is None or x in q.within)),
+                key=lambda x: (x not in q.first, offered[q.pool][x] - k * mine[x], lot[x]),
+            )
+            # the first alike set, the texts most owed an offer first (sets differ late)
+            picked = next(
+                ([gold, *c] for c in combinations(cands[: k + 6], k - 1) if alike(q.question, [gold, *c])),
+                None,
+            )
+            if picked is None:
+                short = True
+                continue
+            offered[q.pool].update(picked[1:])
+            kept.add((n, j, q.task))
+            out.append((n, j, replace(q, options=tuple(picked))))
+        if not short:
+            return out
+        rows = [r for r in rows if not r[2].pool or (r[0], r[1], r[2].task) in kept]
 
 
 class Asked:

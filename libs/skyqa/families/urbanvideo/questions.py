@@ -102,6 +102,19 @@ class Question:
     # agree more often than chance), so one mission asks it; not a fact (the answer is the
     # video's), so within a mission it may repeat
     wording: str = ""
+    # a question whose options are landmark texts of one form drawn over the release (:attr:`pool`
+    # names the form, e.g. "causal/clear_obstacle"): the builder gives the gold alone and the
+    # family adds the distractors from the golds of every row of that pool it asks, so each
+    # text is offered about as often as the option count times it is the answer ("" : the
+    # builder's options are complete)
+    pool: str = ""
+    # the texts this row may not offer beside its gold (a landmark in view while the move lasts)
+    barred: frozenset[str] = frozenset()
+    # the texts this row may offer beside its gold (None: any of the pool's)
+    within: frozenset[str] | None = None
+    # the texts offered first when the pool has them (the same reason for the mission's other
+    # landmarks: a landmark the mission's instruction names is then no clue)
+    first: frozenset[str] = frozenset()
 
 
 class Mission:
@@ -126,7 +139,8 @@ class Mission:
         # equally often (set by the family from every mission's candidates); a label offered but
         # seldom the answer would be ruled out without looking
         self.allowed: dict[tuple[str, str], frozenset[str]] = {}
-        # the landmarks some mission of the plan flies to (set by the family; None: any)
+        # the descriptions of the landmarks the plan's missions fly to, each of one landmark (set
+        # by the family; None: this mission's own landmarks)
         self.routed: frozenset[str] | None = None
 
     def labels(self, task: str, every: Sequence[str], frame: int, words: str = "") -> list[str]:
@@ -377,31 +391,36 @@ def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Ques
     if unnamed or not m.named(*m.task.route, *blocker_ids):
         return
     # the things the caption names, in flight order: per leg the obstacle it avoided, then its
-    # landmark; the cycle's others: seen, described uniquely, none of those, and ones other
-    # missions fly to (:attr:`Mission.routed`), so the gold is not the one option naming only
-    # landmarks other missions' golds name
+    # landmark; the cycle's others: landmarks some mission of the release flies to (a caption
+    # naming places the video never shows is a wrong caption, as the source's distractors
+    # are), not the ones the caption names; without the release's, this flight's seen ones
     slots = [lid for leg in legs for lid in (blocker_ids[leg], m.task.route[leg]) if lid]
-    others = [
-        lid
-        for lid in m.seen_in(0, m.last)
-        if lid not in slots and m.named(lid) and (m.routed is None or lid in m.routed)
-    ]
+    taken = {_norm(m.names[lid]) for lid in slots}
+    if m.routed is None:
+        others = [m.names[lid] for lid in m.seen_in(0, m.last) if lid not in slots and m.named(lid)]
+    else:
+        others = sorted(x for x in m.routed if _norm(x) not in taken)
     if len(set(slots)) < len(slots) or len(slots) > n or len(others) < n - len(slots):
         return
+    names_of = [m.names[lid] for lid in slots]
 
     def caption(cycle: Sequence[str], i: int) -> str:
         """The flight with every named thing moved ``i`` places on along the cycle."""
-        at = iter(m.names[cycle[(i + j) % n]] for j in range(len(slots)))
+        at = iter(cycle[(i + j) % n] for j in range(len(slots)))
         names, walls = [], []
         for leg in legs:
             walls.append(next(at) if blocker_ids[leg] else "")
             names.append(next(at))
         return caption_text(names, turns, ways, walls)
 
+    # the others drawn in a random order: the first alike cycles use different landmarks
+    others = [others[int(k)] for k in rng.permutation(len(others))]
     cycles = []
-    for extra in combinations(others, n - len(slots)):
+    for tried, extra in enumerate(combinations(others, n - len(slots))):
+        if tried >= 256:
+            break
         for order in permutations(extra):
-            options = tuple(caption([*slots, *order], i) for i in range(n))
+            options = tuple(caption([*names_of, *order], i) for i in range(n))
             if alike(CAPTION_Q, options):
                 cycles.append(options)
         if len(cycles) >= 64:
@@ -415,19 +434,28 @@ def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Ques
 
 def sequence_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     """What the drone did right after a move the question names by what happened ("right after
-    it turned left to face the stone fountain"), as the source asks, over the whole video. The
-    named move's reason is the row's stratum: the family makes every offered next move the
-    answer equally often after each kind of named move, so the words decide nothing. Options
-    drawn uniformly from the actions."""
+    it hovered in place at the stone fountain"), as the source asks, over the whole video; the
+    options are moves in words naming their landmark ("turned right to face the grey tower").
+    Asked where the next move is about another landmark than the named one (else the option
+    repeating the question's landmark would be the answer). The options share the gold's kind
+    of move and differ in the landmark (and way): the distractors are the golds of other rows
+    after the same kinds of move across the release (:attr:`Question.pool`), none naming the
+    question's landmark, so each is offered about five times as often as it is right."""
     for s, nxt in pairwise(m.task.segments):
-        if nxt.action == s.action or (words := m.event(s)) is None:
+        if nxt.action == s.action or (words := m.event(s)) is None or (then := m.event(nxt)) is None:
+            continue
+        if m.about(nxt) == m.about(s):
             continue
         q = f"What did the drone do right after it {words}?"
-        labels = m.labels("sequence_recall", list(W.PAST.values()), m.last, s.reason)
-        options = from_vocabulary(W.PAST[nxt.action], labels, rng, OPTIONS["sequence_recall"])
-        if options is not None:
-            evidence: Evidence = {"segment": s.index, "next": nxt.index, "moment": words}
-            yield Question("sequence_recall", m.last, q, options, options[0], evidence, stratum=s.reason)
+        named = m.names[m.about(s)]
+        barred = frozenset(W.event(x.reason, x.action, named) for x in m.task.segments) | frozenset(
+            W.event(r, a, named) for r in W.EVENT for a in W.ACTIONS
+        )
+        evidence: Evidence = {"segment": s.index, "next": nxt.index, "moment": words}
+        yield Question(
+            "sequence_recall", m.last, q, (then,), then, evidence,
+            pool=f"sequence_recall/{s.reason}/{nxt.reason}", barred=barred,
+        )  # fmt: skip
 
 
 def object_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
@@ -714,27 +742,45 @@ def cognitive_map(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 # -- reasoning ---------------------------------------------------------------------------
 
 
+def moves(task: NavigationTask) -> list[list[NavSegment]]:
+    """The flight's moves as a person sees them: consecutive segments of one action are one move
+    (a flight forward to get around a building, then on to the landmark, is one flight)."""
+    out: list[list[NavSegment]] = []
+    for s in task.segments:
+        if out and out[-1][-1].action == s.action:
+            out[-1].append(s)
+        else:
+            out.append([s])
+    return out
+
+
 def causal(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Why the drone made the move after one the question names by what happened, over the
-    whole video, from a fixed vocabulary of reasons that name no landmark (turning to the next
-    landmark and flying to it are one reason, as for one landmark each fits the other's move).
-    The named move's reason is the row's stratum (after a climb to get above something the
-    drone mostly flies on over it): within it every offered reason is the answer equally
-    often. The move asked about is not named: its action would give its reason away."""
-    for s, nxt in pairwise(m.task.segments):
-        if nxt.action == s.action or (words := m.event(s)) is None:
+    """Why the drone made a move, as the source asks ("Why do drones keep rising after leaving
+    the beach?"): the move named by its action and how many times the drone had made it, the
+    options the reason of that move's kind naming five landmarks ("to get above the red brick
+    hall", "to get above the grey tower", ...). The action tells the kind of reason; the video
+    must tell which landmark. The distractors are the golds of other rows of that reason across
+    the release (:attr:`Question.pool`), so no landmark is offered more often than it is right."""
+    made: Counter[str] = Counter()
+    for run in moves(m.task):
+        action = run[0].action
+        ordinal = made[action]
+        made[action] += 1
+        reasons = {(s.reason, m.about(s)) for s in run}
+        if len(reasons) != 1 or ordinal >= len(W.ORDINALS):
+            continue  # a move made for two reasons has no one answer
+        s = run[0]
+        lid = m.about(s)
+        if not lid or not m.named(lid):
             continue
-        q = f"Why did the drone make the move it made right after it {words}?"
-        labels = m.labels("causal", W.WHY_LABELS, m.last, s.reason)
-        options = from_vocabulary(W.WHY[nxt.reason], labels, rng, OPTIONS["causal"])
-        if options is not None:
-            evidence: Evidence = {
-                "segment": nxt.index,
-                "after": s.index,
-                "reason": nxt.reason,
-                "moment": words,
-            }
-            yield Question("causal", m.last, q, options, options[0], evidence, stratum=s.reason)
+        gold = W.because(s.reason, m.names[lid])
+        q = f"Why did the drone {W.asked_move(action, ordinal)}?"
+        evidence: Evidence = {"segment": s.index, "moment": W.asked_move(action, ordinal), "landmark": lid}
+        # the reason of another move of this flight of the same kind ("to face" the next
+        # landmark, for the first turn) may be offered: the count names one move, and a
+        # landmark of the mission's instruction is then no clue (other rows quote it)
+        mine = frozenset(W.because(s.reason, m.names[x]) for x in m.names if m.named(x))
+        yield Question("causal", m.last, q, (gold,), gold, evidence, pool=f"causal/{s.reason}", first=mine)
 
 
 WAYS = {
@@ -880,11 +926,29 @@ def high_level_planning(m: Mission, rng: np.random.Generator) -> Iterator[Questi
 
 
 def action_generation(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """The next control action, options drawn uniformly from the commands. Not asked right
-    after the drone turned to face a landmark: flying to it and tilting the camera to it are
-    then both fair next moves."""
+    """The next control action from the source's seven (rise, descend, fly forward, turn left or
+    right, camera up or down: all seven offered, as its examples do), asked where a move ends
+    (but right after the drone turned to face a landmark: flying to it and tilting the camera
+    to it are then both fair) and at a drawn moment inside each move, whose next action is to
+    go on with it. A hover, not among the source's actions, is not asked."""
+    if not m.named(*m.task.route):
+        return
     q = f'The drone\'s task: "{m.task.instruction}" What is its next control action?'
-    yield from _next_move(m, rng, "action_generation", q, W.COMMAND, lambda nxt: W.COMMAND[nxt.action])
+    labels = list(W.SOURCE_COMMANDS)
+    for s in m.task.segments:
+        nxt = m.task.segments[s.index + 1] if s.index + 1 < len(m.task.segments) else None
+        ends = s in m.cuts() and s.reason != "face_landmark" and nxt is not None
+        inside = m.moment(s, rng)
+        for t, move in ((s.end_frame + 1, nxt) if ends else (None, None), (inside, s)):
+            if t is None or t < round(m.fps) or move is None or move.action == "hover":
+                continue
+            options = from_vocabulary(
+                W.COMMAND[move.action], m.labels("action_generation", labels, t), rng, 7
+            )
+            if options is not None:
+                yield Question(
+                    "action_generation", t, q, options, options[0], {"next": move.index}, wording=m.wording(q)
+                )
 
 
 def _next_move(
@@ -915,15 +979,13 @@ QUOTES = frozenset({"progress_evaluation", "high_level_planning", "action_genera
 # the types whose answers come from one fixed vocabulary: the family keeps, per plan, the labels
 # it can ask as answers about equally often (:attr:`Mission.allowed`)
 VOCABULARY: dict[NavTask, tuple[str, ...]] = {
-    "sequence_recall": tuple(W.PAST.values()),
     "proximity": W.PROXIMITY,
     "duration": W.LONGER,
     "landmark_position": W.QUADRANTS,
     "goal_detection": W.IN_VIEW,
     "cognitive_map": W.LAYOUT,
-    "causal": W.WHY_LABELS,
     "high_level_planning": tuple(W.PLAN.values()),
-    "action_generation": tuple(W.COMMAND.values()),
+    "action_generation": W.SOURCE_COMMANDS,
 }
 Builder = Callable[[Mission, np.random.Generator], Iterator[Question]]
 BUILDERS: dict[NavTask, Builder] = {

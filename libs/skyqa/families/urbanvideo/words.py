@@ -30,6 +30,9 @@ COMMAND = {
     "rotate_camera_down": "Tilt view down",
     "hover": "Hover still",
 }
+# the source's seven control actions (its Action Generation options: rise, descend, fly forward,
+# turn left, turn right, rotate the camera up, down); it has no hover
+SOURCE_COMMANDS = tuple(v for k, v in COMMAND.items() if k != "hover")
 # eight directions, counter-clockwise from straight ahead (45 degrees each), as the source's
 # options tell "left side", "lower right corner" and the like apart
 DIRECTIONS = (
@@ -85,20 +88,43 @@ PLAN = {
     "match_goal_height": "change height to match the goal",
     "arrive": "stop here, the goal is reached",
 }
-# why a segment was flown, naming no landmark (the question names none either): turning to
-# the next landmark and flying to it are one reason, as for one landmark each fits the other
-WHY = {
-    "face_landmark": "to head for its next landmark",
-    "approach_landmark": "to head for its next landmark",
-    "look_at_landmark": "to keep its next landmark in view",
-    "avoid_obstacle": "to get around an obstacle in its way",
-    "clear_obstacle": "to climb above an obstacle in its way",
-    "pass_obstacle": "to cross an obstacle it had climbed above",  # nosec B105: a reason, not a password
-    "descend_after_obstacle": "to come back down past an obstacle",
-    "match_goal_height": "to reach the height of its goal",
-    "arrive": "to stop, as it had reached its goal",
+# why a move was made, naming the landmark it was about, as the source's reasons do ("the drone
+# rises to avoid hitting the roof of the building"): one form per reason, so a row's options
+# share it and differ only in the landmark (which the video must tell)
+BECAUSE = {
+    "face_landmark": "to face the {}",
+    "look_at_landmark": "to keep the {} in view",
+    "approach_landmark": "to reach the {}",
+    "avoid_obstacle": "to get around the {}",
+    "clear_obstacle": "to get above the {}",
+    "pass_obstacle": "to cross over the {}",  # nosec B105: a reason, not a password
+    "descend_after_obstacle": "to come back down past the {}",
+    "match_goal_height": "to reach the height of the {}",
+    "arrive": "to stop at the {}",
 }
-WHY_LABELS = tuple(dict.fromkeys(WHY.values()))
+# a move asked about, as a verb after "Why did the drone"
+VERB = {
+    "fly_forward": "fly forward",
+    "ascend": "fly upward",
+    "descend": "fly downward",
+    "turn_left": "turn left",
+    "turn_right": "turn right",
+    "rotate_camera_up": "tilt its camera up",
+    "rotate_camera_down": "tilt its camera down",
+    "hover": "hover in place",
+}
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def because(reason: str, name: str) -> str:
+    """Why a move was made, naming the landmark it was about."""
+    return BECAUSE[reason].format(name)
+
+
+def asked_move(action: str, ordinal: int) -> str:
+    """A move named by its action and how many times the drone had made it ("fly upward the
+    second time it did so"): a person counts the moves in the video; no time is named."""
+    return f"{VERB[action]} the {ORDINALS[ordinal]} time it did so"
 
 
 # what a segment did, in words naming the landmark it was about (never its time): how the
@@ -118,6 +144,7 @@ EVENT = {
 }
 _WAY = {"turn_left": "left", "turn_right": "right", "rotate_camera_up": "up", "rotate_camera_down": "down",
         "ascend": "climbed", "descend": "came down"}  # fmt: skip
+ACTIONS = tuple(COMMAND)
 OBSTACLE_REASONS = frozenset({"clear_obstacle", "pass_obstacle", "descend_after_obstacle"})
 
 
