@@ -97,26 +97,24 @@ def mission(
     tower_y: float = 0.0,
     fountain_y: float = 0.0,
     span: float = 140.0,
-    route: tuple[str, str] = ("lm_3", "lm_1"),
+    route: tuple[str, ...] = ("lm_3", "lm_1"),
 ) -> NavigationTask:
-    """The route over the fountain to the tower, or over ``route``'s two landmark ids."""
+    """The route over the fountain to the tower, or over ``route``'s landmark ids (two or more)."""
     obstacles, marks = world(side, hall, tower_y, fountain_y, span)
     by_id = {m.landmark_id: m for m in marks}
-    fountain, tower = by_id[route[0]], by_id[route[1]]
+    legs = [by_id[x] for x in route]
     f = Flight(NavState(x=0.0, y=0.0, z=20.0, yaw_deg=side * 20.0, camera_pitch_deg=0.0), NavConfig())
-    fly_leg(f, fountain, 0, obstacles, marks, None)
-    fly_leg(f, tower, 1, obstacles, marks, "whole")
+    for k, leg in enumerate(legs):
+        fly_leg(f, leg, k, obstacles, marks, "whole" if k == len(legs) - 1 else None)
     segments, poses, duration = timeline(f, FPS)
     plan = NavigationPlan(
         scene_id="blocks", traj_id="blocks_nav_route_000", kind="route", goal_part="whole",
-        instruction=instruction("route", "whole", [fountain, tower], segments), route=list(route),
+        instruction=instruction("route", "whole", legs, segments), route=list(route),
         landmarks=[], start=poses[0], segments=segments, fps=FPS, frame_count=len(poses),
         duration_sec=duration, speeds={}, check={"collision_free": True, "min_distance_m": 2.0, "samples": 1},
         seed=0, attempt=0, poses=poses, alternatives=f.alternatives,
     )  # fmt: skip
-    plan.landmarks = measured_landmarks(
-        [fountain, tower], marks, np.array([[p.x, p.y, p.z] for p in poses]), NavConfig()
-    )
+    plan.landmarks = measured_landmarks(legs, marks, np.array([[p.x, p.y, p.z] for p in poses]), NavConfig())
     visibility = {
         m.landmark_id: [seen(p, m).model_copy(update={"frame": i}) for i, p in enumerate(poses)]
         for m in marks

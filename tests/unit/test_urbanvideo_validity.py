@@ -36,6 +36,8 @@ from skyqa.families.urbanvideo.questions import (
     Question,
     draw,
     from_vocabulary,
+    instructed,
+    mentions,
     option_count,
 )
 from skyqa.v1 import scan_pb2
@@ -64,6 +66,17 @@ def routes() -> list[NavigationTask]:
     pairs = [("lm_3", "lm_1"), ("lm_7", "lm_6"), ("lm_5", "lm_8"), ("lm_4", "lm_7"), ("lm_3", "lm_5"),
              ("lm_7", "lm_4"), ("lm_5", "lm_3"), ("lm_4", "lm_1")]  # fmt: skip
     tasks = [mission(side, route=p) for p in pairs for side in (1.0, -1.0)]
+    return [t.model_copy(update={"traj_id": f"blocks_nav_route_{k:03d}"}) for k, t in enumerate(tasks)]
+
+
+@cache
+def tours() -> list[NavigationTask]:
+    """:func:`routes` and missions over three landmarks (both mirrored): a two-landmark route's
+    instruction names the landmark of every move after the first leg, so some rows need a
+    third for an option naming the instruction beside the gold."""
+    triples = [("lm_3", "lm_4", "lm_1"), ("lm_7", "lm_6", "lm_8"), ("lm_5", "lm_8", "lm_6"),
+               ("lm_3", "lm_5", "lm_4"), ("lm_5", "lm_4", "lm_7"), ("lm_4", "lm_1", "lm_5")]  # fmt: skip
+    tasks = [*routes(), *(mission(side, route=p) for p in triples for side in (1.0, -1.0))]
     return [t.model_copy(update={"traj_id": f"blocks_nav_route_{k:03d}"}) for k, t in enumerate(tasks)]
 
 
@@ -195,7 +208,7 @@ def test_sequence_recall_offers_moves_naming_landmarks(tmp_path: Path) -> None:
     options: the options are now moves in words naming their landmark, all of the gold's kind,
     none naming the question's landmark, each the gold of some row of the release and offered
     about five times as often as it is right; QC re-reads the next move from the states."""
-    tasks = {t.traj_id: t for t in routes()}
+    tasks = {t.traj_id: t for t in tours()}
     rows = [r for r in plan_many(list(tasks.values()), tmp_path, per_type=2) if r.task == "sequence_recall"]
     assert len(rows) >= 5
     golds = Counter(r.answer_label for r in rows)
@@ -257,7 +270,9 @@ def test_qc_refuses_a_causal_row_naming_another_move(task: NavigationTask, tmp_p
     found = [q for q in build("causal", task) if "first" in q.question]
     q = found[0]
     head = q.options[0].split(" the ")[0]
-    names = ("purple glass dome", "old wooden barn", "narrow radio mast", "silver storage tank")
+    # one distractor names the instruction's other landmark: the gold is not the only one
+    other = next(x for x in sorted(instructed(task)) if not mentions(q.options[0], frozenset({x})))
+    names = (other, "old wooden barn", "narrow radio mast", "silver storage tank")
     row = as_row(replace(q, options=(q.options[0], *(f"{head} the {x}" for x in names))), task)
     good = row.model_copy(update={"sample_id": "good"})
     recount = row.model_copy(update={"sample_id": "count", "question": q.question.replace("first", "second")})
@@ -556,3 +571,38 @@ def test_an_instruction_is_quoted_by_one_mission(task: NavigationTask, tmp_path:
     rows = plan_many(copies(task, 4), tmp_path, per_type=2)
     for kind in ("high_level_planning", "action_generation", "progress_evaluation"):
         assert len({r.mission_id for r in rows if r.task == kind}) <= 1, kind
+
+
+def test_the_instruction_does_not_point_at_the_gold(tmp_path: Path) -> None:
+    """On a 32-mission build the gold was the one option naming a landmark of the mission's
+    instruction in half the Causal, Sequence Recall and Captioning rows (the instruction travels
+    with the row, as UrbanVideo-Bench gives it): a solver picking among the options naming one
+    (else at random) scored 0.67-0.74 there against a chance of 0.2. The distractors now name
+    the instruction's landmarks first and the gold is never the only option that does (QC
+    refuses such a row), so that solver's score is at most a half: one form of option per row
+    names each landmark once, and a route names two here (chance is out of reach without
+    options of other forms, which the question's action would rule out)."""
+    tasks = {t.traj_id: t for t in tours()}
+    rows = plan_many(list(tasks.values()), tmp_path, per_type=2)
+    for kind in ("causal", "sequence_recall", "trajectory_captioning"):
+        mine = [r for r in rows if r.task == kind]
+        assert len(mine) >= 5, kind
+        score = 0.0
+        for r in mine:
+            names = instructed(tasks[r.mission_id])
+            labels = [o.label for o in r.options]
+            hinted = [x for x in labels if mentions(x, names)] or labels
+            assert hinted != [r.answer_label], (r.question, labels)
+            score += (r.answer_label in hinted) / len(hinted)
+        assert score / len(mine) <= 0.5, (kind, score / len(mine))
+    # a row whose distractors name no landmark of the instruction: QC refuses it
+    r = next(
+        r for r in rows if r.task == "causal" and mentions(r.answer_label, instructed(tasks[r.mission_id]))
+    )
+    head = r.answer_label.split(" the ")[0]
+    fresh = iter(("purple glass dome", "old wooden barn", "narrow radio mast", "silver storage tank"))
+    options = [o if o.label == r.answer_label else o.model_copy(update={"label": f"{head} the {next(fresh)}"})
+               for o in r.options]  # fmt: skip
+    bad = r.model_copy(update={"sample_id": "lone", "options": options})
+    verdict = check_rows([r, bad], dict(tasks), LocalBlobStore(tmp_path / "qc"), "r")
+    assert verdict.reasons == {"lone": "the gold is the only option naming a landmark of the instruction"}

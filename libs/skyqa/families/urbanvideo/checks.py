@@ -29,7 +29,9 @@ from skyqa.families.structure import Verdict
 from skyqa.families.urbanvideo import words as W
 from skyqa.families.urbanvideo.questions import (
     caption_text,
+    instructed,
     leg_blocker,
+    lone_hint,
     option_count,
     progress_steps,
     step_label,
@@ -507,6 +509,10 @@ def check_rows(
             v.fail(r.sample_id, "a question or option names no landmark a person could point at")
         if TIME.search(r.question):
             v.fail(r.sample_id, "question points at a moment by a time")
+        # the row is released with its mission's instruction (UrbanVideo-Bench gives it with
+        # every question): an option naming its landmark must not be the gold alone
+        if lone_hint([o.label for o in r.options], r.answer_label, instructed(task)):
+            v.fail(r.sample_id, "the gold is the only option naming a landmark of the instruction")
         if r.task == "causal" and (
             (words := asked_move(r, task)) is None or r.question != f"Why did the drone {words}?"
         ):

@@ -43,6 +43,8 @@ from skyqa.families.urbanvideo.questions import (
     Question,
     alike,
     difficulty,
+    lone_hint,
+    mentions,
 )
 from skyqa.media_policy import Frames, MediaPolicy
 
@@ -367,9 +369,10 @@ UrbanVideo-Bench's number of options per task (five; three for Proximity, Durati
 Counterfactual; the source's seven actions for Action Generation; Progress Evaluation every step
 of the quoted route); QC refuses a row otherwise. Causal reasons, Sequence Recall moves and
 caption landmarks are drawn over the release, so each is offered about as often as the option
-count times it is right. Source elements not built here: free-text options written per
-question by a model and refined by people (options here are geometric sentences and fixed
-vocabularies); Object and Scene Recall over urban objects other than the scene's landmarks (the
+count times it is right; options naming a landmark of the mission's instruction are drawn first,
+and no row has the gold as the only option naming one (QC refuses it). Source elements not
+built here: free-text options written per question by a model and refined by people (options
+here are geometric sentences and fixed vocabularies); Object and Scene Recall over urban objects other than the scene's landmarks (the
 navigation task records landmarks only: no cars, signs or trees), and Scene Recall options
 listing several objects each; text on shop signs (real footage); a hover as an Action
 Generation answer (not among the source's seven actions); Progress Evaluation steps that are
@@ -485,7 +488,8 @@ def _assign(
 
 def _fillable(found: list[list[Question]]) -> list[list[Question]]:
     """The candidates of a type whose options are drawn over the release (:attr:`Question.pool`)
-    that could have their option count from the golds of the candidates kept (the others would
+    that could have their option count from the golds of the candidates kept, and one naming a
+    landmark of the instruction (:func:`lone_hint`) another option that does (the others would
     be asked and then dropped by :func:`_fill`): dropped until none is left short."""
     while True:
         golds: dict[str, set[str]] = {}
@@ -496,7 +500,10 @@ def _fillable(found: list[list[Question]]) -> list[list[Question]]:
 
         def enough(q: Question, golds: dict[str, set[str]] = golds) -> bool:
             free = golds[q.pool] - q.barred - {q.options[0]}
-            return len(free if q.within is None else free & q.within) >= OPTIONS[q.task] - 1
+            free = free if q.within is None else free & q.within
+            # a gold naming a landmark of the instruction needs another option that does
+            hinted = not mentions(q.options[0], q.instructed) or any(mentions(x, q.instructed) for x in free)
+            return len(free) >= OPTIONS[q.task] - 1 and hinted
 
         kept = [[q for q in order if not q.pool or enough(q)] for order in found]
         if kept == found:
@@ -528,13 +535,25 @@ def _fill(
                 continue
             k, gold, mine = OPTIONS[q.task], q.options[0], golds[q.pool]
             lot = {x: float(rng.random()) for x in sorted(mine)}
+            # texts naming a landmark of the mission's instruction first (the row is released
+            # beside it: they must not single the gold out), then the mission's own (:attr:`first`)
             cands = sorted(
                 (x for x in mine if x != gold and x not in q.barred and (q.within is None or x in q.within)),
-                key=lambda x: (x not in q.first, offered[q.pool][x] - k * mine[x], lot[x]),
+                key=lambda x: (
+                    not mentions(x, q.instructed),
+                    x not in q.first,
+                    offered[q.pool][x] - k * mine[x],
+                    lot[x],
+                ),
             )
-            # the first alike set, the texts most owed an offer first (sets differ late)
+            # the first alike set, the texts most owed an offer first (sets differ late), where
+            # the gold is not the only option naming a landmark of the instruction
             picked = next(
-                ([gold, *c] for c in combinations(cands[: k + 6], k - 1) if alike(q.question, [gold, *c])),
+                (
+                    [gold, *c]
+                    for c in combinations(cands[: k + 6], k - 1)
+                    if alike(q.question, [gold, *c]) and not lone_hint([gold, *c], gold, q.instructed)
+                ),
                 None,
             )
             if picked is None:

@@ -38,6 +38,7 @@ trained on other missions' rows are the release gate's net, not the method):
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -115,6 +116,10 @@ class Question:
     # the texts offered first when the pool has them (the same reason for the mission's other
     # landmarks: a landmark the mission's instruction names is then no clue)
     first: frozenset[str] = frozenset()
+    # the landmark descriptions the mission's instruction names (:func:`instructed`): the row
+    # travels with the instruction, so the family draws distractors naming them too and never
+    # leaves the gold the one option that does (:func:`lone_hint`)
+    instructed: frozenset[str] = frozenset()
 
 
 class Mission:
@@ -135,6 +140,7 @@ class Mission:
         # "green tree"s on the way make "the green tree" a guess, whatever the answer)
         shared = Counter(_norm(d) for d in self.names.values())
         self.unique = frozenset(lid for lid, d in self.names.items() if shared[_norm(d)] == 1)
+        self.instructed = instructed(task)
         # per fixed-vocabulary type and difficulty, the labels the plan can give as answers about
         # equally often (set by the family from every mission's candidates); a label offered but
         # seldom the answer would be ruled out without looking
@@ -245,6 +251,30 @@ def difficulty(end_frame: int, fps: float) -> str:
 
 def _norm(text: str) -> str:
     return " ".join(text.lower().split())
+
+
+def instructed(task: NavigationTask) -> frozenset[str]:
+    """The descriptions (lower case) of the mission's landmarks its instruction names ("Fly to
+    the gray billboard."): every row of the mission is released beside that instruction."""
+    return frozenset(
+        _norm(lm.description)
+        for lm in task.landmarks
+        if mentions(task.instruction, frozenset({_norm(lm.description)}))
+    )
+
+
+def mentions(label: str, names: frozenset[str]) -> bool:
+    """Whether ``label`` names one of ``names``: the whole label, or "the <name>" in it as
+    whole words ("the gray billboard" is not named by "the light gray billboard")."""
+    text = _norm(label).rstrip(".")
+    return any(text == d or re.search(rf"\bthe {re.escape(d)}\b", text) for d in names)
+
+
+def lone_hint(options: Sequence[str], gold: str, names: frozenset[str]) -> bool:
+    """Whether the gold is the only option naming a landmark of the instruction: a solver
+    given the instruction (UrbanVideo-Bench gives it with every question) would pick it without
+    looking at the video."""
+    return [x for x in options if mentions(x, names)] == [gold]
 
 
 def leg_blocker(task: NavigationTask, leg: int) -> str:
@@ -421,14 +451,22 @@ def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Ques
             break
         for order in permutations(extra):
             options = tuple(caption([*names_of, *order], i) for i in range(n))
-            if alike(CAPTION_Q, options):
+            # the instruction's landmarks named by more options than the gold alone (else the
+            # one naming them is the flight, the video unseen)
+            if alike(CAPTION_Q, options) and not lone_hint(options, options[0], m.instructed):
                 cycles.append(options)
         if len(cycles) >= 64:
             break
     if cycles:
         options = cycles[int(rng.integers(len(cycles)))]
         yield Question(
-            "trajectory_captioning", m.last, CAPTION_Q, options, options[0], {"route": list(m.task.route)}
+            "trajectory_captioning",
+            m.last,
+            CAPTION_Q,
+            options,
+            options[0],
+            {"route": list(m.task.route)},
+            instructed=m.instructed,
         )
 
 
@@ -454,7 +492,7 @@ def sequence_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         evidence: Evidence = {"segment": s.index, "next": nxt.index, "moment": words}
         yield Question(
             "sequence_recall", m.last, q, (then,), then, evidence,
-            pool=f"sequence_recall/{s.reason}/{nxt.reason}", barred=barred,
+            pool=f"sequence_recall/{s.reason}/{nxt.reason}", barred=barred, instructed=m.instructed,
         )  # fmt: skip
 
 
@@ -780,7 +818,10 @@ def causal(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         # landmark, for the first turn) may be offered: the count names one move, and a
         # landmark of the mission's instruction is then no clue (other rows quote it)
         mine = frozenset(W.because(s.reason, m.names[x]) for x in m.names if m.named(x))
-        yield Question("causal", m.last, q, (gold,), gold, evidence, pool=f"causal/{s.reason}", first=mine)
+        yield Question(
+            "causal", m.last, q, (gold,), gold, evidence,
+            pool=f"causal/{s.reason}", first=mine, instructed=m.instructed,
+        )  # fmt: skip
 
 
 WAYS = {
