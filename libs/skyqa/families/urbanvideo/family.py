@@ -364,22 +364,22 @@ class UrbanVideo:
 
 NOTES = """ Navigation rows name every moment they ask about by the move
 made there ("right after it climbed to get above the red brick hall"), or, for Causal, by the
-move's action and count ("the first time it flew upward"), never by a time, and have UrbanVideo-
-Bench's number of options per task (five; three for Proximity, Duration and Counterfactual; the
-source's seven actions for Action Generation; Progress Evaluation every step of the quoted
-route); QC refuses a row otherwise. Causal reasons, Sequence Recall moves and caption landmarks
-are drawn over the release, so each is offered about as often as the option count times it is
-right; options naming a landmark of the mission's instruction are drawn first, and no row has
-the gold as the only option naming one (QC refuses it). Source elements not built here: free-
-text options written per question by a model and refined by people (options here are geometric
-sentences and fixed vocabularies); Object and Scene Recall over urban objects other than the
-scene's landmarks (the navigation task records landmarks only: no cars, signs or trees), and
-Scene Recall options listing several objects each; text on shop signs (real footage); a hover as
-an Action Generation answer (not among the source's seven actions); Progress Evaluation steps
-that are not the quoted route's (they would be ruled out without looking); the source's blind
-filtering by several Video-LLMs (here a balanced design and the release's no-pixel gate).
-Trajectory Captioning and Start/End Position are asked only where five distinct landmarks can be
-named."""
+move's action and count ("the first time it flew upward"), never by a time, and have
+UrbanVideo-Bench's number of options per task (five; three for Proximity, Duration and
+Counterfactual; the source's seven actions for Action Generation; Progress Evaluation every step
+of the quoted route); QC refuses a row otherwise. Causal reasons, Sequence Recall moves and
+caption landmarks are drawn over the release, so each is offered about as often as the option
+count times it is right; options naming a landmark of the mission's instruction are drawn first,
+and no row has the gold as the only option naming one (QC refuses it). Source elements not built
+here: free- text options written per question by a model and refined by people (options here are
+geometric sentences and fixed vocabularies); Object and Scene Recall over urban objects other
+than the scene's landmarks (the navigation task records landmarks only: no cars, signs or
+trees), and Scene Recall options listing several objects each; text on shop signs (real
+footage); a hover as an Action Generation answer (not among the source's seven actions);
+Progress Evaluation steps that are not the quoted route's (they would be ruled out without
+looking); the source's blind filtering by several Video-LLMs (here a balanced design and the
+release's no-pixel gate). Trajectory Captioning and Start/End Position are asked only where five
+distinct landmarks can be named."""
 
 
 def _final(inputs: PlanInputs, traj_id: str) -> str:
