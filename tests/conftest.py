@@ -12,6 +12,7 @@ from demo_runs import ARGS, DemoRun, skyqa
 from skyqa.servers import NatsServer, SeaweedS3
 
 ROOT = Path(__file__).resolve().parent.parent
+DEMO_RUNS_TIMEOUT = 2000  # seconds: two demo runs (900 s hang guard each) and the test itself
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -20,6 +21,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         kind = Path(str(item.fspath)).relative_to(ROOT / "tests").parts[0]
         if kind in ("unit", "integration", "e2e"):
             item.add_marker(getattr(pytest.mark, kind))
+        # Whichever test first asks for the shared demo runs pays for both in its setup, and
+        # pytest-timeout counts setup: two demos of flyable (retimed) missions need more than
+        # the 300 s default on a 2-core machine. A hang guard, not a speed assertion.
+        if "demo_runs" in getattr(item, "fixturenames", ()) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(DEMO_RUNS_TIMEOUT))
 
 
 @pytest.fixture(scope="session")
