@@ -23,6 +23,7 @@ from skyqa.contracts.landmarks import InstancesFile, LandmarkInstance
 from skyqa.contracts.missions import (
     ComposedSegments,
     ConstraintReport,
+    FailedMissions,
     FrameIndexMap,
     FramesManifest,
     FrameVisibility,
@@ -130,6 +131,7 @@ SCHEMAS: list[tuple[str, Schema]] = [
     (r"scene_data/[^/]+/landmarks_review/log/\d+\.json", LogRow),
     (r"video_tasks/mission_plan\.json", MissionPlanFile),
     (r"video_tasks/missions_index\.json", MissionIndex),
+    (r"video_tasks/failed_missions\.json", FailedMissions),
     (r"video_tasks/missions/[^/]+/composed_segments\.json", ComposedSegments),
     (r"video_tasks/missions/[^/]+/constraint_report\.json", ConstraintReport),
     (r"video_tasks/missions/[^/]+/render_request\.json", render_pb2.VideoJob),

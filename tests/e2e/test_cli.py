@@ -304,16 +304,21 @@ def test_release_folder_loads_with_hugging_face_datasets(
     out = two_demo_runs[0]
     release = out["qc_report"].parent  # the run prefix is the release folder
     image = datasets.load_dataset(str(release), "image_qa", split="test")
-    video = datasets.load_dataset(str(release), "video_qa", split="test")
     assert len(image) == len(out["image_qa"].read_text().splitlines())
-    assert len(video) == len(out["video_qa"].read_text().splitlines())
     assert set(image["task_type"]) == {"self_where", "self_what", "env_where", "env_how"}
     # images load decoded, in prompt order, whatever the working directory
     assert image.features["media"] == datasets.List(datasets.Image())
     first = image[0]
     assert len(first["media"]) == len(first["images"]) >= 2
     assert first["media"][0].size == Image.open(release / first["images"][0]).size
-    assert video[0]["media"][0].size == Image.open(release / video[0]["reference_image_with_bbox"]).size
+    # a landmark's four video rows ship together or not at all: a small demo may ship none, and
+    # then the card offers no video config (datasets cannot build one from no rows)
+    if video_rows := len(out["video_qa"].read_text().splitlines()):
+        video = datasets.load_dataset(str(release), "video_qa", split="test")
+        assert len(video) == video_rows
+        assert video[0]["media"][0].size == Image.open(release / video[0]["reference_image_with_bbox"]).size
+    else:
+        assert "config_name: video_qa" not in out["dataset_card"].read_text()
     # the ultra-resolution rows: the survey view at its own size, the typed GT-CoT with each row
     ultra = datasets.load_dataset(str(release), "ultravr_qa", split="test")
     assert len(ultra) == len(out["ultravr_qa"].read_text().splitlines()) > 0
@@ -689,7 +694,7 @@ def test_export_dualcog_lays_the_release_where_the_reference_runners_read_it(
             assert (checkout / p).is_file(), p
             assert (checkout / p).read_bytes() == (release / p.split(f"{engine}_{scene}/", 1)[1]).read_bytes()
     video = json.loads((stage3 / f"{scene}.latest_manifest.json").read_text())
-    assert video["samples"]
+    assert len(video["samples"]) == len(two_demo_runs[0]["video_qa"].read_text().splitlines())
     for s in video["samples"]:
         # Stage 3 opens the paths relative to the working directory: the checkout root
         for key in ("video_path", "video_web_path", "reference_image_with_bbox"):
@@ -819,6 +824,8 @@ def test_export_dualcog_refuses_a_manifest_path_that_is_not_a_file_of_the_releas
     release = two_demo_runs[0]["qc_report"].parent
     scene = json.loads((release / "release.json").read_text())["scene_id"]
     rel = manifest.format(scene=scene)
+    if rel.startswith("video_tasks/datasets/") and not two_demo_runs[0]["video_qa"].read_text().strip():
+        pytest.skip("this demo release ships no DualCog video rows to tamper with")
     tampered = _tampered_copy(release, tmp_path, rel, change)
     checkout = _fake_dualcog_checkout(tmp_path / "UAV-DualCog")
     before = _files_under(checkout)

@@ -450,3 +450,11 @@ class MissionIndex(Contract):
     rejected_trajectories: list[RejectedTrajectory] = Field(default_factory=list)
     surveys: list[SurveyIndexRow] = Field(default_factory=list)
     rejected_surveys: list[RejectedSurvey] = Field(default_factory=list)
+
+
+class FailedMissions(Contract):
+    """``video_tasks/failed_missions.json``: the missions whose rendered video never shows their
+    landmark (mission id -> landmark id); those landmarks are not asked about."""
+
+    reason: str
+    missions: dict[str, str] = Field(default_factory=dict)

@@ -25,7 +25,13 @@ import numpy as np
 from skyqa import keys
 from skyqa.answers import Parsed
 from skyqa.contracts import ValidInstance, load_json
-from skyqa.contracts.missions import ComposedSegments, ConstraintReport, MissionIndexRow, TaskData
+from skyqa.contracts.missions import (
+    ComposedSegments,
+    ConstraintReport,
+    FailedMissions,
+    MissionIndexRow,
+    TaskData,
+)
 from skyqa.contracts.qa import Funnel, ReasoningStep, VideoRow
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families.base import (
@@ -115,7 +121,8 @@ class DualCogVideo:
         }
         failed = failed_missions(inputs.missions.missions, tasks)
         out.skipped.update(dict.fromkeys(sorted(set(failed.values())), NOT_SEEN))
-        out.files[FAILED_FILE] = json.dumps({"reason": NOT_SEEN, "missions": failed}, indent=2).encode()
+        listed = FailedMissions(reason=NOT_SEEN, missions=failed)
+        out.files[FAILED_FILE] = json.dumps(listed.model_dump(), indent=2).encode()
         for n, m in enumerate(inputs.missions.missions):
             if m.instance_id not in by_id or m.instance_id in inputs.excluded or m.instance_id in out.skipped:
                 continue
