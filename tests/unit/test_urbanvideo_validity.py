@@ -288,8 +288,8 @@ def test_qc_refuses_a_causal_row_naming_another_move(task: NavigationTask, tmp_p
 def test_fixed_label_sets_are_alike() -> None:
     """The longest option was right 40 % of the time: a fixed vocabulary's labels are within
     a factor 1.5 in length and none too similar to another (QC's bound)."""
-    for labels in (W.PAST.values(), W.COMMAND.values(), W.PLAN.values()):
-        lengths = sorted(len(x) for x in labels)
+    for words in (W.PAST.values(), W.COMMAND.values(), W.PLAN.values()):
+        lengths = sorted(len(x) for x in words)
         assert lengths[-1] <= 1.5 * lengths[0], lengths
     for labels in VOCABULARY.values():
         assert all(similarity(a, b) <= MAX_SIMILARITY for a, b in combinations(labels, 2))
