@@ -42,7 +42,7 @@ from starlette.types import Receive, Scope, Send
 
 from services.gateway.deadletters import DeadLetterLog
 from services.gateway.ranges import byte_range
-from services.gateway.readers import STILL_ALLOWED, UNREACHABLE, client_address
+from services.gateway.readers import STILL_ALLOWED, UNREACHABLE, client_address, read_body
 from services.gateway.views import run_view
 
 log = logging.getLogger("skyqa.gateway")
@@ -64,24 +64,6 @@ class Submitted(BaseModel):
     created: bool
     status: str
     links: dict[str, str]
-
-
-async def _body(request: Request, limit: int) -> bytes:
-    """The request body, refusing more than ``limit`` bytes before reading them all."""
-    declared = request.headers.get("content-length")
-    # ASCII digits, and few enough of them: isdigit() takes '²', which int() refuses, and
-    # int() refuses more than 4300 digits
-    if declared is not None and (
-        not (declared.isascii() and declared.isdigit()) or len(declared) > 18 or int(declared) > limit
-    ):
-        raise HTTPException(413, f"request body exceeds {limit} bytes")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise HTTPException(413, f"request body exceeds {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def replaced(doc: dict[str, Any], given: Message, full: Message, path: str = "") -> list[str]:
@@ -357,7 +339,7 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> ServeFile:
         """Submit a scan (a ``skyqa.v1.ScanRequest`` in protobuf JSON; unset fields take the
         profile defaults). The run id is derived from the request unless given, so a retried
         submission names the same run and is not started twice."""
-        req = parse_scan(await _body(request, cfg.max_body_bytes), svc.settings)
+        req = parse_scan(await read_body(request, cfg.max_body_bytes), svc.settings)
         if svc.progress is None:
             raise HTTPException(503, "the gateway is not connected to the bus yet")
         state, created = await svc.progress.open(req.run_id, req.scene_id)
@@ -389,7 +371,7 @@ def mount_api(svc: Service, dead: DeadLetterLog) -> ServeFile:
         ``eval`` stage and rewrites ``eval/``. A retry with the same ``Idempotency-Key`` header is
         not started twice."""
         checked_run_id(run_id)
-        spec = parse_spec(await _body(request, cfg.max_body_bytes), svc.settings)
+        spec = parse_spec(await read_body(request, cfg.max_body_bytes), svc.settings)
         qc = f"{keys.run_prefix(run_id)}/qc_report.json"
         try:
             report = QCReport.model_validate_json(await asyncio.to_thread(svc.store.get, qc))

@@ -65,13 +65,20 @@ def _busy(detail: str) -> JSONResponse:
 MAX_SIGNIN_BODY = 1024
 
 
-async def _small_body(request: Request) -> bytes:
-    """The sign-in body, refused once it passes ``MAX_SIGNIN_BODY`` bytes (before reading on)."""
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refusing more than ``limit`` bytes before reading them all."""
+    declared = request.headers.get("content-length")
+    # ASCII digits, and few enough of them: isdigit() takes '²', which int() refuses, and
+    # int() refuses more than 4300 digits
+    if declared is not None and (
+        not (declared.isascii() and declared.isdigit()) or len(declared) > 18 or int(declared) > limit
+    ):
+        raise HTTPException(413, f"request body exceeds {limit} bytes")
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_SIGNIN_BODY:
-            raise HTTPException(413, f"a sign-in body has at most {MAX_SIGNIN_BODY} bytes")
+        if size > limit:
+            raise HTTPException(413, f"request body exceeds {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -191,7 +198,7 @@ def guard_reads(app: FastAPI, cfg: GatewaySettings, sessions: SessionBook) -> No
             limiter.failed(address, now)
             raise HTTPException(401, "wrong or missing token", {"WWW-Authenticate": "Bearer"})
         limiter.succeeded(address)
-        user = _user(await _small_body(request))
+        user = _user(await read_body(request, MAX_SIGNIN_BODY))
         writer = hmac.compare_digest(token.encode(), cfg.token.get_secret_value().encode())
         sid, value = new_session(token, now)
         try:

@@ -16,8 +16,8 @@ from skyqa.runtime.pages import mount_page
 from skyqa.runtime.params import checked_run_id
 
 from services.gateway import audit, evaluations, funnel, missions, rows
-from services.gateway.api import ServeFile, _body
-from services.gateway.readers import audit_user
+from services.gateway.api import ServeFile
+from services.gateway.readers import audit_user, read_body
 from services.gateway.sessions import SessionBook
 from services.gateway.stored import ParsedCache
 
@@ -197,7 +197,7 @@ def mount_workbench(svc: Service, sessions: SessionBook, serve_file: ServeFile) 
         release's audit in ``qc_report.json`` and the dataset card. 201 when stored, 200 when
         the same reply was stored before, 409 for another reply to an answered row."""
         user = await audit_user(request, cfg, sessions)
-        body = await _body(request, audit.MAX_ANSWER_BYTES)
+        body = await read_body(request, audit.MAX_ANSWER_BYTES)
         out = await _answer(audit.record, cache, checked_run_id(run_id), user, body, k)
         response.status_code = 201 if out["created"] else 200
         return out
