@@ -151,13 +151,20 @@ def test_qc_rederives_the_planned_answers_from_the_stored_views_and_catches_a_wr
     tmp_path: Path,
 ) -> None:
     task, store = render(tmp_path)
-    key = "runs/r/video_tasks/missions/street_hand_000/final_task/group_task.json"
-    index = MissionIndex(
-        scene_id="street",
-        missions=[],
-        rejected=[],
-        groups=[GroupIndexRow(group_id=task.group_id, size=5, task=key)],
-    )
+    # the group flown eight times under other ids, each copy's views degraded anew: a release
+    # needs four golds of a fixed label space (quality) before it asks one (family.even_golds)
+    final = "runs/r/video_tasks/missions/{}/final_task"
+    rows_of_index = []
+    for n in range(8):
+        gid = task.group_id if n == 0 else f"{task.group_id}_copy{n}"
+        for name in [*task.images, *task.segmentation]:
+            if n:
+                store.put(f"{final.format(gid)}/{name}", store.get(f"{final.format(task.group_id)}/{name}"))
+        key = f"{final.format(gid)}/group_task.json"
+        if n:
+            store.put(key, task.model_copy(update={"group_id": gid}).model_dump_json().encode())
+        rows_of_index.append(GroupIndexRow(group_id=gid, size=5, task=key))
+    index = MissionIndex(scene_id="street", missions=[], rejected=[], groups=rows_of_index)
     scan = scan_pb2.ScanRequest(scene_id="street", run_id="r")
     inputs = PlanInputs(
         run_id="r", scene_id="street", engine="builtin", seed=4, scan=scan, store=store,
@@ -165,28 +172,30 @@ def test_qc_rederives_the_planned_answers_from_the_stored_views_and_catches_a_wr
     )  # fmt: skip
     planned = FAMILY.plan(inputs)
     assert {d.degradation.kind for d in planned.degraded} <= set(KINDS)
-    assert len([d for d in planned.degraded if not d.marked]) == 5  # one per view, and boxed copies
+    assert len([d for d in planned.degraded if not d.marked]) == 8 * 5  # one per view, and boxed copies
     for g in planned.degraded:
         degrade_view(store, "runs/r", g)
     degraded = {g.output_image: g for g in planned.degraded}
-    rows = planned.rows
+    groups: dict[str, GroupTask | None] = {
+        r.group_id: task.model_copy(update={"group_id": r.group_id}) for r in planned.rows
+    }
+    rows = [r for r in planned.rows if r.group_id == task.group_id]
+    assert any(r.task == "quality_assessment" for r in planned.rows)
+    rows += [r for r in planned.rows if r.task == "quality_assessment" and r not in rows][:1]
     # one group of five UAVs: no posture or comparison leads by a visible margin
     assert len({r.task for r in rows}) >= 6
     assert all([o.option_id for o in r.options] == list("ABCD") for r in rows)
-    assert not check_rows(rows, {task.group_id: task}, store, "r", degraded).reasons
+    assert not check_rows(rows, groups, store, "r", degraded).reasons
     # a row cut to three options is refused, whatever its gold
     short = rows[0].model_copy(
         update={"options": [o for o in rows[0].options if o.option_id == rows[0].answer_option_id]
                 + [o for o in rows[0].options if o.option_id != rows[0].answer_option_id][:2]}
     )  # fmt: skip
-    assert (
-        "four options"
-        in check_rows([short], {task.group_id: task}, store, "r", degraded).reasons[short.sample_id]
-    )
+    assert "four options" in check_rows([short], groups, store, "r", degraded).reasons[short.sample_id]
     # a gold moved to another option, and a shipped view swapped for a clean one
     other = next(o for o in rows[0].options if o.option_id != rows[0].answer_option_id)
     wrong = rows[0].model_copy(update={"answer_option_id": other.option_id, "answer_label": other.label})
-    assert check_rows([wrong], {task.group_id: task}, store, "r", degraded).reasons == {
+    assert check_rows([wrong], groups, store, "r", degraded).reasons == {
         wrong.sample_id: "answer disagrees with the re-measured views"
     }
     # a count inside a red box: the model is shown the UAV's degraded view with the box drawn
@@ -208,7 +217,7 @@ def test_qc_rederives_the_planned_answers_from_the_stored_views_and_catches_a_wr
         boxed.model_copy(update={"evidence": moved}),
         boxed.model_copy(update={"images": unboxed}),
     ):
-        why = check_rows([forged], {task.group_id: task}, store, "r", degraded).reasons[forged.sample_id]
+        why = check_rows([forged], groups, store, "r", degraded).reasons[forged.sample_id]
         assert why == f"{label}'s image does not show the region the question names"
     # the shipped view of the quality row's UAV replaced by one of another quality
     rated = next(r for r in rows if r.task == "quality_assessment")
@@ -216,4 +225,4 @@ def test_qc_rederives_the_planned_answers_from_the_stored_views_and_catches_a_wr
     clean = store.get(f"runs/r/{req.source_image}")
     swap = clean if rated.answer_label == "Very poor" else degraded_jpeg(clean, draw("noise", 1.0, seed=0))[0]
     store.put(f"runs/r/{req.output_image}", swap)
-    assert check_rows([rated], {task.group_id: task}, store, "r", degraded).reasons
+    assert check_rows([rated], groups, store, "r", degraded).reasons

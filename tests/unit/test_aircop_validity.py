@@ -32,7 +32,7 @@ from skyqa.families import options as O
 from skyqa.families.aircop import facts as F
 from skyqa.families.aircop.checks import LETTERS, judge
 from skyqa.families.aircop.export import aircop_questions
-from skyqa.families.aircop.family import MIN_POOL, Chosen, choose, fair, release_pool
+from skyqa.families.aircop.family import Chosen, choose, even_golds, fair
 from skyqa.families.aircop.questions import (
     BUILDERS,
     CAUSE,
@@ -541,24 +541,20 @@ def test_no_planned_row_has_an_option_singled_out(release: Release) -> None:
             assert len(c.labels) == len(LETTERS) and len(set(c.labels)) == len(c.labels)
             assert O.singled_out(c.question.question, c.labels) is None, (c.question.question, c.labels)
             assert c.labels[0] == c.question.gold
-    assert n > 40 * 8 * 8
+    assert n > 40 * 8 * 7  # most of the 14 types asked of most groups (fixed label spaces evened out)
 
 
-def test_released_types_offer_only_labels_that_are_golds_elsewhere() -> None:
-    """A label that is an option but never the answer can be ruled out without looking: the
-    pool is the release's golds of the type, topped up only while it has fewer than MIN_POOL."""
-    space, rng = tuple(USABLE), np.random.default_rng(0)
-    every = set(space)
-    assert set(release_pool(space, every, every, rng)) == every  # every gold, beyond MIN_POOL too
-    assert set(release_pool(tuple(CAUSE), set(CAUSE), set(CAUSE), rng)) == set(CAUSE)
-    five = {"clear", "occluded", "small", "lost", "degraded"}
-    assert set(release_pool(space, five, five, rng)) == five  # no label no candidate had is added
-    assert set(release_pool(space, {"clear"}, five, rng)) == five  # candidates' golds, up to MIN_POOL
-    assert len(release_pool(tuple(CAUSE), {"blur"}, set(CAUSE), rng)) == MIN_POOL
-    # a release whose candidates know fewer than four labels (a group or two) tops up from the
-    # space in a seeded order: the same for every row, whichever its gold
-    tiny = release_pool(tuple(CAUSE), {"blur"}, {"blur", "clear"}, rng)
-    assert len(tiny) == MIN_POOL and {"blur", "clear"} <= set(tiny)
+def test_a_fixed_label_space_asks_each_key_equally_often_or_not_at_all() -> None:
+    """A label offered but seldom the answer can be ruled out without looking: of each key the
+    same number of picks is kept, keys picked less often are dropped, and with fewer than four
+    keys nothing is asked."""
+    golds = ["a"] * 9 + ["b"] * 5 + ["c"] * 4 + ["d"] * 4 + ["e"] * 1
+    kept = [g for g, k in zip(golds, even_golds(golds), strict=True) if k]
+    assert sorted(kept) == sorted("abcd" * 4)  # c=4 asks 16 rows; c=1 (5 keys) only 5
+    assert not any(even_golds(["a"] * 9 + ["b"] * 8 + ["c"] * 7))  # three keys: not asked
+    assert even_golds([]) == []
+    # the first picks of a key in group order are the ones kept
+    assert even_golds(["a", "b", "a", "c", "d"]) == [True, True, False, True, True]
     # a draw never offers a key outside the pool, and a gold outside it is not asked
     rng = np.random.default_rng(0)
     pool = ["clear", "occluded", "small", "lost"]
@@ -568,19 +564,22 @@ def test_released_types_offer_only_labels_that_are_golds_elsewhere() -> None:
     assert released("degraded", USABLE.__getitem__)(rng, pool) is None
 
 
-def test_released_types_offer_what_is_a_gold_in_the_release(release: Release) -> None:
-    """The labels a type's options use are golds its candidates had in the release; a label no
-    candidate had is offered only where the candidates had fewer than four."""
+def test_released_types_offer_only_golds_each_as_often(release: Release) -> None:
+    """Over a release, every label a fixed-label-space type offers is its gold in the same
+    number of rows, and every one of its rows offers four such labels."""
+    asked = 0
     for task in sorted(SPACES):
         t = COLLAB_TASKS.index(task)
-        n = 0
-        for groups, chosen in release:
-            candidates = {q.gold for g in groups for q in BUILDERS[task](g)}
-            for c in chosen:
-                if c.kind == t:
-                    n += 1
-                    assert set(c.labels) <= candidates or len(candidates) < 4, (task, c.labels, candidates)
-        assert n, task
+        for _, chosen in release:
+            mine = [c for c in chosen if c.kind == t]
+            if not mine:
+                continue
+            asked += 1
+            golds = Counter(c.labels[0] for c in mine)
+            offered = {label for c in mine for label in c.labels}
+            assert offered == set(golds) and len(golds) >= 4, (task, golds, offered)
+            assert len(set(golds.values())) == 1, (task, golds)
+    assert asked
 
 
 def test_the_same_seed_plans_the_same_rows() -> None:

@@ -55,7 +55,6 @@ from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.media_policy import MediaPolicy
 from skyqa.vocab.directions import similarity
 
-MIN_POOL = MAX_OPTIONS + 2
 OVER = "collaboration answer over-represented"
 SYSTEM = (
     "You are one of several drones observing the same area at the same moment; the images are "
@@ -331,9 +330,10 @@ def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
     or whose drawn set is not :func:`fair` gives way to the next candidate with another gold:
     never to one with the same gold, which would draw again for that gold until a set passed,
     and make the sets a gold is asked with depend on which gold it is. Types in ``RELEASED`` draw
-    from a pool of the golds this type has in the whole release, so they are chosen first and
-    drawn once every group has its gold (a set that fails then gives way to a next candidate
-    whose gold is in the pool already)."""
+    from a pool of the golds this type has in the whole release, so they are chosen first, their
+    golds evened out (:func:`even_golds`), and drawn once every group has its gold (a set that
+    fails then gives way to a next candidate whose gold is in the pool, not yet asked as often
+    as the others)."""
     used: Counter[tuple[str, str]] = Counter()
     rates = presence_rates(groups)  # recognition lists kinds weighed by how common they are
     found = {
@@ -373,15 +373,16 @@ def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
     for kind in sorted(RELEASED):
         t = COLLAB_TASKS.index(kind)
         mine = sorted((n, i) for (n, tt), (i, _) in picked.items() if tt == t)
-        golds = {orders[n, t][i].key for n, i in mine}
-        possible = {c.key for (_, tt), order in orders.items() if tt == t for c in order}
-        pool = release_pool(SPACES[kind], golds, possible, np.random.default_rng([seed, t, 0x9001, draw]))
+        kept = even_golds([orders[n, t][i].key for n, i in mine])
         for n, i in mine:
             del picked[n, t]
             _count(used, orders[n, t][i], -1)
+        mine = [m for m, keep in zip(mine, kept, strict=True) if keep]
+        pool = [k for k in SPACES[kind] if k in {orders[n, t][i].key for n, i in mine}]
+        for n, i in mine:
             failed = set()
             for j, c in enumerate(orders[n, t][i:], start=i):
-                if c.key in failed:
+                if c.key in failed or c.key not in pool or used[c.task, c.key] >= quota(used, kind, pool):
                     continue
                 labels = c.draw(streams[n, t], pool)
                 if labels is not None and fair(c.question, labels):
@@ -407,23 +408,32 @@ def _count(used: Counter[tuple[str, str]], q: Question, by: int) -> None:
     used[q.task, q.key] += by
 
 
-def release_pool(
-    space: Sequence[str], golds: set[str], possible: set[str], rng: np.random.Generator
-) -> list[str]:
-    """The keys a type draws distractors from, the same for every row of the type whichever its
-    gold: its golds in the release, topped up to ``MIN_POOL`` with keys other candidates of the
-    release had as gold (in the space's order). A label offered but never the answer can be
-    ruled out without looking, so keys no candidate had join only in a release whose candidates
-    have fewer than ``MAX_OPTIONS`` keys (a release of a group or two, too small for any test to
-    see it): then up to ``MIN_POOL`` in a seeded order. Two more than the options a row shows,
-    so rows differ in their sets: a pool of exactly four would give every row the same set, and
-    if its words single an option out, no row could be asked."""
-    pool = [k for k in space if k in golds]
-    more = [k for k in space if k in possible and k not in golds]
-    if len(pool) + len(more) < MAX_OPTIONS:
-        rest = [k for k in space if k not in golds and k not in possible]
-        more += [rest[int(i)] for i in rng.permutation(len(rest))]
-    return pool + more[: max(0, MIN_POOL - len(pool))]
+def even_golds(golds: Sequence[str]) -> list[bool]:
+    """Which picks of a fixed label space (their golds, in group order) are asked: the same
+    number ``c`` of each key, the first ``c`` of a key in group order, keys picked fewer than
+    ``c`` times not at all; ``c`` the count that asks the most rows with at least
+    ``MAX_OPTIONS`` keys, nothing when fewer keys are golds. The options are drawn from the keys
+    asked, so every label offered is the gold as often as any other: a label offered but never
+    (or seldom) the answer can be ruled out without looking. A city's views are mostly buildings
+    or open ground, and Scene Description answered "buildings" blind 9 times in 17 at 40
+    landmarks while roads, trees and vehicles were offered and never the gold; a release whose
+    views show fewer than four dominant features asks no Scene Description at all."""
+    counts = Counter(golds)
+    ranked = sorted(counts.values(), reverse=True)
+    best = max(((c * (i + 1), c) for i, c in enumerate(ranked) if i + 1 >= MAX_OPTIONS), default=(0, 0))[1]
+    seen: Counter[str] = Counter()
+    out = []
+    for key in golds:
+        seen[key] += 1
+        out.append(best > 0 and counts[key] >= best and seen[key] <= best)
+    return out
+
+
+def quota(used: Counter[tuple[str, str]], task: str, pool: Sequence[str]) -> int:
+    """While a fixed label space's rows are drawn again in turn, how often a key may be the
+    gold: once more than the least asked key of the pool (the row being drawn is out of ``used``
+    meanwhile), so the golds stay even whichever candidates' sets fail."""
+    return min(used[task, k] for k in pool) + 1
 
 
 def fair(question: str, labels: Sequence[str]) -> bool:
