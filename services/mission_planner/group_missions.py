@@ -134,7 +134,9 @@ def plan_all(
     store: BlobStore,
 ) -> tuple[list[str], list[RejectedGroup], list[render_pb2.VideoJob]]:
     """Plan, write and make video jobs for the run's UAV groups."""
-    sizes = [n for n in cfg.group_sizes for _ in range(cfg.groups_per_size)]
+    # sizes in turn (3, 5, 6, 3, 5, 6, ...): when the scene has fewer areas with vehicles than
+    # groups asked, every size keeps a share instead of the last sizes getting none
+    sizes = [n for _ in range(cfg.groups_per_size) for n in cfg.group_sizes]
     rng = np.random.default_rng(seed_of(seed, scene_id))
     areas = choose_areas(table.instances, len(sizes), rng)
     planned, rejected, jobs = [], [], []

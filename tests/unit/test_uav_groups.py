@@ -103,3 +103,19 @@ def test_a_car_behind_the_truck_is_occluded_for_the_uav_behind_the_truck_only(tm
     car1, car2 = task.views[0][0], task.views[1][0]
     assert car1.occluder_instance_id == 2 and car1.occluded > 0.5
     assert car2.occluder_instance_id == 0 and car2.occluded == 0.0 and car2.pixels > car1.pixels
+
+
+def test_sizes_take_turns_when_the_scene_has_fewer_areas_than_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two areas for four groups of sizes 3 and 5: one group of each size, not two of size 3."""
+    _, table = street()
+    obstacles = ObstacleMap(ground(150.0), [], 2.0)
+    one = G.choose_areas(table.instances, 1, np.random.default_rng(0))
+    monkeypatch.setattr(G, "choose_areas", lambda instances, count, rng: (one * 2)[:count])
+    cfg = MissionConfig(video_width=160, video_height=120, group_sizes=(3, 5), groups_per_size=2)
+    planned, rejected, _ = G.plan_all(
+        "r", "street", "builtin", table, obstacles, cfg, 7, LocalBlobStore(tmp_path)
+    )
+    assert planned == ["street_group3_000", "street_group5_000"]
+    assert [r.group_id for r in rejected] == ["street_group3_001", "street_group5_001"]
