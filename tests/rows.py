@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skyqa import integrity
 from skyqa.contracts.qa import ImageRow, VideoRow
 
 LABELS = ("Front", "Left", "Right", "Back")
@@ -81,3 +82,21 @@ def video_row(**fields: Any) -> VideoRow:
         "system_prompt": "[TASK] t\n[OUTPUT] one JSON",
     }
     return VideoRow.model_validate(base | fields)
+
+
+def release_info(run_id: str = "r1", scene_id: str = "s", **fields: Any) -> integrity.ReleaseInfo:
+    """A release's info with nothing recorded but what a test names."""
+    base: dict[str, Any] = {
+        "skyqa_version": "0",
+        "git_commit": "unknown",
+        "run_id": run_id,
+        "scene_id": scene_id,
+        "seed": 0,
+        "config_hash": "h",
+        "settings": {},
+        "scan_request": {},
+        "counts": {},
+        "family_rows": {},
+        "manifests": {},
+    }
+    return integrity.ReleaseInfo(**{**base, **fields})

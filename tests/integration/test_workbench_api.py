@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import SecretStr
-from rows import image_row
+from rows import image_row, release_info
 from skyqa import audit, integrity, keys
 from skyqa.blob import BlobStore, LocalBlobStore
 from skyqa.bus import topology
@@ -408,19 +408,7 @@ def sealed_release(svc: Service, run_id: str) -> None:
     svc.store.put(f"{root}/ref.jpg", b"reference image", "image/jpeg")
     card = "# card\n\n" + audit.card_section(None) + "\n## Files\n"
     svc.store.put(keys.release_common(run_id, SCENE)["dataset_card"], card.encode(), "text/markdown")
-    info = integrity.ReleaseInfo(
-        skyqa_version="0",
-        git_commit="unknown",
-        run_id=run_id,
-        scene_id=SCENE,
-        seed=0,
-        config_hash="h",
-        settings={},
-        scan_request={},
-        counts={},
-        family_rows={},
-        manifests={},
-    )
+    info = release_info(run_id, SCENE)
     integrity.seal(svc.store, run_id, info)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rows import release_info
 from skyqa import audit, integrity
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts.base import dump_json
@@ -129,19 +130,7 @@ def test_reseal_keeps_a_rewritten_release_verifiable(tmp_path: Path) -> None:
     root = "runs/r1"
     store.put(f"{root}/qc_report.json", b"{}")
     store.put(f"{root}/video.mp4", b"frames")
-    info = integrity.ReleaseInfo(
-        skyqa_version="0",
-        git_commit="unknown",
-        run_id="r1",
-        scene_id="s",
-        seed=0,
-        config_hash="h",
-        settings={},
-        scan_request={},
-        counts={},
-        family_rows={},
-        manifests={},
-    )
+    info = release_info()
     integrity.seal(store, "r1", info)
     assert integrity.verify(tmp_path / root)[1] == []
     store.put(f"{root}/qc_report.json", b'{"audit": 1}')

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from rows import image_row
-from skyqa import integrity, keys
+from rows import image_row, release_info
+from skyqa import keys
 from skyqa.errors import InvalidInput, InvalidKey
 from skyqa.exports import lmms_eval, vlmevalkit
 from skyqa.exports.release import Release
@@ -47,16 +47,9 @@ def _release(tmp_path: Path, images: list[str]) -> Path:
     (tmp_path / "outside.jpg").write_bytes(b"secret")
     row = image_row(images=images)
     (root / "image_tasks/manifests/t.image_qa.jsonl").write_text(row.model_dump_json() + "\n")
-    info = integrity.ReleaseInfo(
-        skyqa_version="0",
-        git_commit="unknown",
-        run_id="r1",
+    info = release_info(
         scene_id="tiny_town",
-        seed=0,
         config_hash="",
-        settings={},
-        scan_request={},
-        counts={},
         family_rows={"dualcog_image": 1},
         manifests={"dualcog_image": "image_tasks/manifests/t.image_qa.jsonl"},
     )
