@@ -45,6 +45,7 @@ from skyqa.families.urbanvideo.questions import (
     difficulty,
     lone_hint,
     mentions,
+    scene_boxes,
 )
 from skyqa.media_policy import Frames, MediaPolicy
 
@@ -110,8 +111,9 @@ class UrbanVideo:
             for lid in task.route
             if named[" ".join(where[lid].lower().split())] == 1
         )
+        scene = scene_boxes(task for _, task, _ in missions)
         for _, _, m in missions:
-            m.routed = routed
+            m.routed, m.scene = routed, scene
         # every mission's candidates per type, then, for a type of fixed vocabulary, again with
         # only the labels enough missions can give as answers (so each is the answer about as
         # often as it is offered)
