@@ -28,12 +28,12 @@ from skyqa.families.frames import per_frame
 from skyqa.families.structure import Verdict
 from skyqa.families.urbanvideo import words as W
 from skyqa.families.urbanvideo.questions import (
+    RATIO,
     caption_text,
     instructed,
     leg_blocker,
     lone_hint,
     option_count,
-    RATIO,
     progress_steps,
     start_end_question,
     step_label,
@@ -379,9 +379,10 @@ def _leg_from_states(task: NavigationTask, leg: int, at: np.ndarray) -> tuple[st
     """(turn, way, blocker description) of one leg read off the states; None when ambiguous.
 
     The opening turn: the heading change of the leg's first run of turning frames one way up to
-    where it first faces the leg's landmark, when it does and is at least 20 degrees. What was avoided: a landmark (not the
-    leg's own) whose footprint, widened by the keep-out margin, the straight way from where the
-    drone set off to where the leg ends crosses, and that stood above the drone then; climbed
+    where it first faces the leg's landmark, when it does and is at least 20 degrees. What was
+    avoided: a landmark (not the leg's own) whose footprint, widened by the keep-out margin, the
+    straight way from where the drone set off to where the leg ends crosses, and that stood
+    above the drone then; climbed
     over when the drone passed above its footprint higher than it set off, gone around when the
     path left the straight way sideways."""
     frames = [f for s in task.segments if s.leg == leg for f in (s.start_frame, s.end_frame)]
@@ -390,7 +391,11 @@ def _leg_from_states(task: NavigationTask, leg: int, at: np.ndarray) -> tuple[st
     # one direction: a turn to face the landmark straight followed by a side step the other way
     # is two moves, and only the first opens the leg
     p, opening = a, moved(task.poses[a], task.poses[a + 1]) if a < b else "hover"
-    while p < b and opening in ("turn_left", "turn_right") and moved(task.poses[p], task.poses[p + 1]) == opening:
+    while (
+        p < b
+        and opening in ("turn_left", "turn_right")
+        and moved(task.poses[p], task.poses[p + 1]) == opening
+    ):
         p += 1
     # the turn faces the landmark where the heading first comes within 3 degrees of it (a side
     # step the same way may follow without a pause)
