@@ -513,6 +513,8 @@ def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Ques
             options,
             options[0],
             {"route": list(m.task.route)},
+            # two flights of one route with like legs have one caption: asked once
+            fact=f"caption:{_norm(options[0])}",
             instructed=m.instructed,
         )
 
@@ -585,8 +587,11 @@ def scene_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
         named = m.about(s)
         golds = [
             lid
-            for lid in m.unique
-            if lid != named and m.names[lid] not in barred and m.seen(lid, a, b) * 2 >= b - a + 1
+            for lid in m.names
+            if lid != named
+            and m.named(lid)
+            and m.names[lid] not in barred
+            and m.seen(lid, a, b) * 2 >= b - a + 1
         ]
         if not golds:
             continue
@@ -606,6 +611,7 @@ def scene_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
             evidence: Evidence = {"start": a, "end": b, "landmark": lid, "segment": s.index, "moment": words}
             yield Question(
                 "scene_recall", m.last, q, (m.names[lid],), m.names[lid], evidence, pool="scene_recall",
+                fact=f"in_view:{_norm(words)}:{lid}",  # two flights making one move: asked once
                 barred=barred | {m.names[named]} if named else barred, within=within, instructed=m.instructed,
             )  # fmt: skip
 
@@ -664,8 +670,11 @@ def start_end_position(m: Mission, rng: np.random.Generator) -> Iterator[Questio
     early = min(m.last, int(5 * m.fps))
     gaps = {
         lid: float(m.gap(lid, m.at[0]))
-        for lid in m.unique
-        if lid != m.goal and _norm(m.names[lid]) not in m.instructed and m.seen(lid, 0, early) >= 1
+        for lid in m.names
+        if lid != m.goal
+        and m.named(lid)
+        and _norm(m.names[lid]) not in m.instructed
+        and m.seen(lid, 0, early) >= 1
     }
     if not gaps:
         return
@@ -680,6 +689,7 @@ def start_end_position(m: Mission, rng: np.random.Generator) -> Iterator[Questio
     yield Question(
         "start_end_position", m.last, start_end_question(m.names[m.goal]), (name,), name,
         {"start": start, "end": m.goal}, pool="start_end_position", barred=barred, within=within,
+        fact=f"start:{m.goal}:{start}",  # two flights from one place to one goal: asked once
         instructed=m.instructed,
     )  # fmt: skip
 
@@ -992,9 +1002,9 @@ def association(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     for t in range(round(m.fps), m.last, round(m.fps)):
         if frames[t].pixels:
             continue
-        for lid in m.unique:
+        for lid in m.names:
             name = m.names[lid]
-            if lid == m.goal or name in barred or not m.task.visibility[lid][t].visible:
+            if lid == m.goal or not m.named(lid) or name in barred or not m.task.visibility[lid][t].visible:
                 continue
             near = m.box_gap(lid, m.goal)
             within = frozenset(
