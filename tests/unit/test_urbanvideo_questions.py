@@ -159,9 +159,11 @@ def test_questions_per_type_and_the_types_asked_come_from_the_scan(
     one = Counter(r.task for r in plan_rows(task, tmp_path / "a", None, []))
     # one mission's one row of a fixed vocabulary cannot have its labels each be the answer (nor
     # can a counterfactual's three answers each be asked); alone, no landmark another mission
-    # flies to can stand in a caption for one of its own, nor are there five causes or next moves (the
-    # golds of other missions) for a Causal or Sequence Recall row's options
-    unasked = {"trajectory_captioning", "counterfactual", "causal", "sequence_recall"}
+    # flies to can stand in a caption for one of its own, nor are there five causes, next moves or
+    # landmarks (the golds of other missions) for the options of a Causal, Sequence Recall, Scene
+    # Recall, Start/End or Association row
+    unasked = {"trajectory_captioning", "counterfactual", "causal", "sequence_recall", "scene_recall",
+               "start_end_position", "association"}  # fmt: skip
     assert set(one.values()) == {1} and set(one) == found - set(VOCABULARY) - unasked
     two = plan_rows(task, tmp_path / "b", 3, [])
     assert all(n <= 3 for n in Counter(r.task for r in two).values())
@@ -169,9 +171,9 @@ def test_questions_per_type_and_the_types_asked_come_from_the_scan(
     assert not FAMILY.balance(two)  # the plan left out what the release's balance would drop
     assert len({r.sample_id for r in two}) == len(two)
     # a type asked alone gets the same questions as when every type is asked
-    alone = plan_rows(task, tmp_path / "c", 3, ["progress_evaluation", "start_end_position"])
-    assert {r.task for r in alone} == {"progress_evaluation", "start_end_position"}
-    same = [r for r in two if r.task in {"progress_evaluation", "start_end_position"}]
+    alone = plan_rows(task, tmp_path / "c", 3, ["progress_evaluation", "object_recall"])
+    assert {r.task for r in alone} == {"progress_evaluation", "object_recall"}
+    same = [r for r in two if r.task in {"progress_evaluation", "object_recall"}]
     assert [(r.question, r.answer_label) for r in alone] == [(r.question, r.answer_label) for r in same]
 
 
@@ -215,16 +217,23 @@ def test_the_flight_is_captioned_from_the_states_as_the_planner_flew_it(
     assert DERIVE["trajectory_captioning"](as_row(q, flipped), flipped) != caption
 
 
-def test_a_flight_around_an_unlabelled_structure_is_not_captioned() -> None:
-    """A leg that climbed over or went around a structure without a description cannot be told
-    ("around a structure": which?), and the planner's turns then disagree with the states: no
-    caption is asked, nor a move named after it."""
+def test_a_flight_around_an_unlabelled_structure_is_captioned_without_it() -> None:
+    """A leg that climbed over or went around a structure without a description is summed up by
+    its turn and where it led ("around a structure" names nothing a person could point at), as
+    QC reads it off the states when no landmark stood in the way; where a described landmark
+    did stand in the way by the states, QC refuses that caption. No move is named after it."""
     task = mission(1.0)
     bare = task.model_copy(
         update={"segments": [s.model_copy(update={"blocked_by": ""}) for s in task.segments]}
     )
-    assert build("trajectory_captioning", task)
-    assert not build("trajectory_captioning", bare)
+    hall = next(lm.landmark_id for lm in task.landmarks if "hall" in lm.description)
+    unlisted = bare.model_copy(update={"landmarks": [lm for lm in bare.landmarks if lm.landmark_id != hall]})
+    assert "hall" in build("trajectory_captioning", task)[0].options[0]
+    for flight in (bare, unlisted):
+        q = build("trajectory_captioning", flight)[0]
+        assert not any("structure" in x or "hall" in x for x in q.options)
+        agrees = DERIVE["trajectory_captioning"](as_row(q, flight), flight) == q.options[0]
+        assert agrees == (flight is unlisted)
     for kind in ("sequence_recall", "proximity", "scene_recall"):
         assert not any("hall" in str(q.evidence["moment"]) for q in build(kind, bare)), kind
     assert not any("hall" in q.options[0] for q in build("causal", bare))

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from skyqa import keys, media
 from skyqa.blob import BlobStore
-from skyqa.contracts.navigation import NavigationTask, NavState
+from skyqa.contracts.navigation import NavigationTask, NavLandmark, NavState
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.errors import BlobNotFound
 from skyqa.families import mcq
@@ -28,12 +28,14 @@ from skyqa.families.frames import per_frame
 from skyqa.families.structure import Verdict
 from skyqa.families.urbanvideo import words as W
 from skyqa.families.urbanvideo.questions import (
+    RATIO,
     caption_text,
     instructed,
     leg_blocker,
     lone_hint,
     option_count,
     progress_steps,
+    start_end_question,
     step_label,
 )
 
@@ -78,9 +80,35 @@ def _off_footprint(task: NavigationTask, lid: str, p: np.ndarray) -> float:
 
 
 def _box_to_box(task: NavigationTask, a: str, b: str) -> float:
-    (alo, ahi), (blo, bhi) = _box(task, a), _box(task, b)
+    return _boxes_gap(_box(task, a), _box(task, b))
+
+
+def _boxes_gap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
+    (alo, ahi), (blo, bhi) = a, b
     per_axis = [max(0.0, float(max(alo[i], blo[i]) - min(ahi[i], bhi[i]))) for i in range(3)]
     return math.sqrt(sum(v * v for v in per_axis))
+
+
+Scene = dict[str, list[NavLandmark]]  # per description, every landmark the missions record
+
+
+def scene_of(tasks: Iterable[NavigationTask | None]) -> Scene:
+    """The landmarks the missions record, by description, each once."""
+    out: dict[str, dict[str, NavLandmark]] = {}
+    for task in tasks:
+        for lm in task.landmarks if task else []:
+            out.setdefault(lm.description, {})[lm.landmark_id] = lm
+    return {d: list(by.values()) for d, by in out.items()}
+
+
+def _corners(lm: NavLandmark) -> tuple[np.ndarray, np.ndarray]:
+    c, s = np.array(lm.center), np.array(lm.size) / 2
+    return c - s, c + s
+
+
+def _point_to(lm: NavLandmark, p: np.ndarray) -> float:
+    lo, hi = _corners(lm)
+    return float(np.linalg.norm(p - np.clip(p, lo, hi)))
 
 
 def _name(task: NavigationTask, lid: str) -> str:
@@ -163,25 +191,47 @@ def _object_recall(row: NavRow, task: NavigationTask) -> str | None:
     return _nearest_to(task, lid, [x.landmark_id for x in task.landmarks if x.landmark_id != lid])
 
 
-def _association(row: NavRow, task: NavigationTask) -> str | None:
-    """The landmark nearest the goal, when it is in view at the cut and the goal is not."""
+def _association(row: NavRow, task: NavigationTask, scene: Scene) -> str | None:
+    """The option standing closest to the goal (every landmark an option may mean measured, box
+    to box), clearly closer than the rest, when the goal shows no pixel at the cut and that
+    option's landmark of this mission is in view then."""
     goal = task.route[-1]
-    near = min(
-        (x.landmark_id for x in task.landmarks if x.landmark_id != goal),
-        key=lambda o: _box_to_box(task, goal, o),
-    )
     t = row.clip_end_frame
-    if task.visibility[goal][t].pixels or not task.visibility[near][t].visible:
+    if task.visibility[goal][t].pixels or f"flying to the {_name(task, goal)}," not in row.question:
         return None
-    return _name(task, near)
+    gold = _closest(row, scene, lambda lm: _boxes_gap(_box(task, goal), _corners(lm)))
+    mine = [x for x in task.landmarks if x.description == gold]
+    if gold is None or len(mine) != 1 or not task.visibility[mine[0].landmark_id][t].visible:
+        return None
+    return gold
 
 
-def _start_end(row: NavRow, task: NavigationTask) -> str | None:
-    ids = [x.landmark_id for x in task.landmarks]
-    first, last = (np.array([p.x, p.y, p.z]) for p in (task.poses[0], task.poses[-1]))
-    start = min(ids, key=lambda lid: _to_box(task, lid, first))
-    end = min(ids, key=lambda lid: _to_box(task, lid, last))
-    return f"from the {_name(task, start)} to the {_name(task, end)}"
+def _closest(row: NavRow, scene: Scene, far: Callable[[NavLandmark], float]) -> str | None:
+    """The option whose landmarks stand nearest by ``far``, when every other option's stand at
+    least RATIO times (and 5 m) farther; None otherwise, or when an option names no landmark
+    the missions record."""
+    ds = {o.label: min((far(lm) for lm in scene.get(o.label, [])), default=math.inf) for o in row.options}
+    ranked = sorted(ds.items(), key=lambda kv: kv[1])
+    if math.isinf(ranked[-1][1]) or ranked[1][1] < max(ranked[0][1] * RATIO, ranked[0][1] + 5.0):
+        return None
+    return ranked[0][0]
+
+
+def _start_end(row: NavRow, task: NavigationTask, scene: Scene) -> str | None:
+    """The option standing closest to the first state (every landmark an option may mean),
+    clearly closer than the rest, one the video shows in its first five seconds; the question
+    names the route's last landmark, which the last state reached."""
+    goal = task.route[-1]
+    last = task.poses[-1]
+    if row.question != start_end_question(_name(task, goal)):
+        return None
+    if _off_footprint(task, goal, np.array([last.x, last.y, last.z])) > REACHED_M:
+        return None
+    first = np.array([task.poses[0].x, task.poses[0].y, task.poses[0].z])
+    gold = _closest(row, scene, lambda lm: _point_to(lm, first))
+    mine = [x for x in task.landmarks if x.description == gold]
+    early = task.visibility[mine[0].landmark_id][: int(5 * task.fps) + 1] if len(mine) == 1 else []
+    return gold if any(f.visible for f in early) else None
 
 
 def _progress(row: NavRow, task: NavigationTask) -> str | None:
@@ -328,20 +378,30 @@ def _crosses(lo: np.ndarray, hi: np.ndarray, a: np.ndarray, b: np.ndarray) -> bo
 def _leg_from_states(task: NavigationTask, leg: int, at: np.ndarray) -> tuple[str, str, str] | None:
     """(turn, way, blocker description) of one leg read off the states; None when ambiguous.
 
-    The opening turn: the heading change of the leg's first run of turning frames, when it ends
-    facing the leg's landmark and is at least 20 degrees. What was avoided: a landmark (not the
-    leg's own) whose footprint, widened by the keep-out margin, the straight way from where the
-    drone set off to where the leg ends crosses, and that stood above the drone then; climbed
+    The opening turn: the heading change of the leg's first run of turning frames one way up to
+    where it first faces the leg's landmark, when it does and is at least 20 degrees. What was
+    avoided: a landmark (not the leg's own) whose footprint, widened by the keep-out margin, the
+    straight way from where the drone set off to where the leg ends crosses, and that stood
+    above the drone then; climbed
     over when the drone passed above its footprint higher than it set off, gone around when the
     path left the straight way sideways."""
     frames = [f for s in task.segments if s.leg == leg for f in (s.start_frame, s.end_frame)]
     a, b = min(frames), max(frames)
     target = next(x for x in task.landmarks if x.landmark_id == task.route[leg])
-    p = a
-    while p < b and moved(task.poses[p], task.poses[p + 1]) in ("turn_left", "turn_right"):
+    # one direction: a turn to face the landmark straight followed by a side step the other way
+    # is two moves, and only the first opens the leg
+    p, opening = a, moved(task.poses[a], task.poses[a + 1]) if a < b else "hover"
+    while (
+        p < b
+        and opening in ("turn_left", "turn_right")
+        and moved(task.poses[p], task.poses[p + 1]) == opening
+    ):
         p += 1
-    dyaw = (task.poses[p].yaw_deg - task.poses[a].yaw_deg + 180.0) % 360.0 - 180.0
-    faced = _bearing_off(task.poses[p], target.center) < 3.0 and abs(dyaw) >= 20.0
+    # the turn faces the landmark where the heading first comes within 3 degrees of it (a side
+    # step the same way may follow without a pause)
+    q = next((f for f in range(a, p + 1) if _bearing_off(task.poses[f], target.center) < 3.0), p)
+    dyaw = (task.poses[q].yaw_deg - task.poses[a].yaw_deg + 180.0) % 360.0 - 180.0
+    faced = _bearing_off(task.poses[q], target.center) < 3.0 and abs(dyaw) >= 20.0
     turn = ("left" if dyaw > 0 else "right") if faced else ""
     # the set-off point: after the opening turn, the rooftop goal's climb and the camera tilt
     for moves in (("ascend",) if leg == len(task.route) - 1 and task.goal_part == "rooftop" else (), _TILTS):
@@ -376,13 +436,16 @@ def _captioning(row: NavRow, task: NavigationTask) -> str | None:
     stops = [
         f for f in range(last + 1) if f == last or moved(task.poses[f], task.poses[f + 1]) != "fly_forward"
     ]
-    arrived = {
-        lid: next((f for f in stops if _off_footprint(task, lid, at[f]) <= REACHED_M), None)
-        for lid in task.route
-    }
-    if len(legs) < len(task.route) or None in arrived.values():
+    # where the drone stopped nearest each landmark once it had flown (a stop on the way to
+    # another may pass within reach of one standing beside it; it may set off beside one)
+    flown = next((f for f in range(last) if moved(task.poses[f], task.poses[f + 1]) == "fly_forward"), last)
+    stops = [f for f in stops if f > flown]
+    arrived = {lid: min(stops, key=lambda f: (_off_footprint(task, lid, at[f]), f)) for lid in task.route}
+    if len(legs) < len(task.route) or any(
+        _off_footprint(task, lid, at[f]) > REACHED_M for lid, f in arrived.items()
+    ):
         return None
-    names = [_name(task, lid) for lid in sorted(task.route, key=lambda lid: arrived[lid] or 0)]
+    names = [_name(task, lid) for lid in sorted(task.route, key=lambda lid: arrived[lid])]
     turns, ways, blockers = ([leg[k] for leg in legs] for k in range(3))
     return caption_text(names, turns, ways, blockers)
 
@@ -393,15 +456,20 @@ DERIVE: dict[str, Derive] = {
     "causal": _causal,
     "high_level_planning": _planning,
     "object_recall": _object_recall,
-    "start_end_position": _start_end,
     "proximity": _proximity,
     "duration": _duration,
     "landmark_position": _position,
     "cognitive_map": _layout,
     "counterfactual": _counterfactual,
-    "association": _association,
     "progress_evaluation": _progress,
     "action_generation": _next_action,
+}
+
+
+# the types whose answer is the option standing closest to something, over the whole scene
+NEAREST: dict[str, Callable[[NavRow, NavigationTask, Scene], str | None]] = {
+    "start_end_position": _start_end,
+    "association": _association,
 }
 
 
@@ -420,19 +488,23 @@ def goal_in_view(
     return W.fifth((cols[0] + cols[-1] + 1) / 2 / mask.shape[1])
 
 
-def in_view_during(store: BlobStore, run_id: str, row: NavRow, task: NavigationTask) -> str | None:
-    """Scene Recall from the window's segmentation frames: the one option landmark with pixels
-    in at least half of them, when every other option landmark has none in any."""
+def in_view_during(
+    store: BlobStore, run_id: str, row: NavRow, task: NavigationTask, scene: Scene
+) -> str | None:
+    """Scene Recall from the window's segmentation frames: the one option with pixels in at
+    least half of them, when no other option shows a pixel in any (an option counts the pixels
+    of every landmark the missions record under its description, this flight's or another's:
+    the renderer draws the whole scene)."""
     a, b = int(row.evidence["start"]), int(row.evidence["end"])  # type: ignore[arg-type]
-    ids = {x.description: x.rendered_instance_id for x in task.landmarks}
     labels = [o.label for o in row.options]
-    if any(label not in ids for label in labels):
-        return None  # a landmark the mission did not record: its pixels cannot be checked
+    ids = {label: [lm.rendered_instance_id for lm in scene.get(label, [])] for label in labels}
+    if not all(ids.values()):
+        return None  # a landmark no mission recorded: its pixels cannot be checked
     root = keys.final_task(run_id, row.mission_id)
     frame_keys = [f"{root}/{keys.video_frame('seg', f)}" for f in range(a, b + 1)]
 
     def shows(instance: NDArray[np.uint32]) -> list[bool]:
-        return [label in ids and bool((instance == ids[label]).any()) for label in labels]
+        return [bool(np.isin(instance, ids[label]).any()) for label in labels]
 
     shown = per_frame(store, frame_keys, shows)
     if shown is None:
@@ -485,6 +557,7 @@ def check_rows(
     rows: list[NavRow], tasks: dict[str, NavigationTask | None], store: BlobStore, run_id: str
 ) -> Verdict:
     v = Verdict()
+    scene = scene_of(tasks.values())
     for r in rows:
         mcq.check_structure(r, v)
         task = tasks.get(r.mission_id)
@@ -498,7 +571,9 @@ def check_rows(
             goal = next(x for x in task.landmarks if x.landmark_id == task.route[-1])
             derived = goal_in_view(store, run_id, r, task, goal.rendered_instance_id)
         elif r.task == "scene_recall":
-            derived = in_view_during(store, run_id, r, task)
+            derived = in_view_during(store, run_id, r, task, scene)
+        elif r.task in NEAREST:
+            derived = NEAREST[r.task](r, task, scene)
         else:
             derived = DERIVE[r.task](r, task)
         if derived != r.answer_label:

@@ -45,6 +45,7 @@ from skyqa.families.urbanvideo.questions import (
     difficulty,
     lone_hint,
     mentions,
+    scene_boxes,
 )
 from skyqa.media_policy import Frames, MediaPolicy
 
@@ -110,8 +111,9 @@ class UrbanVideo:
             for lid in task.route
             if named[" ".join(where[lid].lower().split())] == 1
         )
+        scene = scene_boxes(task for _, task, _ in missions)
         for _, _, m in missions:
-            m.routed = routed
+            m.routed, m.scene = routed, scene
         # every mission's candidates per type, then, for a type of fixed vocabulary, again with
         # only the labels enough missions can give as answers (so each is the answer about as
         # often as it is offered)
@@ -367,19 +369,28 @@ made there ("right after it climbed to get above the red brick hall"), or, for C
 move's action and count ("the first time it flew upward"), never by a time, and have
 UrbanVideo-Bench's number of options per task (five; three for Proximity, Duration and
 Counterfactual; the source's seven actions for Action Generation; Progress Evaluation every step
-of the quoted route); QC refuses a row otherwise. Causal reasons, Sequence Recall moves and
-caption landmarks are drawn over the release, so each is offered about as often as the option
-count times it is right; options naming a landmark of the mission's instruction are drawn first,
-and no row has the gold as the only option naming one (QC refuses it). Source elements not built
-here: free- text options written per question by a model and refined by people (options here are
-geometric sentences and fixed vocabularies); Object and Scene Recall over urban objects other
-than the scene's landmarks (the navigation task records landmarks only: no cars, signs or
-trees), and Scene Recall options listing several objects each; text on shop signs (real
-footage); a hover as an Action Generation answer (not among the source's seven actions);
+of the quoted route); QC refuses a row otherwise. Causal reasons, Sequence Recall moves, caption
+landmarks and the landmarks Scene Recall, Start/End Position and Association offer are drawn
+over the release, so each is offered about as often as the option count times it is right;
+options naming a landmark of the instruction are drawn first, and no row has the gold as the
+only option naming one (QC refuses it). A landmark option is wrong for every landmark the
+missions record under its words: out of the camera's view during the move (Scene Recall; QC
+counts its pixels in the segmentation frames), clearly farther from where the drone set off
+(Start/End) or from the goal (Association). Where the drone stopped is the instruction's goal,
+so Start/End Position says it and asks where the flight set off. Source elements not built
+here: free- text options written per question by a model and refined by people (options here
+are geometric sentences, landmarks and fixed vocabularies); Object and Scene Recall over urban
+objects other than the scene's landmarks (the navigation task records landmarks only: no cars,
+signs or trees), and Scene Recall options listing several objects each; text on shop signs
+(real footage); a hover as an Action Generation answer (not among the source's seven actions);
 Progress Evaluation steps that are not the quoted route's (they would be ruled out without
 looking); the source's blind filtering by several Video-LLMs (here a balanced design and the
-release's no-pixel gate). Trajectory Captioning and Start/End Position are asked only where five
-distinct landmarks can be named."""
+release's no-pixel gate). Causal and Trajectory Captioning are asked of route missions only (a
+goal mission's every move is about the goal its instruction names, and its one-leg caption
+names nothing else); a leg around a structure without a label is captioned by its turn and
+where it led. Association is asked only where five landmarks can be offered each as often as
+the option count times it is right (a scene of few distinct landmark descriptions may have
+none)."""
 
 
 def _final(inputs: PlanInputs, traj_id: str) -> str:

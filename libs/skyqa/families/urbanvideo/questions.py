@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations, pairwise, permutations
@@ -53,6 +53,7 @@ from skyqa.contracts.urbanvideo import NavTask
 from skyqa.families import options as O
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.families.urbanvideo import words as W
+from skyqa.sim.camera import Intrinsics, rotation_matrix
 from skyqa.vocab.directions import similarity
 
 MIN_SEEN = 3  # frames a landmark must be visible in to count as seen
@@ -82,6 +83,39 @@ OPTIONS: dict[str, int] = {
     "action_generation": 7,
 }
 Evidence = dict[str, str | int | float | bool | list[str] | list[float]]
+Box = tuple[NDArray[np.float64], NDArray[np.float64]]  # a landmark's box: its low and high corners
+# per description, the landmarks (id, box) it may mean
+Landmarks = Mapping[str, list[tuple[str, Box]]]
+# frames' camera positions, body-to-world rotations and half fields of view (tangents)
+Cameras = tuple[NDArray[np.float64], NDArray[np.float64], tuple[float, float]]
+
+
+def scene_boxes(tasks: Iterable[NavigationTask]) -> Landmarks:
+    """The landmarks the missions record, by description: every landmark of it (two "green
+    tree"s are both what an option "green tree" could mean), each once."""
+    out: dict[str, dict[str, Box]] = {}
+    for task in tasks:
+        for lm in task.landmarks:
+            c, h = np.array(lm.center, dtype=float), np.array(lm.size, dtype=float) / 2
+            out.setdefault(lm.description, {})[lm.landmark_id] = (c - h, c + h)
+    return {d: sorted(by.items(), key=lambda kv: kv[0]) for d, by in out.items()}
+
+
+def box_gap(a: Box, b: Box) -> float:
+    """The distance between two boxes (0 when they touch)."""
+    d = np.maximum(np.maximum(a[0] - b[1], b[0] - a[1]), 0.0)
+    return float(np.linalg.norm(d))
+
+
+def point_gap(p: NDArray[np.float64], b: Box) -> float:
+    """The distance from a point to a box."""
+    return float(np.linalg.norm(np.maximum(np.maximum(b[0] - p, p - b[1]), 0.0)))
+
+
+def clearly_farther(d: float, near: float) -> bool:
+    """Whether a distance ``d`` is clearly more than ``near`` (RATIO times, and 5 m): a landmark
+    that much farther is no fair answer to "which is closest"."""
+    return d >= max(near * RATIO, near + 5.0)
 
 
 @dataclass(frozen=True)
@@ -148,6 +182,11 @@ class Mission:
         # the descriptions of the landmarks the plan's missions fly to, each of one landmark (set
         # by the family; None: this mission's own landmarks)
         self.routed: frozenset[str] | None = None
+        # the boxes of the landmarks the plan's missions record, by a description of one landmark
+        # (set by the family, :func:`scene_boxes`; None: this mission's own): what a distractor
+        # naming a landmark of another flight is measured by
+        self.scene: Landmarks | None = None
+        self.views: dict[tuple[int, int], Cameras] = {}  # per frame span, :func:`_cameras`
 
     def labels(self, task: str, every: Sequence[str], frame: int, words: str = "") -> list[str]:
         """The labels of a fixed-vocabulary type this plan offers in a row showing the video up
@@ -201,6 +240,11 @@ class Mission:
     def named(self, *lids: str) -> bool:
         """Every landmark id given ("" for none) has a description of its own in the mission."""
         return all(not lid or lid in self.unique for lid in lids)
+
+    def boxes(self) -> Landmarks:
+        """The landmarks an option may name, by description (:attr:`scene`, else the mission's
+        own): a distractor is wrong only when every landmark it may mean is."""
+        return self.scene if self.scene is not None else scene_boxes([self.task])
 
     def seen(self, lid: str, a: int = 0, b: int | None = None) -> int:
         frames = self.task.visibility.get(lid, [])
@@ -412,13 +456,16 @@ def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Ques
             (s for s in m.task.segments if s.leg == leg and s.reason in ("avoid_obstacle", "clear_obstacle")),
             None,
         )
+        # a structure without a label is no landmark a person could point at ("around a
+        # structure"): the caption sums the leg up by its turn and where it led, as it would
+        # a leg with nothing in the way
+        if avoid is not None and not avoid.blocked_by:
+            avoid = None
         ways.append("" if avoid is None else "climb over" if avoid.action == "ascend" else "go around")
         blockers.append("" if avoid is None else m.blocker(avoid))
         blocker_ids.append("" if avoid is None else avoid.blocked_by)
-    # an avoidance without a described structure would read "around a structure": not asked
-    unnamed = any(w and not b for w, b in zip(ways, blocker_ids, strict=True))
     n = OPTIONS["trajectory_captioning"]
-    if unnamed or not m.named(*m.task.route, *blocker_ids):
+    if not m.named(*m.task.route, *blocker_ids):
         return
     # the things the caption names, in flight order: per leg the obstacle it avoided, then its
     # landmark; the cycle's others: landmarks some mission of the release flies to (a caption
@@ -466,6 +513,8 @@ def trajectory_captioning(m: Mission, rng: np.random.Generator) -> Iterator[Ques
             options,
             options[0],
             {"route": list(m.task.route)},
+            # two flights of one route with like legs have one caption: asked once
+            fact=f"caption:{_norm(options[0])}",
             instructed=m.instructed,
         )
 
@@ -522,80 +571,127 @@ def object_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 
 def scene_recall(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     """While a move the question names by what happened (a segment, in words), a landmark in
-    view for at least half of it (not the one the words name), the others offered never
-    showing a pixel in it. Every option is a landmark the video shows and that is the answer of
-    some moment of this flight: a landmark only ever offered (one glimpsed, or beside the way)
-    would be ruled out without looking."""
-    found = []
+    view for at least half of it (not the one the words name). The others offered are landmarks
+    (of this flight or of another) outside the camera's view for the whole move
+    (:func:`out_of_view`), so none of them shows a pixel then; they are the golds of other rows
+    across the release (:attr:`Question.pool`), so each is offered about as often as the option
+    count times it is right. None is a landmark of the instruction (the drone mostly has where
+    it flies in view: such options would single themselves out, right or wrong)."""
+    barred = frozenset(m.names[lid] for lid in m.names if _norm(m.names[lid]) in m.instructed)
+    boxes = m.boxes()
     for s in m.task.segments:
         a, b = s.start_frame, s.end_frame
         words = m.event(s)
         if words is None or b - a + 1 < round(m.fps):  # a glimpse is no scene
             continue
         named = m.about(s)
-        for lid in m.names:
-            if lid != named and m.named(lid) and m.seen(lid, a, b) * 2 >= b - a + 1:
-                found.append((s, words, named, lid))
-
-    def outside(s: NavSegment, named: str, gold: str, among: set[str]) -> list[str]:
-        """The landmarks of ``among`` offered beside ``gold``: none shows a pixel while the move
-        lasts (one in view then is no distractor, whether or not it is offered)."""
-        a, b = s.start_frame, s.end_frame
-        return [
+        golds = [
             lid
-            for lid in sorted(among)
-            if lid not in (named, gold) and not any(f.pixels for f in m.task.visibility[lid][a : b + 1])
+            for lid in m.names
+            if lid != named
+            and m.named(lid)
+            and m.names[lid] not in barred
+            and m.seen(lid, a, b) * 2 >= b - a + 1
         ]
-
-    # the landmarks offered are those some moment of this flight has as its answer (a landmark
-    # only ever offered, glimpsed or beside the way, would be ruled out blind)
-    k = OPTIONS["scene_recall"]
-    universe = {gold for *_, gold in found}
-    for s, words, named, gold in found:
-        a, b = s.start_frame, s.end_frame
+        if not golds:
+            continue
+        # the mission's own landmarks by what the renderer measured, the others by the view
+        within = frozenset(
+            x
+            for x, lms in boxes.items()
+            if all(
+                not any(f.pixels for f in m.task.visibility[lid][a : b + 1])
+                if lid in m.names
+                else out_of_view(m, box, a, b)
+                for lid, box in lms
+            )
+        )
         q = f"Which of these did the drone have in view while it {words}?"
-        pool = [m.names[x] for x in [gold, *outside(s, named, gold, universe)]]
-        options = draw(m.names[gold], pool, q, rng, k)
-        if options is not None:
-            evidence: Evidence = {"start": a, "end": b, "landmark": gold, "segment": s.index, "moment": words}
-            yield Question("scene_recall", m.last, q, options, options[0], evidence)
+        for lid in golds:
+            evidence: Evidence = {"start": a, "end": b, "landmark": lid, "segment": s.index, "moment": words}
+            yield Question(
+                "scene_recall", m.last, q, (m.names[lid],), m.names[lid], evidence, pool="scene_recall",
+                fact=f"in_view:{_norm(words)}:{lid}",  # two flights making one move: asked once
+                barred=barred | {m.names[named]} if named else barred, within=within, instructed=m.instructed,
+            )  # fmt: skip
 
 
-START_END_Q = "From which landmark's side did the drone start, and at which did it stop?"
+def out_of_view(m: Mission, box: Box, a: int, b: int) -> bool:
+    """Whether ``box`` lies outside the camera's view cone in every frame from ``a`` to ``b``:
+    wholly behind the camera or beyond one side of the image (a pinhole of the video's field of
+    view, with a margin). Conservative: a box it keeps may still be hidden behind another."""
+    corners = np.array([[x, y, z] for x in (box[0][0], box[1][0]) for y in (box[0][1], box[1][1])
+                        for z in (box[0][2], box[1][2])])  # fmt: skip
+    eye, turn, (th, tv) = _cameras(m, a, b)
+    c = np.einsum("fki,fij->fkj", corners[None, :, :] - eye[:, None, :], turn)  # (frame, corner, body)
+    fwd, left, up = c[..., 0], c[..., 1], c[..., 2]
+    outside = (
+        np.all(fwd <= 0.0, axis=1)
+        | np.all(left > fwd * th, axis=1)
+        | np.all(-left > fwd * th, axis=1)
+        | np.all(up > fwd * tv, axis=1)
+        | np.all(-up > fwd * tv, axis=1)
+    )
+    return bool(outside.all())
 
 
-def _route_text(a: str, b: str) -> str:
-    return f"from the {a} to the {b}"
+def _cameras(m: Mission, a: int, b: int) -> Cameras:
+    """The camera positions and body-to-world rotations of frames ``a`` to ``b``, and the
+    tangents of the half fields of view (5 % wider: a margin)."""
+    if (a, b) in m.views:
+        return m.views[(a, b)]
+    poses = m.task.poses[a : b + 1]
+    eye = np.array([[p.x, p.y, p.z] for p in poses])
+    turn = np.array([rotation_matrix(p.yaw_deg, p.camera_pitch_deg, 0.0) for p in poses])
+    k = Intrinsics.from_fov(m.task.video.width, m.task.video.height, m.task.video.fov_deg)
+    th, tv = (math.tan(math.radians(x)) * 1.05 for x in k.half_fov_deg())
+    m.views[(a, b)] = (eye, turn, (th, tv))
+    return m.views[(a, b)]
+
+
+def start_end_question(goal: str) -> str:
+    """Start/End Position's question: where the drone stopped is the instruction's goal, which
+    the row travels with (options differing in where it stopped would be ruled out without
+    looking), so the question says it and asks where it set off."""
+    return f"The drone stopped at the {goal}. Which of these landmarks stood closest to where it set off?"
 
 
 def start_end_position(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
-    """Options on a cycle of five landmarks, the start and the end next to each other: option
-    ``i`` goes from cycle place ``i`` to place ``i + 1``, so every landmark is once a start and
-    once an end, and no option shares more with the rest than another, whichever is the gold
-    (never "near misses" around the gold, which make it the option sharing most)."""
-    ids = [lid for lid in m.names if m.named(lid)]
-    start = _nearest({lid: float(m.gap(lid, m.at[0])) for lid in m.names})
-    end = _nearest({lid: float(m.gap(lid, m.at[-1])) for lid in m.names})
-    if start is None or end is None or start == end or start not in ids or end not in ids:
+    """Where the flight started and ended, as the source asks: it ends at the goal (said in the
+    question), and it set off closest to a landmark the video shows in its first five seconds,
+    the nearest such of the mission's named ones. The options are landmarks each clearly farther
+    from where it set off (:func:`clearly_farther`: every landmark an option may mean), so the
+    gold is the closest of them whichever others stand near; the distractors are the golds of
+    other rows across the release (:attr:`Question.pool`), so each is offered about as often as
+    the option count times it is right. None is a landmark of the instruction (where the drone
+    flies to, never where it set off: such options would be ruled out without looking)."""
+    if not m.named(m.goal):
         return
-    if m.seen(start, 0, min(m.last, int(5 * m.fps))) < 1 or not m.task.visibility[end][-1].visible:
+    early = min(m.last, int(5 * m.fps))
+    gaps = {
+        lid: float(m.gap(lid, m.at[0]))
+        for lid in m.names
+        if lid != m.goal
+        and m.named(lid)
+        and _norm(m.names[lid]) not in m.instructed
+        and m.seen(lid, 0, early) >= 1
+    }
+    if not gaps:
         return
-    n = OPTIONS["start_end_position"]
-    others = [lid for lid in m.seen_in(0, m.last) if lid in ids and lid not in (start, end)]
-    cycles = []
-    for extra in combinations(others, n - 2):
-        for order in permutations(extra):
-            cycle = [start, end, *order]
-            options = tuple(_route_text(m.names[cycle[i]], m.names[cycle[(i + 1) % n]]) for i in range(n))
-            if alike(START_END_Q, options):
-                cycles.append(options)
-        if len(cycles) >= 64:
-            break
-    if cycles:
-        options = cycles[int(rng.integers(len(cycles)))]
-        yield Question(
-            "start_end_position", m.last, START_END_Q, options, options[0], {"start": start, "end": end}
-        )
+    start = min(gaps, key=lambda lid: gaps[lid])
+    name = m.names[start]
+    barred = frozenset(m.names[lid] for lid in m.names if _norm(m.names[lid]) in m.instructed)
+    within = frozenset(
+        x
+        for x, lms in m.boxes().items()
+        if all(clearly_farther(point_gap(m.at[0], b), gaps[start]) for _, b in lms)
+    )
+    yield Question(
+        "start_end_position", m.last, start_end_question(m.names[m.goal]), (name,), name,
+        {"start": start, "end": m.goal}, pool="start_end_position", barred=barred, within=within,
+        fact=f"start:{m.goal}:{start}",  # two flights from one place to one goal: asked once
+        instructed=m.instructed,
+    )  # fmt: skip
 
 
 # -- perception --------------------------------------------------------------------------
@@ -884,35 +980,43 @@ def counterfactual(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
 def association(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
     """A cue in sight to where the goal lies while the goal is out of view, as the source's
     "are there any relevant urban elements or objects in sight when the navigation goal is not
-    visible?": the landmark in view now that stands nearest the goal (the same scene fact as
-    Object Recall's question about the goal, under the same key). The others offered are
-    landmarks the video shows."""
+    visible?": asked each second the goal shows no pixel, of each named landmark in view then;
+    the options are landmarks each clearly farther from the goal than it (:func:`clearly_farther`),
+    so it is the closest of them whichever others stand near. The distractors are the golds of
+    other rows across the release (:attr:`Question.pool`), landmarks of this flight or of
+    others, so each is offered about as often as the option count times it is right; none is
+    the goal or a landmark of the instruction (the instruction names where the drone flies,
+    never the cue: such options would be ruled out without looking)."""
     if not m.named(m.goal):
         return
-    frames = m.task.visibility[m.goal]
-    near = _nearest({lid: m.box_gap(m.goal, lid) for lid in m.names if lid != m.goal})
-    if near is None or not m.named(near):
-        return
+    boxes = m.boxes()
+    goal = (m.lo[m.goal], m.hi[m.goal])
+    barred = frozenset(m.names[lid] for lid in m.names if _norm(m.names[lid]) in m.instructed) | {
+        m.names[m.goal]
+    }
     # the goal alone, not the route's instruction: landmark options the question names would
     # stand out by repeating its words
-    q = (f"The drone is flying to the {m.names[m.goal]}, which is out of view now. Which landmark "
-         "in sight now is a cue to where it lies, standing closest to it?")  # fmt: skip
-    pool = [m.names[lid] for lid in m.seen_in(0, m.last) if lid != m.goal and m.named(lid)]
-    for s in m.cuts():
-        t = s.end_frame + 1
-        if frames[t].pixels or not m.task.visibility[near][t].visible:
+    q = (f"The drone is flying to the {m.names[m.goal]}, which is out of view now. Of these "
+         "landmarks, which one in sight now stands closest to it, a cue to where it lies?")  # fmt: skip
+    frames = m.task.visibility[m.goal]
+    for t in range(round(m.fps), m.last, round(m.fps)):
+        if frames[t].pixels:
             continue
-        options = draw(m.names[near], pool, q, rng, OPTIONS["association"])
-        if options is not None:
-            yield Question(
-                "association",
-                t,
-                q,
-                options,
-                options[0],
-                {"frame": t, "nearest": near},
-                fact=f"nearest:{m.goal}",
+        for lid in m.names:
+            name = m.names[lid]
+            if lid == m.goal or not m.named(lid) or name in barred or not m.task.visibility[lid][t].visible:
+                continue
+            near = m.box_gap(lid, m.goal)
+            within = frozenset(
+                x for x, lms in boxes.items() if all(clearly_farther(box_gap(b, goal), near) for _, b in lms)
             )
+            nearest = _nearest({o: m.box_gap(m.goal, o) for o in m.names if o != m.goal})
+            yield Question(
+                "association", t, q, (name,), name, {"frame": t, "landmark": lid},
+                # the same fact as Object Recall's when it is the goal's nearest landmark
+                fact=f"nearest:{m.goal}" if nearest == lid else f"nearer:{m.goal}:{lid}",
+                pool="association", barred=barred, within=within, instructed=m.instructed,
+            )  # fmt: skip
 
 
 # -- navigation --------------------------------------------------------------------------
