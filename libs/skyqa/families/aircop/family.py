@@ -35,7 +35,7 @@ from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families import mcq
 from skyqa.families.aircop.checks import LETTERS, check_rows
 from skyqa.families.aircop.export import aircop_questions
-from skyqa.families.aircop.facts import ViewQuality, contents, perceive, unique_names
+from skyqa.families.aircop.facts import ViewQuality, contents, group_names, perceive, shown_names
 from skyqa.families.aircop.paths import marked_path, view_path
 from skyqa.families.aircop.questions import (
     BUILDERS,
@@ -166,8 +166,9 @@ class AirCop:
                         degradation=d,
                     )
                 )
-            names = unique_names(task, frames, masks, classes)
-            group = Group(task, perceive(task, qualities), qualities, names, views)
+            seen_names = shown_names(task, frames, masks, views)
+            names = group_names(task, seen_names)
+            group = Group(task, perceive(task, qualities), qualities, names, views, seen_names)
             groups.append((task, group, images))
             out.missions[task.group_id] = task.group_id
         # the gold's letter cycles per type from a seeded start: a type asked once or twice per
