@@ -63,7 +63,9 @@ from skyqa.families.aircop.facts import (
     named_in,
     visible_px,
 )
+from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.sim.classes import BY_NAME
+from skyqa.vocab.directions import similarity
 
 Evidence = dict[str, str | int | float | bool | list[str] | list[int] | list[float] | dict[str, list[float]]]
 Box = tuple[float, float, float, float]  # normalized xyxy
@@ -1008,18 +1010,19 @@ def who_to_collaborate(g: Group) -> Iterator[Question]:
 
 def what_to_collaborate(g: Group) -> Iterator[Question]:
     """The object the asking UAV cannot rely on but the helper makes out, among objects of its
-    category the helper has no reason to send: those the asking UAV makes out itself (never
+    class the helper has no reason to send: those the asking UAV makes out itself (never
     another object the helper could usefully send, nor one the asking UAV perhaps makes out).
     Every option points at one object as the helper's image shows it, by its description
     (colour, class and the named object it is nearest to, :func:`_pointer`): the reader finds
     each in the helper's view and asks whether the asking UAV's view shows it too (AirCopBench:
-    "What information should UAV2 share with UAV1?"). The options name objects of one
-    category, so the category (vehicles are hidden more often than buildings) does not point at
-    the gold; where fewer than three others qualify, nothing is asked."""
+    "What information should UAV2 share with UAV1?"). The options name objects of one class:
+    small objects are hidden more often than large ones (cars more often than buses, even), so
+    a class in the set would point at the gold; where fewer than three others qualify, nothing
+    is asked."""
     shown = sorted({iid for view in g.shown for iid in view})
     for iid in shown:
         sights = [_sight(g, u, iid) for u in range(len(g.labels))]
-        category = next(c for c in (_category_in(g, u, iid) for u in range(len(g.labels))) if c)
+        kind = next((c for c in (_class_in(g, u, iid) for u in range(len(g.labels))) if c), None)
         for u, (_, needs, _) in enumerate(sights):
             helpers = sorted(
                 (b for b, (made, _, _) in enumerate(sights) if b != u and made is True),
@@ -1033,9 +1036,13 @@ def what_to_collaborate(g: Group) -> Iterator[Question]:
                 continue
             texts = [gold]
             for j, (_, clear) in sorted(_spots(g, b).items()):
-                if j == iid or not clear or _category_in(g, b, j) != category:
+                if j == iid or not clear or kind is None or _class_in(g, b, j) != kind:
                     continue
-                if _made_out_in(g, u, j) is True and (text := _described(g, b, j)) is not None:
+                text = _described(g, b, j) if _made_out_in(g, u, j) is True else None
+                # descriptions of one class can read alike ("the white car nearest the red bus"
+                # / "... the red bus shelter"): the pool keeps none too like another
+                # (``family.fair`` refuses such a set whichever member is the gold)
+                if text is not None and all(similarity(text, t) <= MAX_SIMILARITY for t in texts):
                     texts.append(text)
             if len(set(texts)) < MAX_OPTIONS:
                 continue  # the source's four options, or the row is not asked
@@ -1044,8 +1051,9 @@ def what_to_collaborate(g: Group) -> Iterator[Question]:
                 f"in {g.labels[b]}'s image?"
             )
             ev: Evidence = {"helper": g.labels[b], "instance_id": iid}
-            key = g.shown[b][iid].split(" ", 1)[1]  # its class word
-            yield Question("what_to_collaborate", g.labels[u], q, texts[0], key, among(texts[0], texts), ev)
+            yield Question(
+                "what_to_collaborate", g.labels[u], q, texts[0], str(kind), among(texts[0], texts), ev
+            )
 
 
 def _described(g: Group, u: int, iid: int) -> str | None:
@@ -1058,13 +1066,13 @@ def _described(g: Group, u: int, iid: int) -> str | None:
     return f"the {g.shown[u][iid]} nearest the {ref}"
 
 
-def _category_in(g: Group, u: int, iid: int) -> str | None:
-    """The category of an instance view ``u`` shows (the task's for the group's objects)."""
+def _class_in(g: Group, u: int, iid: int) -> str | None:
+    """The class of an instance view ``u`` shows (the task's for the group's objects)."""
     for o in g.task.objects:
         if o.instance_id == iid:
-            return o.category
+            return o.class_name
     found = g.instance(u, iid)
-    return None if found is None else found.category
+    return None if found is None else found.class_name
 
 
 def _made_out_in(g: Group, u: int, iid: int) -> bool | None:
