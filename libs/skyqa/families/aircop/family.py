@@ -74,7 +74,10 @@ NOT_BUILT = (
     "option (near-ties inside the margin are not asked). Counting and the view with most vehicles "
     "are asked of the whole picture only where every vehicle in it is clearly one; elsewhere (wide "
     "city views with far cars of a few pixels) of a region drawn as a red box on the view and named "
-    "in the question, holding no vehicle a person might or might not count. Object Recognition "
+    "in the question, holding no vehicle a person might or might not count (a wrong option's box in "
+    "a comparison is compared by the most a person could count in it). Objects are named by colour "
+    "and class, or pointed at by the named object they stand nearest to (the source's free-text "
+    'descriptions such as "approaching the intersection from the left" are not built). Object Recognition '
     "lists four kinds and asks how many of them the view shows (the source asks for the number "
     "of types without a list)."
 )

@@ -14,15 +14,22 @@ row has the source's four options A-D; a candidate that cannot offer four is not
 - sides (grounding, matching): all four, every time;
 - features, quality levels, states and causes (:data:`SPACES`): drawn from the labels that are
   golds of this type elsewhere in the release (:data:`RELEASED`), the same pool for every row;
-- objects to share: drawn from the other objects of the gold's category that need not be sent.
+- objects to share: drawn from the other objects of the gold's class that need not be sent,
+  each described as the helper's image shows it, none too like another.
 
 What a view shows is asked about as a whole (counts, kinds, the view with most vehicles, the
 dominant feature): every instance its segmentation shows, never only the objects near a
 centre the model is not shown (:func:`.facts.counted`); or, for counts and the view with most
 vehicles, inside a red box drawn on the view the model is shown and named in the question
 (:func:`regions`), where no instance a person might or might not count lies near the box's
-line or inside it. Objects are named by colour and class where the name picks out one object
-in every view (:func:`.facts.unique_names`).
+line or inside it (a wrong option's box in a comparison may hold some: it is compared by the
+most a person could count there, :func:`region_bounds`). Objects are named by colour and class
+where the name picks out one object in the views the question sends the reader to: the image
+it asks about for grounding, both images for what to share, every view for the questions
+about one object across the group (:meth:`Group.named_in`, :func:`.facts.shown_names`); any
+object the views show may be asked about, the group's or not. Where a name alone does not
+pick one out, the object is pointed at by its description: colour, class and the named object
+it is nearest to, well nearer than any namesake (:func:`_pointer`).
 
 Option texts of one type share one form ("it is ..., so no" for every usability option, "on
 its left" / "above it" for every side), and no question repeats an option's words. A drawn set
