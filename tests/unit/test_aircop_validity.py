@@ -800,6 +800,22 @@ def test_grounding_names_need_only_be_unique_in_the_image_asked_about() -> None:
     )
     assert not [q for u, q in grounded if u == "UAV2" and "red car" in q]
     assert not [q for q in BUILDERS["usability_assessment"](g) if "red car" in q.question]
+    # the QC re-derives the row from the views: with the namesake in UAV1's picture, refused
+    text = "In UAV1's image, where does the red car appear relative to the blue house?"
+    sides = ["on its left", "on its right", "above it", "below it"]
+    row = CollabRow(
+        sample_id="s_group_object_grounding", scene_id="s", engine="builtin", task="object_grounding",
+        task_display_name=COLLAB_DISPLAY["object_grounding"], group=collab_group_of("object_grounding"),
+        group_id="s_group", uav="UAV1", images=[f"image_tasks/groups/s_group/UAV{k}.jpg" for k in (1, 2)],
+        image_labels=["UAV1", "UAV2"], question=text,
+        options=[Option(option_id=k, label=v) for k, v in zip(LETTERS, sides, strict=True)],
+        answer_option_id="A", answer_label=sides[0], evidence={}, difficulty="easy",
+        prompt_text=text, user_prompt=text, system_prompt="",
+    )  # fmt: skip
+    assert judge(row, g, {}) is None
+    base = make_group(objects, [uav, uav], [("none", 4), ("none", 4)])
+    twin = with_outside(base, {0: [(99, "car", "red car", 600, at(0.5, 0.9))]})
+    assert judge(row, twin, {}) == "answer disagrees with the re-measured views"
 
 
 def test_matching_points_by_a_description_that_picks_out_one_object() -> None:
