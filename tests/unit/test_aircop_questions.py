@@ -200,7 +200,7 @@ def test_qc_rederives_the_planned_answers_from_the_stored_views_and_catches_a_wr
     }
     # a count inside a red box: the model is shown the UAV's degraded view with the box drawn
     # on it; a row whose region moved, or that shows the view without the box, is refused
-    boxed = next(r for r in rows if r.evidence.get("regions"))
+    boxed = next(r for r in rows if r.task == "object_counting" and r.evidence.get("regions"))
     regions = boxed.evidence["regions"]
     assert isinstance(regions, dict) and len(regions) == 1
     ((label, box),) = regions.items()

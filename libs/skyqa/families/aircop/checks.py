@@ -49,7 +49,7 @@ class Rebuilt:
     ) -> None:
         final = keys.final_task(run_id, task.group_id)
         root = keys.run_prefix(run_id)
-        self.qualities, seen, frames, masks, classes, views = [], [], [], [], [], []
+        self.qualities, seen, frames, masks, views = [], [], [], [], []
         for u, uav in enumerate(task.uavs):
             req = degraded[view_path(task.group_id, uav.uav)]
             clean = _rgb(store.get(f"{final}/{task.images[u]}"))
@@ -60,7 +60,6 @@ class Rebuilt:
             cls, instance = media.decode_segmentation(store.get(f"{final}/{task.segmentation[u]}"))
             frames.append(clean)
             masks.append(instance)
-            classes.append(cls)
             lost = lost_mask(req.degradation, instance.shape[1], instance.shape[0])
             views.append(F.contents(cls, instance, lost))
             row = []
@@ -76,7 +75,8 @@ class Rebuilt:
         self.seen = seen
         self.views = views
         # naming is the question's wording, not its answer
-        self.names = F.unique_names(task, frames, masks, classes)
+        self.shown = F.shown_names(task, frames, masks, views)
+        self.names = F.group_names(task, self.shown)
 
 
 def _rgb(data: bytes) -> np.ndarray:
@@ -120,7 +120,7 @@ def check_rows(
         if facts is None:
             v.fail(r.sample_id, "group views missing or unreadable")
             continue
-        g = Group(task, facts.seen, facts.qualities, facts.names, facts.views)
+        g = Group(task, facts.seen, facts.qualities, facts.names, facts.views, facts.shown)
         try:
             regions = _regions(r.evidence)
         except ValueError as e:

@@ -33,6 +33,7 @@ One definition of "can be made out" serves every question type (:func:`made_out`
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -187,50 +188,55 @@ def unique_names(
     masks: list[NDArray[np.uint32]],
     classes: list[NDArray[np.uint16]],
 ) -> dict[int, str]:
-    """Colour and class for objects whose measured colour the views agree on, kept only when
-    nothing else the views show has the same name (the words must pick out one object): no
-    other object of the group, and no instance of the same class outside the area that a view
-    shows in that colour (a yellow car at the edge of the picture is a yellow car to a reader)."""
-    named = {}
-    for o in task.objects:
-        colour = colour_name(frames, masks, o.instance_id)
-        if colour:
-            named[o.instance_id] = f"{colour} {o.class_name.replace('_', ' ')}"
-    counts = Counter(named.values())
-    for name in _outside_names(task, frames, masks, classes, named):
-        counts[name] += 1
-    return {i: n for i, n in named.items() if counts[n] == 1}
+    """Colour and class for the group's objects whose name nothing else any view shows carries
+    (the words must pick out one object wherever a reader looks): no other object of the group,
+    and no instance of the same class outside the area that a view shows in that colour (a
+    yellow car at the edge of the picture is a yellow car to a reader)."""
+    views = [contents(c, m, np.zeros(m.shape, dtype=np.bool_)) for c, m in zip(classes, masks, strict=True)]
+    return group_names(task, shown_names(task, frames, masks, views))
 
 
-def _outside_names(
+def group_names(task: GroupTask, shown: Sequence[Mapping[int, str]]) -> dict[int, str]:
+    """The group's objects named uniquely over all its views (:func:`named_in`)."""
+    group = {o.instance_id for o in task.objects}
+    return {i: n for i, n in named_in(shown, range(len(shown))).items() if i in group}
+
+
+def named_in(shown: Sequence[Mapping[int, str]], views: Iterable[int]) -> dict[int, str]:
+    """The instances whose name no other instance the given views show carries (``shown``:
+    :func:`shown_names`): names that point at one object for a reader of those views."""
+    seen: dict[int, str] = {}
+    for u in views:
+        seen.update(shown[u])
+    counts = Counter(seen.values())
+    return {i: n for i, n in sorted(seen.items()) if counts[n] == 1}
+
+
+def shown_names(
     task: GroupTask,
     frames: list[NDArray[np.uint8]],
     masks: list[NDArray[np.uint32]],
-    classes: list[NDArray[np.uint16]],
-    named: dict[int, str],
-) -> list[str]:
-    """The names of instances outside the group that the views show, of the classes of the
-    group's named objects (the segmentation's class of each; the colour as the group's is read)."""
-    group = {o.instance_id for o in task.objects}
-    class_of: dict[int, str] = {}  # segmentation class id -> the class word of a named object
-    for o in task.objects:
-        if o.instance_id in named:
-            for mask, cls in zip(masks, classes, strict=True):
-                at = cls[mask == o.instance_id]
-                if len(at):
-                    class_of[int(np.bincount(at).argmax())] = o.class_name.replace("_", " ")
-                    break
-    others: set[tuple[int, int]] = set()
-    for mask, cls in zip(masks, classes, strict=True):
-        for cid in class_of:
-            ids, n = np.unique(mask[cls == cid], return_counts=True)
-            big = ids[n >= COLOUR_MIN_PX]
-            others |= {(int(i), cid) for i in big if int(i) not in group}
-    out = []
-    for instance_id, cid in sorted(others):
-        colour = colour_name(frames, masks, instance_id)
-        if colour:
-            out.append(f"{colour} {class_of[cid]}")
+    views: Sequence[ViewContents],
+) -> list[dict[int, str]]:
+    """Per view, the colour and class of every instance it shows with ``COLOUR_MIN_PX`` pixels
+    or more (:func:`contents`), the group's objects and any other of a class the vocabulary
+    names: what a reader of that view could take a name for. Each instance's colour is read
+    once, in its most sunlit view (:func:`colour_name`); a group object's class word is the
+    task's."""
+    word = {o.instance_id: o.class_name for o in task.objects}
+    colours: dict[int, str | None] = {}
+    out: list[dict[int, str]] = []
+    for view in views:
+        here: dict[int, str] = {}
+        for i in view.instances:
+            cls = word.get(i.instance_id, i.class_name)
+            if cls is None or i.pixels < COLOUR_MIN_PX:
+                continue
+            if i.instance_id not in colours:
+                colours[i.instance_id] = colour_name(frames, masks, i.instance_id)
+            if (colour := colours[i.instance_id]) is not None:
+                here[i.instance_id] = f"{colour} {cls.replace('_', ' ')}"
+        out.append(here)
     return out
 
 

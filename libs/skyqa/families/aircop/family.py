@@ -35,7 +35,7 @@ from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families import mcq
 from skyqa.families.aircop.checks import LETTERS, check_rows
 from skyqa.families.aircop.export import aircop_questions
-from skyqa.families.aircop.facts import ViewQuality, contents, perceive, unique_names
+from skyqa.families.aircop.facts import ViewQuality, contents, group_names, perceive, shown_names
 from skyqa.families.aircop.paths import marked_path, view_path
 from skyqa.families.aircop.questions import (
     BUILDERS,
@@ -73,7 +73,10 @@ NOT_BUILT = (
     "option (near-ties inside the margin are not asked). Counting and the view with most vehicles "
     "are asked of the whole picture only where every vehicle in it is clearly one; elsewhere (wide "
     "city views with far cars of a few pixels) of a region drawn as a red box on the view and named "
-    "in the question, holding no vehicle a person might or might not count. Object Recognition "
+    "in the question, holding no vehicle a person might or might not count (a wrong option's box in "
+    "a comparison is compared by the most a person could count in it). Objects are named by colour "
+    "and class, or pointed at by the named object they stand nearest to (the source's free-text "
+    'descriptions such as "approaching the intersection from the left" are not built). Object Recognition '
     "lists four kinds and asks how many of them the view shows (the source asks for the number "
     "of types without a list)."
 )
@@ -165,8 +168,9 @@ class AirCop:
                         degradation=d,
                     )
                 )
-            names = unique_names(task, frames, masks, classes)
-            group = Group(task, perceive(task, qualities), qualities, names, views)
+            seen_names = shown_names(task, frames, masks, views)
+            names = group_names(task, seen_names)
+            group = Group(task, perceive(task, qualities), qualities, names, views, seen_names)
             groups.append((task, group, images))
             out.missions[task.group_id] = task.group_id
         # the gold's letter cycles per type from a seeded start: a type asked once or twice per

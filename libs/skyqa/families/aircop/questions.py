@@ -14,15 +14,22 @@ row has the source's four options A-D; a candidate that cannot offer four is not
 - sides (grounding, matching): all four, every time;
 - features, quality levels, states and causes (:data:`SPACES`): drawn from the labels that are
   golds of this type elsewhere in the release (:data:`RELEASED`), the same pool for every row;
-- objects to share: drawn from the other objects of the gold's category that need not be sent.
+- objects to share: drawn from the other objects of the gold's class that need not be sent,
+  each described as the helper's image shows it, none too like another.
 
 What a view shows is asked about as a whole (counts, kinds, the view with most vehicles, the
 dominant feature): every instance its segmentation shows, never only the objects near a
 centre the model is not shown (:func:`.facts.counted`); or, for counts and the view with most
 vehicles, inside a red box drawn on the view the model is shown and named in the question
 (:func:`regions`), where no instance a person might or might not count lies near the box's
-line or inside it. Objects are named by colour and class where the name picks out one object
-in every view (:func:`.facts.unique_names`).
+line or inside it (a wrong option's box in a comparison may hold some: it is compared by the
+most a person could count there, :func:`region_bounds`). Objects are named by colour and class
+where the name picks out one object in the views the question sends the reader to: the image
+it asks about for grounding, both images for what to share, every view for the questions
+about one object across the group (:meth:`Group.named_in`, :func:`.facts.shown_names`); any
+object the views show may be asked about, the group's or not. Where a name alone does not
+pick one out, the object is pointed at by its description: colour, class and the named object
+it is nearest to, well nearer than any namesake (:func:`_pointer`).
 
 Option texts of one type share one form ("it is ..., so no" for every usability option, "on
 its left" / "above it" for every side), and no question repeats an option's words. A drawn set
@@ -60,9 +67,12 @@ from skyqa.families.aircop.facts import (
     ViewQuality,
     counted,
     made_out,
+    named_in,
     visible_px,
 )
+from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.sim.classes import BY_NAME
+from skyqa.vocab.directions import similarity
 
 Evidence = dict[str, str | int | float | bool | list[str] | list[int] | list[float] | dict[str, list[float]]]
 Box = tuple[float, float, float, float]  # normalized xyxy
@@ -146,16 +156,40 @@ class Group:
         qualities: list[ViewQuality],
         names: dict[int, str],
         views: list[ViewContents],
+        shown: Sequence[Mapping[int, str]] | None = None,
     ) -> None:
         if not len(seen) == len(qualities) == len(views) == len(task.uavs):
             raise ValueError("a group needs the objects, quality and contents of every UAV's view")
+        if shown is not None and len(shown) != len(task.uavs):
+            raise ValueError("a group needs the names every UAV's view shows")
         self.task = task
         self.seen = seen
         self.views = views  # per UAV, everything its segmentation shows
         self.q = qualities
         self.names = names  # instance id -> "red car", for objects named uniquely in the group
+        # per UAV, the name of every instance its view shows (:func:`.facts.shown_names`); without
+        # them, each view shows the group's names only
+        self.shown = [dict(v) for v in shown] if shown is not None else [dict(names) for _ in task.uavs]
         self.labels = [u.uav for u in task.uavs]
         self.memo: dict[tuple[int, str], dict[int, Box]] = {}  # :func:`regions` per view and noun
+        self.spots: dict[int, dict[int, tuple[Box, bool]]] = {}  # :func:`_spots` per view
+        self.by_id: list[dict[int, Instance]] = []  # :meth:`instance`, built on first use
+        # :func:`_grid_bounds` per view and noun
+        self.bounds: dict[
+            tuple[int, str], tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]
+        ] = {}
+
+    def instance(self, u: int, iid: int) -> Instance | None:
+        """The instance view ``u``'s segmentation shows under ``iid``, if any."""
+        if not self.by_id:
+            self.by_id = [{i.instance_id: i for i in v.instances} for v in self.views]
+        return self.by_id[u].get(iid)
+
+    def named_in(self, *views: int) -> dict[int, str]:
+        """The instances (the group's objects and any other) whose name nothing else the given
+        views show carries: a question a reader answers from those views alone may name them
+        (:func:`.facts.named_in`)."""
+        return named_in(self.shown, views)
 
     def cause(self, s: Seen) -> str:
         """The key of :data:`CAUSE` for the object's state."""
@@ -353,18 +387,42 @@ def scene_comparison(g: Group) -> Iterator[Question]:
                 q = f"Which UAV's view shows the most {noun}?"
                 yield Question("scene_comparison", "", q, gold, gold, among(gold, g.labels), ev)
                 continue
-        most = [max(regions(g, u, noun).items(), default=None) for u in range(len(g.views))]
-        if any(m is None for m in most):
-            continue
-        counts = [m[0] for m in most if m is not None]
-        best = _leader(counts, counts)
-        if best is None:
-            continue
-        marks = tuple((g.labels[u], m[1]) for u, m in enumerate(most) if m is not None)
-        ev = {noun: counts, "regions": {label: list(box) for label, box in marks}}
-        gold = g.labels[best]
-        q = f"A red box is drawn on each UAV's view. Which UAV's box holds the most {noun}?"
-        yield Question("scene_comparison", "", q, gold, gold, among(gold, g.labels), ev, marks)
+        yield from _boxed_comparison(g, noun)
+
+
+def _boxed_comparison(g: Group, noun: str) -> Iterator[Question]:
+    """The view whose red box holds the most ``noun``, one box of one size drawn on every view.
+    Per view as the leader, the largest size at which its box holding the most holds them
+    for sure (:func:`region_bounds`; at most ``MAX_COUNT``), ``COUNT_MARGIN`` more than every
+    other view's box could hold even if everything a person might count there were counted;
+    each other view's box the one of that size holding the most within that bound. A view
+    rated Poor or worse is never the leader, yet may be a wrong option: its box holds at most
+    the instances its segmentation shows there, however a person reads the blurred picture."""
+    bounds = [_grid_bounds(g, u, noun) for u in range(len(g.views))]
+    for lead in range(len(g.views)):
+        for sel in BY_SIZE:
+            lo, _, exact = bounds[lead]
+            ok = sel[exact[sel] & (lo[sel] <= MAX_COUNT)]
+            if not len(ok) or (n := int(lo[ok].max())) < COUNT_MARGIN:
+                continue
+            picked = {lead: int(ok[np.argmax(lo[ok])])}
+            for u in range(len(g.views)):
+                hi = bounds[u][1]
+                under = sel[hi[sel] <= n - COUNT_MARGIN]
+                if u != lead and len(under):
+                    picked[u] = int(under[np.argmax(hi[under])])
+            if len(picked) < len(g.views):
+                continue  # a view every box of this size could hold as many in
+            marks = tuple((g.labels[u], _box(GRID[picked[u]])) for u in range(len(g.views)))
+            ev: Evidence = {
+                noun: [int(bounds[u][0][picked[u]]) for u in range(len(g.views))],
+                "at_most": [int(bounds[u][1][picked[u]]) for u in range(len(g.views))],
+                "regions": {label: list(box) for label, box in marks},
+            }
+            gold = g.labels[lead]
+            q = f"A red box is drawn on each UAV's view. Which UAV's box holds the most {noun}?"
+            yield Question("scene_comparison", "", q, gold, gold, among(gold, g.labels), ev, marks)
+            break
 
 
 def _leader(lo: list[int], hi: list[int]) -> int | None:
@@ -381,7 +439,7 @@ def _leader(lo: list[int], hi: list[int]) -> int | None:
 # in the question ("inside the red box drawn on UAV3's view") asks about a part of the picture
 # where every instance is clearly one: none that a person might or might not count, and none
 # the box's line cuts, lies within ``REGION_GAP`` of the box's line on either side.
-REGION_SIZES = (0.3, 0.4, 0.5, 0.6)  # a region's width and height, of the image's
+REGION_SIZES = (0.2, 0.3, 0.4, 0.5, 0.6)  # a region's width and height, of the image's
 REGION_STEP = 0.05
 REGION_EDGE = 0.05  # the box this far from the image's border: its line stays in the picture
 REGION_GAP = 0.02  # of the image, both sides of the box's line
@@ -404,15 +462,25 @@ def region_count(
     g: Group, u: int, keep: Callable[[Instance], bool], kind: bool, boxes: NDArray[np.float64]
 ) -> NDArray[np.int64]:
     """How many instances ``keep`` selects each region (normalized xyxy rows of ``boxes``) of
-    view ``u`` holds, or -1 where a person could count it otherwise: an instance a person might
-    or might not count (:func:`.facts.counted`), of a class the vocabulary does not name, a
-    :data:`LOOKALIKE`, or (``kind``: a count of cars, trucks or buses) a vehicle whose kind a
-    person could misjudge, within ``REGION_GAP`` of the region's line or inside it; or one it
-    counts that is not inside the region by that gap. In a view rated Poor or worse, every
-    region (a person cannot be sure even that a part of it is empty)."""
+    view ``u`` holds, or -1 where a person could count it otherwise (:func:`region_bounds`: its
+    fewest and most differ, or the view is rated Poor or worse, where a person cannot be sure
+    even that a part of it is empty)."""
+    lo, _, exact = region_bounds(g, u, keep, kind, boxes)
+    return np.where(exact, lo, -1)
+
+
+def region_bounds(
+    g: Group, u: int, keep: Callable[[Instance], bool], kind: bool, boxes: NDArray[np.float64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
+    """Per region (normalized xyxy rows of ``boxes``) of view ``u``: the fewest instances
+    ``keep`` selects a person counts in it, the most a person might count in it, and whether
+    the count is sure. The fewest: those counted for sure (:func:`.facts.counted`) lying inside
+    the region by ``REGION_GAP``. The most adds every instance within ``REGION_GAP`` of the
+    region's line or inside it that a person counts or might: one counted for sure that the
+    line cuts, one a person might or might not count, of a class the vocabulary does not name,
+    a :data:`LOOKALIKE`, or (``kind``: a count of cars, trucks or buses) a vehicle whose kind a
+    person could misjudge. Sure: the two agree and the view is rated Fair or better."""
     view, q, w, h = g.views[u], g.q[u], g.task.width, g.task.height
-    if q.quality < USABLE_QUALITY and q.degradation.kind != "masking":
-        return np.full(len(boxes), -1, dtype=np.int64)  # nothing in it is sure, not even nothing
     unsure_px = IDENTIFY * visible_px(w, h)
     bad, good = [], []
     for i in view.instances:
@@ -429,8 +497,9 @@ def region_count(
                 bad.append(i.box)
         elif keep(i):
             good.append(i.box)
-    counts = np.zeros(len(boxes), dtype=np.int64)
-    invalid = np.zeros(len(boxes), dtype=bool)
+    lo = np.zeros(len(boxes), dtype=np.int64)
+    hi = np.zeros(len(boxes), dtype=np.int64)
+    exact = np.full(len(boxes), q.quality >= USABLE_QUALITY or q.degradation.kind == "masking")
     r = boxes[:, None, :]
     for arr, sure in ((np.array(bad, dtype=np.float64), False), (np.array(good, dtype=np.float64), True)):
         if not len(arr):
@@ -442,8 +511,9 @@ def region_count(
             & (b[..., 1] < r[..., 3] + REGION_GAP)
             & (b[..., 3] > r[..., 1] - REGION_GAP)
         )
+        hi += touch.sum(axis=1)
         if not sure:
-            invalid |= touch.any(axis=1)
+            exact &= ~touch.any(axis=1)
             continue
         inside = (
             (b[..., 0] >= r[..., 0] + REGION_GAP)
@@ -451,13 +521,33 @@ def region_count(
             & (b[..., 1] >= r[..., 1] + REGION_GAP)
             & (b[..., 3] <= r[..., 3] - REGION_GAP)
         )
-        invalid |= (touch & ~inside).any(axis=1)
-        counts = touch.sum(axis=1)
-    return np.where(invalid, -1, counts)
+        lo += inside.sum(axis=1)
+        exact &= ~(touch & ~inside).any(axis=1)
+    return lo, hi, exact
 
 
 # the grid's regions, largest first (grid order among equals)
 BY_AREA = np.lexsort((np.arange(len(GRID)), -(GRID[:, 2] - GRID[:, 0]) * (GRID[:, 3] - GRID[:, 1])))
+
+
+def _by_size() -> list[NDArray[np.intp]]:
+    """The grid's regions of each size (indices in grid order), the largest size first."""
+    size = np.round(GRID[:, 2:] - GRID[:, :2], 2)
+    keys = sorted({(float(w), float(h)) for w, h in size}, key=lambda wh: (-wh[0] * wh[1], wh))
+    return [np.flatnonzero((size[:, 0] == w) & (size[:, 1] == h)) for w, h in keys]
+
+
+BY_SIZE = _by_size()
+
+
+def _grid_bounds(
+    g: Group, u: int, noun: str
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
+    """:func:`region_bounds` of every grid region of view ``u`` for ``noun`` (a key of
+    :data:`COUNTED`), once per group."""
+    if (u, noun) not in g.bounds:
+        g.bounds[u, noun] = region_bounds(g, u, COUNTED[noun], noun != "vehicles", GRID)
+    return g.bounds[u, noun]
 
 
 def regions(g: Group, u: int, noun: str) -> dict[int, Box]:
@@ -465,7 +555,8 @@ def regions(g: Group, u: int, noun: str) -> dict[int, Box]:
     region of view ``u`` that holds that many, clearly (:func:`region_count`); the first in
     grid order among equals."""
     if (u, noun) not in g.memo:
-        counts = region_count(g, u, COUNTED[noun], noun != "vehicles", GRID)[BY_AREA]
+        lo, _, exact = _grid_bounds(g, u, noun)
+        counts = np.where(exact, lo, -1)[BY_AREA]
         values, first = np.unique(counts, return_index=True)
         g.memo[u, noun] = {
             int(n): _box(GRID[BY_AREA[k]])
@@ -698,93 +789,113 @@ def relation(
     return None
 
 
-def _relations(g: Group, u: int, k: int) -> Iterator[tuple[int, str]]:
-    """The named objects object ``k`` has a clear side of in view ``u``, with that side."""
-    s = g.seen[u][k]
-    if not s.usable:
+def _spots(g: Group, u: int) -> dict[int, tuple[Box, bool]]:
+    """Every instance view ``u`` names (:attr:`Group.shown`): its box (its pixels' bounds, as the
+    QC re-reads them) and whether it is made out for certain, the group's objects by the
+    renderer's measurements (:func:`.facts.made_out`), any other as a person counts it from the
+    picture (:func:`.facts.counted`)."""
+    if u not in g.spots:
+        view, q, w, h = g.views[u], g.q[u], g.task.width, g.task.height
+        out: dict[int, tuple[Box, bool]] = {
+            i.instance_id: (i.box, counted(i, view, q, w, h) is True)
+            for i in view.instances
+            if i.instance_id in g.shown[u]
+        }
+        for o, s in zip(g.task.objects, g.seen[u], strict=True):
+            if o.instance_id in g.shown[u]:
+                x0, y0, x1, y1 = (float(v) for v in s.view.bbox_xyxy_norm)
+                out[o.instance_id] = (out.get(o.instance_id, ((x0, y0, x1, y1), False))[0], s.usable)
+        g.spots[u] = out
+    return g.spots[u]
+
+
+def _relations(g: Group, u: int, iid: int, names: Mapping[int, str]) -> Iterator[tuple[int, str]]:
+    """The instances ``names`` holds, made out in view ``u``, that instance ``iid`` (made out
+    there too) has a clear side of, with that side."""
+    spots = _spots(g, u)
+    if iid not in spots or not spots[iid][1]:
         return
-    for j in _targets(g):
-        t = g.seen[u][j]
-        if j != k and t.usable:
-            side = relation(s.view.bbox_xyxy_norm, t.view.bbox_xyxy_norm, g.task.width, g.task.height)
+    for j in names:
+        if j != iid and j in spots and spots[j][1]:
+            side = relation(spots[iid][0], spots[j][0], g.task.width, g.task.height)
             if side:
                 yield j, side
 
 
 def object_grounding(g: Group) -> Iterator[Question]:
     """Where a named object appears relative to another named object in a view (AirCopBench:
-    "the white van is ... behind the red car"), the four sides offered every time."""
+    "the white van is ... behind the red car"), the four sides offered every time. Any object
+    the view makes out may be asked about, each named by colour and class where nothing else in
+    that view carries its name (:meth:`Group.named_in`): the question sends the reader to that
+    image alone, so a car of the same colour in another UAV's view confuses nobody."""
     for u in range(len(g.seen)):
-        for k in _targets(g):
-            for j, side in _relations(g, u, k):
-                name, ref = g.names[g.task.objects[k].instance_id], g.names[g.task.objects[j].instance_id]
-                q = f"In {g.labels[u]}'s image, where does the {name} appear relative to the {ref}?"
-                ev: Evidence = {"instance_id": g.task.objects[k].instance_id, "reference": ref, "side": side}
+        names = g.named_in(u)
+        for k in names:
+            for j, side in _relations(g, u, k, names):
+                q = f"In {g.labels[u]}'s image, where does the {names[k]} appear relative to the {names[j]}?"
+                ev: Evidence = {"instance_id": k, "reference": names[j], "side": side}
                 gold = RELATIONS[side]
                 yield Question(
                     "object_grounding", g.labels[u], q, gold, side, among(gold, list(RELATIONS.values())), ev
                 )
 
 
-NEAR_RATIO = 1.5  # the pointer's reference this many times nearer than any other named object
+NEAR_RATIO = 1.5  # the pointed-at object this many times nearer its reference than any namesake
 
 
-def _nearest(g: Group, u: int, k: int) -> int | None:
-    """The named object nearest object ``k`` in view ``u`` (box centres, in pixels), when it is
-    ``NEAR_RATIO`` times nearer than any other object the view perhaps shows."""
-    s = g.seen[u][k]
+def _centre(box: Box, width: int, height: int) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2 * width, (box[1] + box[3]) / 2 * height
+
+
+def _pointer(g: Group, u: int, iid: int) -> str | None:
+    """The named object of view ``u`` that makes "the <name of iid> nearest the <it>" pick out
+    instance ``iid`` among every instance the view shows under its name: of the objects named
+    uniquely in the view and made out there, the one nearest ``iid``, when ``iid`` is
+    ``NEAR_RATIO`` times nearer it (box centres, in pixels) than any namesake. None when there
+    is no such reference."""
+    name, named, spots = g.shown[u][iid], g.named_in(u), _spots(g, u)
     w, h = g.task.width, g.task.height
 
-    def centre(t: Seen) -> tuple[float, float]:
-        b = t.view.bbox_xyxy_norm
-        return (b[0] + b[2]) / 2 * w, (b[1] + b[3]) / 2 * h
+    def dist(a: int, b: int) -> float:
+        (x0, y0), (x1, y1) = _centre(spots[a][0], w, h), _centre(spots[b][0], w, h)
+        return float(np.hypot(x1 - x0, y1 - y0))
 
-    cx, cy = centre(s)
-    dist = sorted(
-        (float(np.hypot(centre(t)[0] - cx, centre(t)[1] - cy)), j)
-        for j, t in enumerate(g.seen[u])
-        if j != k and made_out(t) is not False
-    )
-    nearest = dist[0][1] if dist else -1
-    if nearest < 0 or g.task.objects[nearest].instance_id not in g.names or not g.seen[u][nearest].usable:
+    refs = sorted((dist(iid, j), j) for j in named if j != iid and spots[j][1] and named[j] != name)
+    if not refs:
         return None
-    if len(dist) > 1 and dist[1][0] < NEAR_RATIO * dist[0][0]:
+    mine, ref = refs[0]
+    namesakes = [i for i, n in g.shown[u].items() if n == name and i != iid]
+    # a namesake whose place is unknown could be the nearer one
+    if any(i not in spots or dist(i, ref) < NEAR_RATIO * mine for i in namesakes):
         return None
-    return dist[0][1]
+    return named[ref]
 
 
 def object_matching(g: Group) -> Iterator[Question]:
     """An object pointed at in one view by its description (colour, class and the named object
-    it is nearest), and where the same object appears in another view relative to a named
-    object there (AirCopBench: "which object in UAV2 corresponds to the dark gray car
-    approaching the intersection from the left in UAV1?")."""
+    it is nearest to, among everything of its colour and class that view shows), and where the
+    same object appears in another view relative to an object named uniquely there (AirCopBench:
+    "which object in UAV2 corresponds to the dark gray car approaching the intersection from the
+    left in UAV1?"). The object needs no name of its own in the second view: telling it from its
+    namesakes there is the matching."""
     for a in range(len(g.seen)):
-        for k in _targets(g):
-            if not g.seen[a][k].usable:
+        spots = _spots(g, a)
+        for iid in sorted(g.shown[a]):
+            if not spots[iid][1] or (ref := _pointer(g, a, iid)) is None:
                 continue
-            near = _nearest(g, a, k)
-            if near is None:
-                continue
-            name = g.names[g.task.objects[k].instance_id]
-            ref = g.names[g.task.objects[near].instance_id]
+            name = g.shown[a][iid]
             for b in range(len(g.seen)):
                 if b == a:
                     continue
-                for j, side in _relations(g, b, k):
-                    other = g.names[g.task.objects[j].instance_id]
+                there = g.named_in(b)
+                for j, side in _relations(g, b, iid, there):
                     q = (
                         f"In {g.labels[a]}'s image, take the {name} nearest the {ref}. In {g.labels[b]}'s "
-                        f"image, where does that same object appear relative to the {other}?"
+                        f"image, where does that same object appear relative to the {there[j]}?"
                     )
-                    ev: Evidence = {
-                        "instance_id": g.task.objects[k].instance_id,
-                        "from": g.labels[a],
-                        "to": g.labels[b],
-                        "side": side,
-                    }
+                    ev: Evidence = {"instance_id": iid, "from": g.labels[a], "to": g.labels[b], "side": side}
                     gold = RELATIONS[side]
-                    draw = among(gold, SIDES)
-                    yield Question("object_matching", g.labels[b], q, gold, side, draw, ev)
+                    yield Question("object_matching", g.labels[b], q, gold, side, among(gold, SIDES), ev)
 
 
 def quality_assessment(g: Group) -> Iterator[Question]:
@@ -797,7 +908,12 @@ def quality_assessment(g: Group) -> Iterator[Question]:
 
 def _targets(g: Group) -> list[int]:
     """Objects named uniquely in the group, by position in the task's object list."""
-    return [k for k, o in enumerate(g.task.objects) if o.instance_id in g.names]
+    return _indices(g, g.names)
+
+
+def _indices(g: Group, names: Mapping[int, str]) -> list[int]:
+    """The objects ``names`` holds, by position in the task's object list."""
+    return [k for k, o in enumerate(g.task.objects) if o.instance_id in names]
 
 
 def usability_assessment(g: Group) -> Iterator[Question]:
@@ -852,60 +968,129 @@ def when_to_collaborate(g: Group) -> Iterator[Question]:
             )
 
 
+def _sight(g: Group, u: int, iid: int) -> tuple[bool | None, bool, int]:
+    """How view ``u`` shows instance ``iid``: made out (:func:`_made_out_in`), whether the UAV
+    certainly needs help with it, and its pixels there. The group's objects by the renderer's
+    measurements (:func:`_needs_help`); any other needs help where the view does not show it,
+    shows a speck or a lost part of it (:func:`.facts.counted` False), or is rated Poor or worse."""
+    for k, o in enumerate(g.task.objects):
+        if o.instance_id == iid:
+            s = g.seen[u][k]
+            return made_out(s), _needs_help(s), s.view.pixels
+    view, q, found = g.views[u], g.q[u], g.instance(u, iid)
+    if found is None:
+        return False, True, 0
+    verdict = counted(found, view, q, g.task.width, g.task.height)
+    poor = q.quality < USABLE_QUALITY and q.degradation.kind != "masking"
+    return verdict, verdict is False or poor, found.pixels
+
+
 def who_to_collaborate(g: Group) -> Iterator[Question]:
     """The other UAV that makes the object out with the most pixels, ``PX_RATIO`` times any
-    other UAV that does or perhaps does; the options are the other UAVs of the group."""
-    for k in _targets(g):
-        for u, seen in enumerate(g.seen):
-            helpers = _helpers(g, k, u)
-            if not _needs_help(seen[k]) or not helpers or len(g.labels) - 1 < MAX_OPTIONS:
-                continue  # the options are the other UAVs: four of them, or the row is not asked
+    other UAV that does or perhaps does; the options are the other UAVs of the group. Any
+    object a view shows may be asked about, named by colour and class where nothing else any
+    view shows carries its name (the reader looks for it in every view)."""
+    if len(g.labels) - 1 < MAX_OPTIONS:
+        return  # the options are the other UAVs: four of them, or the row is not asked
+    names = g.named_in(*range(len(g.labels)))
+    for iid, name in names.items():
+        sights = [_sight(g, u, iid) for u in range(len(g.labels))]
+        for u, (_, needs, _) in enumerate(sights):
+            helpers = sorted(
+                (b for b, (made, _, _) in enumerate(sights) if b != u and made is True),
+                key=lambda b: (-sights[b][2], b),
+            )
+            if not needs or not helpers:
+                continue
             best = helpers[0]
             # every other UAV a person might think sees it (a view rated Poor or worse too)
             rivals = [
-                g.seen[b][k].view.pixels
-                for b in range(len(g.seen))
-                if b not in (u, best) and made_out(g.seen[b][k]) is not False
+                px for b, (made, _, px) in enumerate(sights) if b not in (u, best) and made is not False
             ]
-            if any(not beyond_margin(g.seen[best][k].view.pixels, px, PX_RATIO) for px in rivals):
+            if any(not beyond_margin(sights[best][2], px, PX_RATIO) for px in rivals):
                 continue  # two UAVs see it about as well: no single answer a person would agree on
-            name = g.names[seen[k].obj.instance_id]
             q = f"Which UAV should {g.labels[u]} collaborate with to see the {name} clearly?"
-            ev: Evidence = {"state": seen[k].state, "pixels": [row[k].view.pixels for row in g.seen]}
+            ev: Evidence = {"instance_id": iid, "pixels": [px for _, _, px in sights]}
             gold, others = g.labels[best], [x for b, x in enumerate(g.labels) if b != u]
             yield Question("who_to_collaborate", g.labels[u], q, gold, gold, among(gold, others), ev)
 
 
 def what_to_collaborate(g: Group) -> Iterator[Question]:
     """The object the asking UAV cannot rely on but the helper makes out, among objects of its
-    category the helper has no reason to send: those the asking UAV makes out itself, and
-    those the helper cannot make out either (never another object the helper could usefully
-    send). The options name objects of one category, so the category (vehicles are hidden more
-    often than buildings) does not point at the gold; where no other object of the category
-    qualifies, nothing is asked."""
-    targets = _targets(g)
-    for k in targets:
-        for u, seen in enumerate(g.seen):
-            helpers = _helpers(g, k, u)
-            if not _needs_help(seen[k]) or not helpers:
+    class the helper has no reason to send: those the asking UAV makes out itself (never
+    another object the helper could usefully send, nor one the asking UAV perhaps makes out).
+    Every option points at one object as the helper's image shows it, by its description
+    (colour, class and the named object it is nearest to, :func:`_pointer`): the reader finds
+    each in the helper's view and asks whether the asking UAV's view shows it too (AirCopBench:
+    "What information should UAV2 share with UAV1?"). The options name objects of one class:
+    small objects are hidden more often than large ones (cars more often than buses, even), so
+    a class in the set would point at the gold; where fewer than three others qualify, nothing
+    is asked."""
+    shown = sorted({iid for view in g.shown for iid in view})
+    for iid in shown:
+        sights = [_sight(g, u, iid) for u in range(len(g.labels))]
+        kind = next((c for c in (_class_in(g, u, iid) for u in range(len(g.labels))) if c), None)
+        for u, (_, needs, _) in enumerate(sights):
+            helpers = sorted(
+                (b for b, (made, _, _) in enumerate(sights) if b != u and made is True),
+                key=lambda b: (-sights[b][2], b),
+            )
+            if not needs or not helpers:
                 continue
             b = helpers[0]
-            other = g.seen[b]
-            needless = [
-                j
-                for j in targets
-                if j != k
-                and _kindred(seen[k], seen[j])
-                and not (seen[j].doubtful or other[j].doubtful)
-                and (seen[j].usable or not other[j].usable)
-            ]
-            if not needless:
+            gold = _described(g, b, iid)
+            if gold is None:
                 continue
-            q = f"What should {g.labels[b]} share with {g.labels[u]}: the position of which object?"
-            names = [f"the {g.names[g.task.objects[j].instance_id]}" for j in (k, *needless)]
-            ev: Evidence = {"helper": g.labels[b]}
-            key = g.task.objects[k].class_name
-            yield Question("what_to_collaborate", g.labels[u], q, names[0], key, among(names[0], names), ev)
+            texts = [gold]
+            for j, (_, clear) in sorted(_spots(g, b).items()):
+                if j == iid or not clear or kind is None or _class_in(g, b, j) != kind:
+                    continue
+                text = _described(g, b, j) if _made_out_in(g, u, j) is True else None
+                # descriptions of one class can read alike ("the white car nearest the red bus"
+                # / "... the red bus shelter"): the pool keeps none too like another
+                # (``family.fair`` refuses such a set whichever member is the gold)
+                if text is not None and all(similarity(text, t) <= MAX_SIMILARITY for t in texts):
+                    texts.append(text)
+            if len(set(texts)) < MAX_OPTIONS:
+                continue  # the source's four options, or the row is not asked
+            q = (
+                f"What should {g.labels[b]} share with {g.labels[u]}: the position of which object "
+                f"in {g.labels[b]}'s image?"
+            )
+            ev: Evidence = {"helper": g.labels[b], "instance_id": iid}
+            yield Question(
+                "what_to_collaborate", g.labels[u], q, texts[0], str(kind), among(texts[0], texts), ev
+            )
+
+
+def _described(g: Group, u: int, iid: int) -> str | None:
+    """Instance ``iid`` as view ``u`` shows it: "the <colour> <class> nearest the <named
+    object>" (:func:`_pointer`), or None when the view does not make it out or it has no such
+    description there."""
+    spot = _spots(g, u).get(iid)
+    if spot is None or not spot[1] or (ref := _pointer(g, u, iid)) is None:
+        return None
+    return f"the {g.shown[u][iid]} nearest the {ref}"
+
+
+def _class_in(g: Group, u: int, iid: int) -> str | None:
+    """The class of an instance view ``u`` shows (the task's for the group's objects)."""
+    for o in g.task.objects:
+        if o.instance_id == iid:
+            return o.class_name
+    found = g.instance(u, iid)
+    return None if found is None else found.class_name
+
+
+def _made_out_in(g: Group, u: int, iid: int) -> bool | None:
+    """Whether view ``u`` makes instance ``iid`` out: the group's objects by the renderer's
+    measurements (:func:`.facts.made_out`), any other as a person counts it from the picture
+    (:func:`.facts.counted`); an instance the view does not show is not made out."""
+    for k, o in enumerate(g.task.objects):
+        if o.instance_id == iid:
+            return made_out(g.seen[u][k])
+    view, found = g.views[u], g.instance(u, iid)
+    return False if found is None else counted(found, view, g.q[u], g.task.width, g.task.height)
 
 
 def why_to_collaborate(g: Group) -> Iterator[Question]:
