@@ -187,7 +187,7 @@ class AirCop:
             placed[asked] += 1
             opts, answer = lettered(c.labels, slot, LETTERS, c.rng)
             shown = marked_views(task, c.question, images, requests)
-            sample_id = f"{task.group_id}_{asked}"
+            sample_id = "_".join([task.group_id, asked, *([c.question.uav] if c.question.uav else [])])
             out.rows.append(self._row(inputs, sample_id, task, c.question, opts, answer, shown))
         out.degraded = list(requests.values())
         return out
@@ -315,88 +315,119 @@ class AirCop:
         )
 
 
+Slot = tuple[int, int, str]  # (group index, type index, the UAV asked about or "" for the group)
+
+
 @dataclass
 class Chosen:
     group: int  # index of the group in the plan
     kind: int  # index of the type in COLLAB_TASKS
     question: Question
     labels: list[str]  # the option texts, gold first
-    rng: np.random.Generator  # the (group, type) stream, which places the options next
+    rng: np.random.Generator  # the slot's stream, which places the options next
 
 
 def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
-    """Per group and type one question, its options drawn (see :mod:`.questions`), in group
-    then type order; ``draw`` > 0 draws again (a task the blind gate withheld).
+    """Per group, type and UAV the question is about one question, its options drawn (see
+    :mod:`.questions`), in group, type and UAV order; ``draw`` > 0 draws again (a task the blind
+    gate withheld). AirCopBench asks each type of every UAV of a capture (its ids name the UAV:
+    ``Sim3_OC_UAV1_1001``); a type about the group as a whole (the view with most vehicles, the
+    UAV farthest away) is asked once.
 
     Candidates are tried in a seeded order, those whose gold the release has least of first
-    (among equals, a gold fewer groups can offer), so golds spread over their labels as far as
+    (among equals, a gold fewer slots can offer), so golds spread over their labels as far as
     the groups allow. A candidate whose draw fails (a count window that would leave the range)
     or whose drawn set is not :func:`fair` gives way to the next candidate with another gold:
     never to one with the same gold, which would draw again for that gold until a set passed,
     and make the sets a gold is asked with depend on which gold it is. Types in ``RELEASED`` draw
     from a pool of the golds this type has in the whole release, so they are chosen first, their
-    golds evened out (:func:`even_golds`), and drawn once every group has its gold (a set that
+    golds evened out (:func:`even_golds`), and drawn once every slot has its gold (a set that
     fails then gives way to a next candidate whose gold is in the pool, not yet asked as often
     as the others)."""
     used: Counter[tuple[str, str]] = Counter()
     rates = presence_rates(groups)  # recognition lists kinds weighed by how common they are
-    found = {
-        (n, t): list(object_recognition(g, rates) if asked == "object_recognition" else BUILDERS[asked](g))
-        for n, g in enumerate(groups)
-        for t, asked in enumerate(COLLAB_TASKS)
-    }
-    # per type, how many groups offer each gold: a gold few groups offer goes first among equals
-    offered = Counter((t, key) for (_, t), qs in found.items() for key in {c.key for c in qs})
+    found: dict[Slot, list[Question]] = {}
+    for n, g in enumerate(groups):
+        for t, asked in enumerate(COLLAB_TASKS):
+            built = object_recognition(g, rates) if asked == "object_recognition" else BUILDERS[asked](g)
+            for c in built:
+                found.setdefault((n, t, c.uav), []).append(c)
+    # per type, how many slots offer each gold: a gold few slots offer goes first among equals
+    offered = Counter((t, key) for (_, t, _), qs in found.items() for key in {c.key for c in qs})
     # a count type's range of golds over the release's candidates (questions.count_range): its
     # windows stay within it, so none offers a value that is never the gold (see options.window)
     ceiling: dict[int, tuple[str, ...]] = {}
     for t, asked in enumerate(COLLAB_TASKS):
         if asked not in NUMERIC:
             continue
-        offers = [{int(c.gold) for c in qs} for (_, tt), qs in found.items() if tt == t and qs]
+        offers = [{int(c.gold) for c in qs} for (_, tt, _), qs in found.items() if tt == t]
         if (span := count_range(offers)) is not None:
             ceiling[t] = (str(span[1]), str(span[0]), str(span[2]))
-    orders: dict[tuple[int, int], list[Question]] = {}
-    streams: dict[tuple[int, int], np.random.Generator] = {}
-    picked: dict[tuple[int, int], tuple[int, list[str]]] = {}
-    for (n, t), qs in found.items():
+    orders: dict[Slot, list[Question]] = {}
+    streams: dict[Slot, np.random.Generator] = {}
+    picked: dict[Slot, tuple[int, list[str]]] = {}
+    for slot in sorted(found):
+        n, t, uav = slot
         asked = COLLAB_TASKS[t]
-        streams[n, t] = stream = np.random.default_rng([seed, n, t, draw])
+        qs = found[slot]
+        streams[slot] = stream = np.random.default_rng([seed, n, t, _uav_number(uav), draw])
         order = [qs[i] for i in stream.permutation(len(qs))]
-        orders[n, t] = order = sorted(order, key=lambda c: (used[c.task, c.key], offered[t, c.key]))
+        orders[slot] = order = sorted(order, key=lambda c: (used[c.task, c.key], offered[t, c.key]))
         failed: set[str] = set()
         for i, c in enumerate(order):
             if c.key in failed or _over_quota(used, asked, c.key, ceiling.get(t, ())):
                 continue
             labels = [] if asked in RELEASED else c.draw(stream, ceiling.get(t, ()))
             if labels is not None and (asked in RELEASED or fair(c.question, labels)):
-                picked[n, t] = (i, labels)
+                picked[slot] = (i, labels)
                 _count(used, c, 1)
                 break
             failed.add(c.key)
+    for kind in sorted(NUMERIC):
+        # every row of a count type offers the same four values (count_range): its golds evened
+        t = COLLAB_TASKS.index(kind)
+        mine = sorted((slot, i) for slot, (i, _) in picked.items() if slot[1] == t)
+        for (slot, i), keep in zip(mine, even_golds([orders[s][i].key for s, i in mine]), strict=True):
+            if not keep:
+                del picked[slot]
+                _count(used, orders[slot][i], -1)
     for kind in sorted(RELEASED):
         t = COLLAB_TASKS.index(kind)
-        mine = sorted((n, i) for (n, tt), (i, _) in picked.items() if tt == t)
-        kept = even_golds([orders[n, t][i].key for n, i in mine])
-        for n, i in mine:
-            del picked[n, t]
-            _count(used, orders[n, t][i], -1)
+        mine = sorted((slot, i) for slot, (i, _) in picked.items() if slot[1] == t)
+        kept = even_golds([orders[slot][i].key for slot, i in mine])
+        for slot, i in mine:
+            del picked[slot]
+            _count(used, orders[slot][i], -1)
         mine = [m for m, keep in zip(mine, kept, strict=True) if keep]
-        pool = [k for k in SPACES[kind] if k in {orders[n, t][i].key for n, i in mine}]
-        for n, i in mine:
+        pool = [k for k in SPACES[kind] if k in {orders[slot][i].key for slot, i in mine}]
+        each = len(mine) // max(1, len(pool))  # how often each key of the pool is the gold
+        for slot, i in mine:
             failed = set()
-            for j, c in enumerate(orders[n, t][i:], start=i):
-                if c.key in failed or c.key not in pool or used[c.task, c.key] >= quota(used, kind, pool):
+            for j, c in enumerate(orders[slot][i:], start=i):
+                if c.key in failed or c.key not in pool or used[c.task, c.key] >= each:
                     continue
-                labels = c.draw(streams[n, t], pool)
+                labels = c.draw(streams[slot], pool)
                 if labels is not None and fair(c.question, labels):
-                    picked[n, t] = (j, labels)
+                    picked[slot] = (j, labels)
                     _count(used, c, 1)
                     break
                 failed.add(c.key)
+        # a row whose every set failed leaves its key short: the others are cut to match
+        drawn = sorted((slot, i) for slot, (i, _) in picked.items() if slot[1] == t)
+        for (slot, i), keep in zip(drawn, even_golds([orders[s][i].key for s, i in drawn]), strict=True):
+            if not keep:
+                del picked[slot]
+                _count(used, orders[slot][i], -1)
     return [
-        Chosen(n, t, orders[n, t][i], labels, streams[n, t]) for (n, t), (i, labels) in sorted(picked.items())
+        Chosen(slot[0], slot[1], orders[slot][i], labels, streams[slot])
+        for slot, (i, labels) in sorted(picked.items())
     ]
+
+
+def _uav_number(uav: str) -> int:
+    """UAV3 -> 3, the group as a whole -> 0: a slot's stream seed."""
+    digits = "".join(ch for ch in uav if ch.isdigit())
+    return int(digits) if digits else 0
 
 
 def _over_quota(used: Counter[tuple[str, str]], task: str, key: str, span: Sequence[str]) -> bool:
@@ -431,13 +462,6 @@ def even_golds(golds: Sequence[str]) -> list[bool]:
         seen[key] += 1
         out.append(best > 0 and counts[key] >= best and seen[key] <= best)
     return out
-
-
-def quota(used: Counter[tuple[str, str]], task: str, pool: Sequence[str]) -> int:
-    """While a fixed label space's rows are drawn again in turn, how often a key may be the
-    gold: once more than the least asked key of the pool (the row being drawn is out of ``used``
-    meanwhile), so the golds stay even whichever candidates' sets fail."""
-    return min(used[task, k] for k in pool) + 1
 
 
 def fair(question: str, labels: Sequence[str]) -> bool:

@@ -1110,24 +1110,23 @@ NUMERIC = frozenset({"object_counting", "object_recognition"})  # drawn by :func
 
 
 def count_range(offers: Sequence[set[int]]) -> tuple[int, int, int] | None:
-    """The range of golds a count type asks in a release, from the golds each group can offer:
-    of the ranges of at least ``MAX_OPTIONS`` values, the one whose values can be asked most
-    evenly, its width times the number of groups offering its least offered value (with
-    :func:`.family.choose`'s quota every value is then asked about as often: given the window
-    of options, each of its values is the gold as often as golds of that value are asked, so
-    an uneven spread would put the gold at a predictable rank); among equals the wider, then
-    the lower. Returns (lowest, highest, how many groups offer its least offered value): each
-    value is asked at most that often. None (not asked in this release) when every range of
-    four holds a value no group offers: its rank in the window would never be the gold's."""
+    """The range of golds a count type asks in a release, from the golds each slot can offer:
+    of the ranges of ``MAX_OPTIONS`` consecutive values, the one whose least offered value the
+    most slots offer (among equals the lower), so every row of the type offers the same four
+    values. A wider range puts its end values in fewer windows than its middle ones: a 0 is
+    offered only with 0-3 and is then the gold more often than chance (8 of 17 rows in a
+    40-landmark build), whatever the quota. Returns (lowest, highest, how many slots offer its
+    least offered value): each value is asked at most that often. None (not asked in this
+    release) when every range of four holds a value no slot offers."""
     values = sorted({v for o in offers for v in o})
     if not values or values[-1] - values[0] + 1 < MAX_OPTIONS:
         return None
-    best = (0, 0, 0, 0, 0)
+    best = (0, 0, 0)
     for a in range(values[0], values[-1] - MAX_OPTIONS + 2):
-        for b in range(a + MAX_OPTIONS - 1, values[-1] + 1):
-            least = min(sum(v in o for o in offers) for v in range(a, b + 1))
-            best = max(best, ((b - a + 1) * least, b - a, -a, a, b))
-    return (best[3], best[4], best[0] // (best[4] - best[3] + 1)) if best[0] else None
+        least = min(sum(v in o for o in offers) for v in range(a, a + MAX_OPTIONS))
+        best = max(best, (least, -a, a))
+    lo = best[2]
+    return (lo, lo + MAX_OPTIONS - 1, best[0]) if best[0] else None
 
 
 BUILDERS: dict[str, Callable[[Group], Iterator[Question]]] = {
