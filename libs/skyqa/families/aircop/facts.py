@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 from skyqa.contracts.aircop import GroupObject, GroupTask, ObjectView
 from skyqa.contracts.degradation import Degradation
 from skyqa.sim.classes import BY_ID
-from skyqa.vocab.colours import coarse_colour
+from skyqa.vocab.colours import clear_colour
 
 State = Literal["out_of_view", "occluded", "lost", "small", "degraded", "clear"]
 OCCLUDED = 0.4
@@ -169,7 +169,9 @@ def colour_name(
     """A coarse colour word for the object, read in the view that shows its most sunlit pixels
     (shade scales a colour down; a face in shadow in every view names nothing reliably): the
     greys collapse to white, gray or black by brightness, other colours take the hue family of
-    the simulator's palette nearest in chromaticity. None when no view shows enough pixels."""
+    the simulator's palette nearest in chromaticity. None when no view shows enough pixels, or
+    when the colour lies within the margin of an edge between two words (:func:`.clear_colour`):
+    a person might call it either, so it names nothing."""
     best: NDArray[np.float64] | None = None
     for rgb, mask in zip(frames, masks, strict=True):
         px = rgb[mask == instance_id].astype(np.float64) / 255.0
@@ -179,7 +181,7 @@ def colour_name(
         lit = np.median(px[lum >= np.quantile(lum, 0.75)], axis=0)
         if best is None or lit.max() > best.max():
             best = lit
-    return None if best is None else coarse_colour(best)
+    return None if best is None else clear_colour(best)
 
 
 def unique_names(
