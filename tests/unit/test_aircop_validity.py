@@ -56,6 +56,7 @@ from skyqa.families.aircop.questions import (
 )
 from skyqa.families.base import box4
 from skyqa.families.structure import MAX_SIMILARITY
+from skyqa.vocab.colours import clear_colour
 from skyqa.vocab.directions import similarity
 
 pytestmark = pytest.mark.unit
@@ -930,3 +931,21 @@ def test_the_count_range_is_four_values_wide() -> None:
     assert count_range([{0, 1, 2, 3, 4}] * 3 + [{1, 2, 3, 4}] * 2) == (1, 4, 5)
     assert count_range([{0, 1, 2}, {3}]) == (0, 3, 1)
     assert count_range([{0, 1, 2}]) is None
+
+
+def test_an_object_whose_colour_sits_between_two_words_gets_no_name() -> None:
+    """A person might call it either: the view's object names nothing (the labeller's rule)."""
+    edge = next(
+        rgb
+        for rgb in (
+            np.array([r, g, b]) / 255.0 for r in range(0, 256, 15) for g in range(0, 256, 15) for b in (200,)
+        )
+        if clear_colour(rgb) is None and rgb.max() >= 0.6
+    )
+    clear = np.array([0.9, 0.1, 0.1])
+    assert clear_colour(clear) == "red"
+    mask = np.zeros((40, 40), dtype=np.uint32)
+    mask[5:35, 5:35] = 7
+    for rgb, word in ((edge, None), (clear, "red")):
+        frame = np.broadcast_to((rgb * 255).round().astype(np.uint8), (40, 40, 3)).copy()
+        assert F.colour_name([frame], [mask], 7) == word
