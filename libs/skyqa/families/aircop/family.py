@@ -78,7 +78,9 @@ NOT_BUILT = (
     "and class, or pointed at by the named object they stand nearest to (the source's free-text "
     'descriptions such as "approaching the intersection from the left" are not built). Object Recognition '
     "lists four kinds and asks how many of them the view shows (the source asks for the number "
-    "of types without a list)."
+    "of types without a list). A type whose label space the release's views fill with fewer than "
+    "four golds (Scene Description in a city dominated by buildings and open ground) is not asked: "
+    "a label offered but never the answer is ruled out without looking."
 )
 
 
