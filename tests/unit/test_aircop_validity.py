@@ -32,7 +32,7 @@ from skyqa.families import options as O
 from skyqa.families.aircop import facts as F
 from skyqa.families.aircop.checks import LETTERS, judge
 from skyqa.families.aircop.export import aircop_questions
-from skyqa.families.aircop.family import Chosen, choose, even_golds, fair
+from skyqa.families.aircop.family import Chosen, choose, even_golds, fair, letter_slots
 from skyqa.families.aircop.questions import (
     BUILDERS,
     CAUSE,
@@ -949,3 +949,24 @@ def test_an_object_whose_colour_sits_between_two_words_gets_no_name() -> None:
     for rgb, word in ((edge, None), (clear, "red")):
         frame = np.broadcast_to((rgb * 255).round().astype(np.uint8), (40, 40, 3)).copy()
         assert F.colour_name([frame], [mask], 7) == word
+
+
+def test_gold_letters_turn_per_gold_so_no_label_keeps_its_letter(release: Release) -> None:
+    """The chooser deals golds in turns; letters dealt in one turn per type would lock each
+    gold label to one letter. Per type and gold, the letters its rows get differ in count by at
+    most one, and over the type by at most the number of golds."""
+    for _, chosen in release:
+        slots = letter_slots(chosen, [0] * len(COLLAB_TASKS))
+        per_gold: dict[tuple[int, str], Counter[int]] = {}
+        per_type: dict[int, Counter[int]] = {}
+        for c, slot in zip(chosen, slots, strict=True):
+            n = len(c.labels)
+            per_gold.setdefault((c.kind, c.question.key), Counter())[slot % n] += 1
+            per_type.setdefault(c.kind, Counter())[slot % n] += 1
+        for (kind, _), letters in per_gold.items():
+            counts = [letters.get(i, 0) for i in range(len(LETTERS))]
+            assert max(counts) - min(counts) <= 1, (COLLAB_TASKS[kind], letters)
+        for kind, letters in per_type.items():
+            golds = sum(k == kind for k, _ in per_gold)
+            counts = [letters.get(i, 0) for i in range(len(LETTERS))]
+            assert max(counts) - min(counts) <= golds, (COLLAB_TASKS[kind], letters)

@@ -175,18 +175,17 @@ class AirCop:
             group = Group(task, perceive(task, qualities), qualities, names, views, seen_names)
             groups.append((task, group, images))
             out.missions[task.group_id] = task.group_id
-        # the gold's letter cycles per type from a seeded start: a type asked once or twice per
-        # release would otherwise have its gold at A in every release of a benchmark
-        start = np.random.default_rng([inputs.seed, 0x5107, inputs.draw]).integers(
-            len(LETTERS), size=len(COLLAB_TASKS)
-        )
-        placed: Counter[str] = Counter()
+        start = [
+            int(x)
+            for x in np.random.default_rng([inputs.seed, 0x5107, inputs.draw]).integers(
+                len(LETTERS), size=len(COLLAB_TASKS)
+            )
+        ]
         requests = {r.output_image: r for r in out.degraded}
-        for c in choose([g for _, g, _ in groups], inputs.seed, inputs.draw):
+        chosen = choose([g for _, g, _ in groups], inputs.seed, inputs.draw)
+        for c, slot in zip(chosen, letter_slots(chosen, start), strict=True):
             task, _, images = groups[c.group]
             asked = COLLAB_TASKS[c.kind]
-            slot = placed[asked] + int(start[c.kind])
-            placed[asked] += 1
             opts, answer = lettered(c.labels, slot, LETTERS, c.rng)
             shown = marked_views(task, c.question, images, requests)
             sample_id = "_".join([task.group_id, asked, *([c.question.uav] if c.question.uav else [])])
@@ -315,6 +314,24 @@ class AirCop:
                 ),
             ],
         )
+
+
+def letter_slots(chosen: Sequence[Chosen], start: Sequence[int]) -> list[int]:
+    """Where each chosen row's gold goes among its options (taken modulo their number): per
+    type and gold, in turns from the type's seeded ``start``, each gold one letter on from the
+    gold before. A type asked once or twice per release would otherwise have its gold at A in
+    every release of a benchmark, and one turn per type would lock letters to golds, which
+    :func:`choose` also deals in turns ("above it" was the gold at A 17 times in 33 at 40
+    landmarks: the label at "its" letter was the answer)."""
+    placed: Counter[tuple[int, str]] = Counter()
+    offset: dict[tuple[int, str], int] = {}
+    out = []
+    for c in chosen:
+        gold = (c.kind, c.question.key)
+        offset.setdefault(gold, sum(k[0] == c.kind for k in offset))
+        out.append(placed[gold] + offset[gold] + int(start[c.kind]))
+        placed[gold] += 1
+    return out
 
 
 Slot = tuple[int, int, str]  # (group index, type index, the UAV asked about or "" for the group)
