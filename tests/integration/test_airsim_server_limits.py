@@ -355,7 +355,9 @@ def test_answers_a_client_never_takes_are_dropped_with_its_connection(
         takers.append(s)
     t0 = time.monotonic()
     peak_rss = base_rss
-    while time.monotonic() - t0 < 4.0 and log.read_text().count("an answer was not taken within 1 s") < 4:
+    # a server that kept the answers would never log a drop: the window only bounds the wait,
+    # whatever the machine's load (the frames render, then each answer has 1 s to be taken)
+    while time.monotonic() - t0 < 8.0 and log.read_text().count("an answer was not taken within 1 s") < 4:
         peak_rss = max(peak_rss, _rss_mb(pid)[0])
         time.sleep(0.02)
     took = time.monotonic() - t0
@@ -365,8 +367,8 @@ def test_answers_a_client_never_takes_are_dropped_with_its_connection(
     for s in takers:
         s.close()
     print(f"closed after {took:.2f} s; RSS {base_rss:.0f} -> peak {peak_rss:.0f} MB; {len(latencies)} pings")
-    # the frames render (0.4 s for 4 at once), then each answer has 1 s to be taken
-    assert all(closed) and took < 3.0, (closed, took, log.read_text())
+    dropped = log.read_text().count("an answer was not taken within 1 s")
+    assert all(closed) and dropped == 4, (closed, took, log.read_text())
     assert peak_rss - base_rss < UNTAKEN_RSS_BOUND_MB, (base_rss, peak_rss)
     assert len(latencies) >= 20 and max(latencies) < PING_DEADLINE_S, latencies
 
