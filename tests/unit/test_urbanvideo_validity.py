@@ -28,7 +28,7 @@ from skyqa.families.base import PlanInputs
 from skyqa.families.structure import MAX_SIMILARITY
 from skyqa.families.urbanvideo import words as W
 from skyqa.families.urbanvideo.checks import check_rows, moment
-from skyqa.families.urbanvideo.family import FAMILY
+from skyqa.families.urbanvideo.family import FAMILY, Asked
 from skyqa.families.urbanvideo.questions import (
     BUILDERS,
     VOCABULARY,
@@ -562,3 +562,14 @@ def test_the_instruction_does_not_point_at_the_gold(tmp_path: Path) -> None:
     bad = r.model_copy(update={"sample_id": "lone", "options": options})
     verdict = check_rows([r, bad], dict(tasks), LocalBlobStore(tmp_path / "qc"), "r")
     assert verdict.reasons == {"lone": "the gold is the only option naming a landmark of the instruction"}
+
+
+def test_a_proximity_question_is_asked_by_one_mission(task: NavigationTask) -> None:
+    """Two flights along one leg ask "how did the distance to X change while it flew toward
+    Y" alike and mostly agree: another mission's answer would be remembered, not seen. Each
+    proximity question carries its wording, which the plan lets one mission own."""
+    found = build("proximity", task)
+    assert found and all(q.wording for q in found)
+    log = Asked()
+    log.add(0, found[0])
+    assert log.free(0, found[0]) and not log.free(1, found[0])

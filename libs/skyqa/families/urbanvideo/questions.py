@@ -729,7 +729,11 @@ def proximity(m: Mission, rng: np.random.Generator) -> Iterator[Question]:
                                   "moment": words}  # fmt: skip
             options = from_vocabulary(W.PROXIMITY[key], labels, rng, OPTIONS["proximity"])
             if options is not None:
-                yield Question("proximity", m.last, q, options, options[0], evidence, stratum=s.reason)
+                # two flights along one leg ask it alike and mostly agree: one mission owns it
+                yield Question(
+                    "proximity", m.last, q, options, options[0], evidence,
+                    stratum=s.reason, wording=m.wording(q),
+                )  # fmt: skip
 
 
 # named by what the flight was for, never by its times (which would give the answer away)
