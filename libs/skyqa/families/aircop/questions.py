@@ -946,6 +946,13 @@ def _helpers(g: Group, k: int, u: int) -> list[int]:
     return sorted(ok, key=lambda b: (-g.seen[b][k].view.pixels, b))
 
 
+def _helpers_by_sight(sights: Sequence[tuple[bool | None, bool, int]], u: int) -> list[int]:
+    """Other UAVs that make an object out, most pixels first, from each view's :func:`_sight`
+    (any instance a view shows; :func:`_helpers` reads a group object's measurements)."""
+    made = [b for b, (seen, _, _) in enumerate(sights) if b != u and seen is True]
+    return sorted(made, key=lambda b: (-sights[b][2], b))
+
+
 def _needs_help(s: Seen) -> bool:
     """The UAV certainly cannot rely on its view of the object: not made out, or its view rated
     Poor or worse, and no margin in doubt."""
@@ -996,10 +1003,7 @@ def who_to_collaborate(g: Group) -> Iterator[Question]:
     for iid, name in names.items():
         sights = [_sight(g, u, iid) for u in range(len(g.labels))]
         for u, (_, needs, _) in enumerate(sights):
-            helpers = sorted(
-                (b for b, (made, _, _) in enumerate(sights) if b != u and made is True),
-                key=lambda b: (-sights[b][2], b),
-            )
+            helpers = _helpers_by_sight(sights, u)
             if not needs or not helpers:
                 continue
             best = helpers[0]
@@ -1031,10 +1035,7 @@ def what_to_collaborate(g: Group) -> Iterator[Question]:
         sights = [_sight(g, u, iid) for u in range(len(g.labels))]
         kind = next((c for c in (_class_in(g, u, iid) for u in range(len(g.labels))) if c), None)
         for u, (_, needs, _) in enumerate(sights):
-            helpers = sorted(
-                (b for b, (made, _, _) in enumerate(sights) if b != u and made is True),
-                key=lambda b: (-sights[b][2], b),
-            )
+            helpers = _helpers_by_sight(sights, u)
             if not needs or not helpers:
                 continue
             b = helpers[0]
