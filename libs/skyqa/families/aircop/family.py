@@ -404,20 +404,13 @@ def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
             failed.add(c.key)
     for kind in sorted(NUMERIC):
         # every row of a count type offers the same four values (count_range): its golds evened
-        t = COLLAB_TASKS.index(kind)
-        mine = sorted((slot, i) for slot, (i, _) in picked.items() if slot[1] == t)
-        for (slot, i), keep in zip(mine, even_golds([orders[s][i].key for s, i in mine]), strict=True):
-            if not keep:
-                del picked[slot]
-                _count(used, orders[slot][i], -1)
+        _even_out(COLLAB_TASKS.index(kind), picked, orders, used)
     for kind in sorted(RELEASED):
         t = COLLAB_TASKS.index(kind)
-        mine = sorted((slot, i) for slot, (i, _) in picked.items() if slot[1] == t)
-        kept = even_golds([orders[slot][i].key for slot, i in mine])
-        for slot, i in mine:
+        mine = _even_out(t, picked, orders, used)
+        for slot, i in mine:  # drawn again below, from the pool of the golds kept
             del picked[slot]
             _count(used, orders[slot][i], -1)
-        mine = [m for m, keep in zip(mine, kept, strict=True) if keep]
         pool = [k for k in SPACES[kind] if k in {orders[slot][i].key for slot, i in mine}]
         each = len(mine) // max(1, len(pool))  # how often each key of the pool is the gold
         for slot, i in mine:
@@ -432,11 +425,7 @@ def choose(groups: Sequence[Group], seed: int, draw: int = 0) -> list[Chosen]:
                     break
                 failed.add(c.key)
         # a row whose every set failed leaves its key short: the others are cut to match
-        drawn = sorted((slot, i) for slot, (i, _) in picked.items() if slot[1] == t)
-        for (slot, i), keep in zip(drawn, even_golds([orders[s][i].key for s, i in drawn]), strict=True):
-            if not keep:
-                del picked[slot]
-                _count(used, orders[slot][i], -1)
+        _even_out(t, picked, orders, used)
     return [
         Chosen(slot[0], slot[1], orders[slot][i], labels, streams[slot])
         for slot, (i, labels) in sorted(picked.items())
@@ -460,6 +449,25 @@ def _over_quota(used: Counter[tuple[str, str]], task: str, key: str, span: Seque
 
 def _count(used: Counter[tuple[str, str]], q: Question, by: int) -> None:
     used[q.task, q.key] += by
+
+
+def _even_out(
+    t: int,
+    picked: dict[Slot, tuple[int, list[str]]],
+    orders: dict[Slot, list[Question]],
+    used: Counter[tuple[str, str]],
+) -> list[tuple[Slot, int]]:
+    """Drops the picks of type ``t`` whose golds :func:`even_golds` does not keep; returns the
+    kept ones (slot, candidate index), in slot order."""
+    mine = sorted((slot, i) for slot, (i, _) in picked.items() if slot[1] == t)
+    kept = []
+    for (slot, i), keep in zip(mine, even_golds([orders[s][i].key for s, i in mine]), strict=True):
+        if keep:
+            kept.append((slot, i))
+        else:
+            del picked[slot]
+            _count(used, orders[slot][i], -1)
+    return kept
 
 
 def even_golds(golds: Sequence[str]) -> list[bool]:
