@@ -50,6 +50,7 @@ def funnel_view(cache: ParsedCache, run_id: str) -> dict[str, Any]:
             for reason, n in sorted(report.drop_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
         ],
         "dropped_landmarks": report.dropped_landmarks,
+        "partly_released": report.partly_released,
         "blind_gate": {
             "mode": g.mode,
             "passed": g.passed,

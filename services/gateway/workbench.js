@@ -338,6 +338,8 @@ async function showFunnel() {
   $("gate-tasks").tBodies[0].replaceChildren(...g.tasks.map((t) => row([t.task, t.rows, t.status, t.best_solver, t.score, t.chance, t.p_value, t.detectable, t.box_prior_acc50], { "data-task": t.task, "data-status": t.status })));
   const lb = head($("dropped-landmarks"), ["landmark", "why no family released it"]);
   for (const [lm, why] of Object.entries(f.dropped_landmarks)) lb.append(row([lm, why]));
+  // released by some families and not others (a landmark whose image rows ship without its video rows)
+  for (const [lm, why] of Object.entries(f.partly_released || {})) lb.append(row([`${lm} (partly released)`, why]));
   showAuditReport(f.audit);
 }
 

@@ -20,6 +20,7 @@ from skyqa.contracts.missions import (
     RepairStats,
     SetInstance,
 )
+from skyqa.families.twins import rendered_id
 from skyqa.kinematics import LIMITS
 from skyqa.vocab.behaviors import Library, behavior_id, behavior_label
 
@@ -45,16 +46,6 @@ def target_of(vi: ValidInstance, safety_m: float) -> Target:
     lo, hi = np.array(vi.bbox_3d.min), np.array(vi.bbox_3d.max)
     c, s = (lo + hi) / 2, hi - lo
     return Target((float(c[0]), float(c[1]), float(c[2])), (float(s[0]), float(s[1]), float(s[2])), safety_m)
-
-
-def rendered_id(vi: ValidInstance) -> int:
-    """The instance id the landmark has in rendered segmentation: its main view's, else the most common."""
-    views = {v.view_id: v for v in vi.rgb_views}
-    main = views.get(vi.main_view)
-    if main is not None and main.rendered_instance_id:
-        return main.rendered_instance_id
-    ids = [v.rendered_instance_id for v in vi.rgb_views if v.rendered_instance_id]
-    return max(set(ids), key=ids.count) if ids else vi.instance_numeric_id
 
 
 def _bbox7(t: Target) -> list[float]:

@@ -27,12 +27,13 @@ from skyqa.contracts.navigation import (
     NavVideo,
     RejectedNavigation,
 )
+from skyqa.families.twins import rendered_id
 from skyqa.geometry.boxes import norm_xyxy
 from skyqa.protojson import to_json
 from skyqa.v1 import common_pb2, render_pb2
 
 from services.mission_planner.config import MissionConfig
-from services.mission_planner.describe import rendered_id, target_of
+from services.mission_planner.describe import target_of
 from services.mission_planner.navigation import NavConfig, RouteLandmark, plan_navigation
 from services.mission_planner.safety import ObstacleMap
 

@@ -86,21 +86,24 @@ def as_rendered(p: QAPlan, shipped: Collection[str]) -> list[EnvRequest]:
     return [r if r.landmark_id in shipped else first.get(r.request_id, r) for r in p.requests.env_requests]
 
 
+def showing(p: QAPlan, families: Sequence[ReleaseFamily[Any]]) -> list[ReleaseFamily[Any]]:
+    """The families of ``p`` whose rows show an environment observation."""
+    shown = {r.output_image for r in p.requests.env_requests}
+    return [f for f in p.families(families) if any(m.path in shown for r in p.rows_of(f) for m in f.media(r))]
+
+
 def observed_units(
     p: QAPlan, store: BlobStore, families: Sequence[ReleaseFamily[Any]] = RELEASED
 ) -> set[str]:
     """The landmarks whose rows pass every check of the families that show the observations, on
-    the first looks. The other families are checked once, at the release: a landmark they drop
-    has had its observations rendered at the shipped size for nothing, which costs less than
-    checking every family twice (the video checks read every segmentation frame)."""
-    shown = {r.output_image for r in p.requests.env_requests}
-    showing = [
-        f for f in p.families(families) if any(m.path in shown for r in p.rows_of(f) for m in f.media(r))
-    ]
+    the first looks. The other families are checked once, at the release: they release their
+    units on their own rows, whatever the observations' (the video checks read every
+    segmentation frame, which is worth doing once)."""
+    families = showing(p, families)
     seen = verdicts.rendered(p, store, as_rendered(p, ()))
-    checked, items, failed = verdicts.checked(p, seen, showing)
-    dropped = verdicts.incomplete(showing, checked, items, failed, dict(p.skipped))
-    return {r.landmark_id for r in p.requests.env_requests} - set(dropped)
+    checked, items, failed = verdicts.checked(p, seen, families)
+    dropped = verdicts.incomplete(p, families, checked, items, failed)
+    return {r.landmark_id for r in p.requests.env_requests} - {u for d in dropped.values() for u in d}
 
 
 def shipping(p: QAPlan, store: BlobStore) -> set[str]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from google.protobuf import json_format
-from pydantic import ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 from skyqa import keys, scan as scan_rules
 from skyqa.blob import BlobStore
 from skyqa.contracts import Contract, InstancesFile, ValidInstancesFile, load_json
@@ -45,7 +45,10 @@ class QAPlan(Contract):
     scene_id: str
     engine: str
     landmarks: list[str]  # reviewed landmarks, in order
-    skipped: dict[str, str]  # release unit -> why no family releases it
+    skipped: dict[str, str]  # release unit -> why no family releases it (held: see families.held)
+    # family name -> release unit -> why that family does not release it (planned nothing for
+    # it); a plan written before families skipped on their own has every skip in ``skipped``
+    family_skipped: dict[str, dict[str, str]] = Field(default_factory=dict)
     rows: dict[str, list[dict[str, Any]]]  # family name -> its rows, as JSON
     requests: RenderRequests
     missions: dict[str, str]  # traj_id -> landmark, for the missions the rows use
@@ -96,6 +99,11 @@ class QAPlan(Contract):
                 raise InvalidInput(why) from None
         return out
 
+    def skipped_by(self, family: ReleaseFamily[Any]) -> dict[str, str]:
+        """The units ``family`` does not release whatever its rows: those held from every
+        family, and those it planned nothing for."""
+        return self.skipped | self.family_skipped.get(family.name, {})
+
     def families(self, registered: Sequence[ReleaseFamily[Any]]) -> list[ReleaseFamily[Any]]:
         """The families that planned this plan. One that was registered later has no rows here
         and takes no part (an older run refreshes as it was built); rows of a family that is
@@ -127,6 +135,7 @@ def plan(
     clips: dict[str, ClipRequest] = {}
     degraded: dict[str, DegradeRequest] = {}
     missions: dict[str, str] = {}
+    family_skipped: dict[str, dict[str, str]] = {}
     for family in families:
         planned = family.plan(inputs)
         for path, data in sorted(planned.files.items()):
@@ -140,8 +149,7 @@ def plan(
             clips.setdefault(c.output_video, c)
         for g in planned.degraded:
             degraded.setdefault(g.output_image, g)
-        for unit, why in planned.skipped.items():
-            skipped.setdefault(unit, why)
+        family_skipped[family.name] = dict(planned.skipped)
         missions.update(planned.missions)
     size = scan_rules.stills(inputs.scan)
     # a first look at the working size: only the observations of landmarks whose rows pass their
@@ -153,6 +161,7 @@ def plan(
         engine=inputs.engine,
         landmarks=[v.instance_id for v in landmarks],
         skipped=skipped,
+        family_skipped=family_skipped,
         rows=rows,
         requests=RenderRequests(
             scene_id=scene_id,

@@ -1,8 +1,8 @@
 """The release of a QA plan: ``finish`` reads the env observations as rendered (at the shipped
 size, or only their first looks for landmarks whose rows failed on them: see
 :mod:`services.qa_generator.observations`), lets every task family check its rows, releases a
-unit (a landmark) only when every family of its unit kind has its whole share of clean rows for
-it (UAV-DualCog: 8 image and 2 missions x 2 video rows), runs the blind gate over all of them
+family's rows of a unit (a landmark) only when that family has its whole share of clean rows for
+it (UAV-DualCog: 8 image rows; 2 missions x 2 video rows), runs the blind gate over all of them
 and writes each family's manifest and exports, the render_requests sidecar, the QC report and
 the dataset card. It is a pure function of the plan and the stored assets, which is what makes
 ``skyqa refresh`` safe.
@@ -46,6 +46,7 @@ from services.qa_generator.pipeline import QAPlan, scan_of
 
 WITHHELD = "withheld by the blind gate"
 REPEATED_FACT = "fact asked in another row"
+UNIT_INCOMPLETE = "unit incomplete"  # its family does not release the row's unit (see verdicts)
 PROMPT_CHARS = 400  # of each row's prompt in the QC ledger
 
 
@@ -81,10 +82,11 @@ def finish(
     seen = verdicts.rendered(p, store, observations.as_rendered(p, full_size))
     families = p.families(families)
     checked, items, failed = verdicts.checked(p, seen, families)
-    incomplete = verdicts.incomplete(families, checked, items, failed, dict(p.skipped))
-    for r in p.requests.env_requests:
-        if r.landmark_id not in full_size:  # its rows failed on the first looks, as they do here
-            incomplete.setdefault(r.landmark_id, observations.NOT_SHIPPED)
+    incomplete = verdicts.incomplete(p, families, checked, items, failed)
+    for f in observations.showing(p, families):
+        for r in p.requests.env_requests:
+            if r.landmark_id not in full_size:  # its rows failed on the first looks, as they do here
+                incomplete[f.name].setdefault(r.landmark_id, observations.NOT_SHIPPED)
     # a task the gate withholds is drawn again (see redraw) and the release gated again
     rounds = redraw.Rounds()
     while True:
@@ -107,9 +109,13 @@ def finish(
     released_items = [it for it in released_items if it.sample_id not in withheld]
     # rows of a task's earlier draws, in the ledger as withheld
     replaced = {s: f"{WITHHELD}: {why}" for s, why in superseded.items() if s not in failed}
-    lost = [s for s, it in items.items() if it.unit in incomplete and s not in failed and s not in replaced]
+    lost = [
+        s
+        for s, it in items.items()
+        if it.unit in incomplete[it.family] and s not in failed and s not in replaced
+    ]
     # why each row left (the sets are disjoint): the ledger's reasons and the report's counts
-    fates = failed | alone | dict.fromkeys(lost, "landmark incomplete")
+    fates = failed | alone | dict.fromkeys(lost, UNIT_INCOMPLETE)
     reasons = Counter(fates.values())
     # the funnel counts landmarks; units of other kinds (navigation missions) are not landmarks
     landmark_families = {f.name for f in families if f.unit_kind == "landmark"}
@@ -134,7 +140,7 @@ def finish(
         checked_rows=len(items),
         dropped_rows=len(items) - len(released_items) - len(withheld) - len(replaced),
         drop_reasons=dict(sorted(reasons.items())),
-        dropped_landmarks=dict(sorted(incomplete.items())),
+        **dropped_units(families, incomplete, {it.unit for it in released_items}),
         answer_letter_balance=qc.letter_balance(questions),
         max_option_similarity=max_similarity([it.texts for it in questions]),
         duplicate_questions=sum(1 for x in failed.values() if x == "duplicate question"),
@@ -254,29 +260,28 @@ def select(
     checked: dict[str, Checked[Any]],
     items: dict[str, Item],
     failed: dict[str, str],
-    incomplete: dict[str, str],
+    incomplete: dict[str, dict[str, str]],
     superseded: dict[str, str],
 ) -> tuple[dict[str, list[Any]], dict[str, str], dict[str, int]]:
-    """Each family's rows of complete units that passed their checks, less those it leaves out
+    """Each family's rows of its complete units that passed their checks, less those it leaves out
     on their own (uncertain, a repeated fact, over-represented), with why, and the funnel counts
     of those reasons and of the units left out for a reason a funnel names. Rows of a withheld
     draw (``superseded``) take no part."""
     final: dict[str, list[Any]] = {}
     alone: dict[str, str] = {}  # rows of released units dropped on their own, with the reason
     counts: dict[str, int] = {field: 0 for f in families for field in f.funnel.values()}
-    # a unit left out for a reason a family's funnel names (a failed mission) counts once
-    for why in incomplete.values():
-        for f in families:
+    # a unit a family leaves out for a reason its funnel names (a failed mission)
+    for f in families:
+        for why in incomplete[f.name].values():
             if why in f.funnel:
                 counts[f.funnel[why]] += 1
-                break
     asked: set[str] = set()  # the facts asked so far (see Item.fact)
     for f in families:
         c = checked[f.name]
         keep = [
             r
             for r in c.rows
-            if items[r.sample_id].unit not in incomplete
+            if items[r.sample_id].unit not in incomplete[f.name]
             and r.sample_id not in failed
             and r.sample_id not in superseded
         ]
@@ -294,6 +299,25 @@ def select(
             if why in f.funnel:
                 counts[f.funnel[why]] += 1
     return final, alone, counts
+
+
+def dropped_units(
+    families: Sequence[ReleaseFamily[Any]], incomplete: dict[str, dict[str, str]], released: set[str]
+) -> dict[str, dict[str, str]]:
+    """The units a family left out: those no family released, with the first family's reason
+    (``dropped_landmarks``), and those others released, with each family's reason
+    (``partly_released``: a landmark whose image rows ship without its video rows)."""
+    why: dict[str, dict[str, str]] = {}
+    for f in families:
+        for unit, reason in incomplete[f.name].items():
+            why.setdefault(unit, {}).setdefault(f.noun, reason)
+    gone = {u: next(iter(w.values())) for u, w in why.items() if u not in released}
+    partly = {
+        u: "; ".join(f"{noun} rows: {reason}" for noun, reason in w.items())
+        for u, w in why.items()
+        if u in released
+    }
+    return {"dropped_landmarks": dict(sorted(gone.items())), "partly_released": dict(sorted(partly.items()))}
 
 
 def repeated_facts(rows: Sequence[Item], asked: set[str]) -> dict[str, str]:

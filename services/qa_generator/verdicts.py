@@ -75,31 +75,30 @@ def items(families: Sequence[ReleaseFamily[Any]], checked: dict[str, Checked[Any
 
 
 def incomplete(
+    p: QAPlan,
     families: Sequence[ReleaseFamily[Any]],
     checked: dict[str, Checked[Any]],
     items: dict[str, Item],
     failed: dict[str, str],
-    skipped: dict[str, str],
-) -> dict[str, str]:
-    """Units no family releases, with the reason: skipped while planning, a failed row, or not
-    the whole share of rows from every family of the unit's kind."""
-    out = dict(skipped)
-    for kind in sorted({f.unit_kind for f in families if f.unit_rows is not None}):
-        of_kind = [f for f in families if f.unit_kind == kind and f.unit_rows is not None]
-        by_unit: dict[str, dict[str, list[str]]] = {}
-        for f in of_kind:
+) -> dict[str, dict[str, str]]:
+    """Per family, the units it does not release, with the reason: skipped while planning (held
+    from every family, or by the family itself), a failed row of its own, or not its whole share
+    of rows. Each family releases a unit on its own rows, so a UAV-DualCog landmark whose video
+    rows fail still ships its image rows, and the other way round."""
+    out: dict[str, dict[str, str]] = {}
+    for f in families:
+        mine = p.skipped_by(f)
+        if f.unit_rows is not None:
+            by_unit: dict[str, list[str]] = {}
             for r in checked[f.name].rows:
-                by_unit.setdefault(items[r.sample_id].unit, {}).setdefault(f.name, []).append(r.sample_id)
-        for unit, rows in by_unit.items():
-            if unit in out:
-                continue
-            bad = [failed[s] for f in of_kind for s in rows.get(f.name, []) if s in failed]
-            have = [len(rows.get(f.name, [])) for f in of_kind]
-            if bad:
-                out[unit] = bad[0]
-            elif have != [f.unit_rows for f in of_kind]:
-                out[unit] = (
-                    " and ".join(f"{n} {f.noun} rows" for n, f in zip(have, of_kind, strict=True))
-                    + f" (needs {' and '.join(str(f.unit_rows) for f in of_kind)})"
-                )
+                by_unit.setdefault(items[r.sample_id].unit, []).append(r.sample_id)
+            for unit, rows in by_unit.items():
+                bad = [failed[s] for s in rows if s in failed]
+                if unit in mine:
+                    continue
+                if bad:
+                    mine[unit] = bad[0]
+                elif len(rows) != f.unit_rows:
+                    mine[unit] = f"{len(rows)} {f.noun} rows (needs {f.unit_rows})"
+        out[f.name] = mine
     return out

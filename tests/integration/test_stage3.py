@@ -39,7 +39,10 @@ from skyqa.contracts.ultra import SurveyTask
 from skyqa.contracts.urbanvideo import NavRow
 from skyqa.errors import InvalidInput
 from skyqa.families import FAMILIES, RELEASED, release_files
+from skyqa.families.dualcog_image.family import FAMILY as IMAGE
+from skyqa.families.dualcog_video.family import FAMILY as VIDEO
 from skyqa.families.held import held_landmarks
+from skyqa.families.twins import TWIN_IN_VIEW
 from skyqa.geometry import visibility as vis
 from skyqa.kinematics import LIMITS, measure
 from skyqa.runtime import Service, Settings
@@ -58,9 +61,9 @@ from services.labeller import app as labeller_app
 from services.landmark import app as landmark_app
 from services.mission_planner import app as mission_app
 from services.mission_planner.missions import plan_run
-from services.qa_generator import app as qa_app, views
+from services.qa_generator import app as qa_app, verdicts
 from services.qa_generator.assets import render_env
-from services.qa_generator.observations import chosen, observed_units
+from services.qa_generator.observations import as_rendered, chosen, observed_units
 from services.qa_generator.pipeline import QAPlan, plan
 from services.qa_generator.release import completion, finish
 from services.renderer import app as renderer_app
@@ -116,7 +119,7 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
     for row in every:
         kind = "atomic" if "_atomic_" in row.traj_id else "composite"
         per_landmark.setdefault(row.instance_id, set()).add(kind)
-    # landmarks no release can include (a shared description, too few usable views) fly nothing
+    # landmarks no release can include (too few usable views) fly nothing
     held = held_landmarks(valid.valid_instances, RELEASED)
     flown = [v for v in valid.valid_instances if v.instance_id not in held]
     assert per_landmark == {v.instance_id: {"atomic", "composite"} for v in flown}
@@ -223,8 +226,9 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
     done = await Probe.first(dones, lambda d: d.job_id == first.traj_id)
     assert done.reused
 
-    # a landmark planted as the twin of another (its description under another id) holds both:
-    # no missions for either, while the others keep theirs, no views at the shipped size, no rows
+    # a landmark planted as the twin of another (its description under another id, rendered as
+    # the same object) holds nothing: both are planned, and every row whose media show the other
+    # fails, while the others' rows are checked as before
     lm = min(v.instance_id for v in flown)  # the planner takes landmarks in id order
     twin = next(v for v in valid.valid_instances if v.instance_id == lm).model_copy(
         update={"instance_id": "twin"}
@@ -232,30 +236,39 @@ async def test_every_landmark_gets_two_rendered_missions_with_tiled_supervision(
     planted = valid.model_copy(update={"valid_instances": [*valid.valid_instances, twin]})
     key = f"{keys.run_prefix(run['run_id'])}/planted_valid_instances.json"
     s3_store.put(key, planted.model_dump_json().encode(), "application/json")
-    # lm flew in the run, and a landmark flown after it would change mission ids if held ones
-    # shifted the others' set indices
-    assert lm not in held and any(v.instance_id > lm for v in flown)
     reviewed = landmark_pb2.LandmarksReviewed(
         run_id=run["run_id"], scene_id=index.scene_id, valid_instances=common_pb2.BlobRef(key=key)
     )
     flights, _ = plan_run(reviewed, s3_store, False)
-    assert set(flights.held) == {lm, "twin"} | set(held)
-    assert "description shared with 1 other landmark(s)" in flights.held["twin"]
-    before = {m.traj_id for m in every if m.instance_id != lm}
-    assert {*flights.missions, *(r.traj_id for r in flights.rejected)} == before
+    assert flights.held == held
+    planned = {*flights.missions, *(r.traj_id for r in flights.rejected)}
+    # "twin" sorts last, so the others keep their mission ids
+    assert {m for m in planned if "_twin_" not in m} == {m.traj_id for m in every}
+    assert {m for m in planned if "_twin_" in m}
     missions = mission_pb2.MissionsCompleted(
         run_id=run["run_id"],
         scene_id=index.scene_id,
         index=common_pb2.BlobRef(key=keys.missions_index(run["run_id"])),
         valid_instances=common_pb2.BlobRef(key=key),
     )
-    reshoot = views.prepare(missions, s3_store)
-    assert reshoot is not None and {lm, "twin"}.isdisjoint(reshoot.landmarks)
-    assert set(reshoot.landmarks) == {v.instance_id for v in flown} - {lm}
     rows = plan(missions, s3_store)
-    assert rows.skipped["twin"] == flights.held["twin"] and rows.skipped[lm] == flights.held[lm]
-    for family in ("dualcog_image", "dualcog_video"):  # lm's missions flew before it was planted
-        assert not any(r["landmark_id"] in (lm, "twin") for r in rows.rows[family])
+    assert lm not in rows.skipped and "twin" not in rows.skipped
+    rendered = verdicts.rendered(rows, s3_store, as_rendered(rows, chosen(rows, s3_store)))
+    reasons: set[str | None] = set()
+    for family in (IMAGE, VIDEO):
+        mine: list[Any] = rows.rows_of(family)
+        checked = family.check(mine, rendered)
+        fates = {r.sample_id: checked.failed.get(r.sample_id) for r in mine}
+        # lm's rows whose media the twin is in: every image row, every visibility count
+        shown = [
+            r.sample_id
+            for r in mine
+            if r.landmark_id == lm and (family is IMAGE or r.form == "env_visibility_reasoning")
+        ]
+        assert all(fates[s] is not None for s in shown)
+        reasons |= {fates[s] for s in shown}
+        assert not any(fates[r.sample_id] == TWIN_IN_VIEW for r in mine if r.landmark_id not in (lm, "twin"))
+    assert TWIN_IN_VIEW in reasons
 
 
 def check_navigation(
@@ -610,7 +623,12 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     fewer = ShippedObservations(run_id=run_id, landmarks=sorted(shipped_lms - {lm}))
     s3_store.put(keys.shipped_observations(run_id), fewer.model_dump_json().encode())
     report_now, _ = finish(stored, s3_store, QASettings().blind_gate)
-    assert report_now.dropped_landmarks[lm] == "environment observations not rendered at the shipped size"
+    # its video rows do not show the observations: they ship on their own checks
+    why = "environment observations not rendered at the shipped size"
+    if lm in {r["landmark_id"] for r in rows_of(s3_store, run["video_qa"])}:
+        assert report_now.partly_released[lm] == f"image rows: {why}"
+    else:
+        assert report_now.dropped_landmarks[lm] == why
     assert lm not in {r["landmark_id"] for r in rows_of(s3_store, run["image_qa"])}
     ledger = [QCRow.model_validate_json(x) for x in s3_store.get(f"{root}/qc_rows.jsonl").splitlines()]
     env_media = [m for r in ledger if r.unit == lm and r.task.startswith("env") for m in r.media]
@@ -676,7 +694,7 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
     run: dict[str, str], s3_store: S3BlobStore, tmp_path: Path
 ) -> None:
     """A family added beside UAV-DualCog's two plans rows, is tested by the blind gate, gets its
-    manifest and card share, and a landmark it has no row for is released by nobody."""
+    manifest and card share, and a landmark it has no row for is released by the others."""
     run_id = run["run_id"]
     released = sorted({r["landmark_id"] for r in rows_of(s3_store, run["image_qa"])})
     stored = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
@@ -694,13 +712,11 @@ async def test_a_task_family_plugs_in_and_releases_with_the_others(
     ]
     report, out = finish(p, s3_store, "report", families)
 
-    assert report.dropped_landmarks[released[0]] == (
-        "8 image rows and 4 video rows and 0 category rows (needs 8 and 4 and 1)"
-    )
+    assert released[0] not in report.dropped_landmarks and released[0] not in report.partly_released
     now = {r["landmark_id"] for r in rows_of(s3_store, out["image_qa"])}
-    assert now == set(released) - {released[0]}
+    assert now == set(released)
     category = rows_of(s3_store, out["category_qa"])
-    assert category and {r["landmark_id"] for r in category} <= now
+    assert category and {r["landmark_id"] for r in category} <= now - {released[0]}
     assert report.funnel.family_rows["landmark_category"] == len(category)
     assert "landmark_category" in report.blind_gate.tasks
     card = s3_store.get(out["dataset_card"]).decode()

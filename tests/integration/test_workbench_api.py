@@ -31,7 +31,7 @@ from stage_helpers import Probe
 
 from services.gateway import app as gateway_app, sessions
 from services.qa_generator.gate import GateResult
-from services.qa_generator.release import REPEATED_FACT, WITHHELD, qc_rows
+from services.qa_generator.release import REPEATED_FACT, UNIT_INCOMPLETE, WITHHELD, qc_rows
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ROWS = 10_000
 SCENE = "tiny_town"
 TASKS = ("self_where", "env_where", "env_how")
-REASONS = ("landmark incomplete", REPEATED_FACT, "answer box too small")
+REASONS = (UNIT_INCOMPLETE, REPEATED_FACT, "answer box too small")
 SOLVERS = ("letter_prior", "text_model")
 
 

@@ -205,8 +205,8 @@ def test_the_release_counts_landmarks_lost_to_a_failed_mission() -> None:
 
     from services.qa_generator.release import select
 
-    incomplete = {"lm1": NOT_SEEN, "lm2": checks.NEVER_SEEN, "lm3": "2 image rows (needs 8)"}
-    _, _, counts = select([FAMILY], {FAMILY.name: Checked([])}, {}, {}, incomplete, {})
+    incomplete = {"lm1": NOT_SEEN, "lm2": checks.NEVER_SEEN, "lm3": "2 video rows (needs 4)"}
+    _, _, counts = select([FAMILY], {FAMILY.name: Checked([])}, {}, {}, {FAMILY.name: incomplete}, {})
     assert counts["failed_mission_landmarks"] == 2
 
 
@@ -231,7 +231,7 @@ def test_qc_fails_a_mission_video_that_never_shows_its_landmark() -> None:
     answer: the landmark the question shows is not in the video."""
     shares = [0.0] * 40
     row = _zero_count_row(len(shares))
-    verdict, ambiguous = checks.check_video_rows([row], {"m": shares})
+    verdict, ambiguous = checks.check_video_rows([row], {"m": checks.Shares(shares)})
     never = "the landmark never appears in its mission video (the mission failed)"
     assert verdict.reasons == {"m_env": never} and not ambiguous.reasons
 
@@ -241,11 +241,11 @@ def test_qc_refuses_a_gold_count_of_zero_whatever_the_frames_show() -> None:
     landmark its video does not show, even where the frames disagree with the gold."""
     shares = [0.0] * 10 + [0.05] * 20 + [0.0] * 10
     row = _zero_count_row(len(shares))
-    verdict, _ = checks.check_video_rows([row], {"m": shares})
+    verdict, _ = checks.check_video_rows([row], {"m": checks.Shares(shares)})
     assert verdict.reasons == {"m_env": checks.NEVER_SEEN}
     one = row.model_copy(
         update={"gold_environment_answer": {"visible_count": 1, "visible_intervals_sec": [[1.0, 3.0]]}}
     )
     assert (
-        checks.check_video_rows([one], {"m": shares})[0].reasons == {}
+        checks.check_video_rows([one], {"m": checks.Shares(shares)})[0].reasons == {}
     )  # the same row with its true gold passes

@@ -1,13 +1,16 @@
 """Reviewed landmarks no release can include: known from the review alone, the same before and
-after the views are measured at the shipped size, and skipped by every later stage."""
+after the views are measured at the shipped size, and skipped by every later stage; and twins
+(one description, two landmarks), which are not held but looked for in each row's media."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from partial_models import partial_model
 from skyqa.contracts import RgbView, ValidInstance
 from skyqa.families import RELEASED
 from skyqa.families.held import held_landmarks
+from skyqa.families.twins import shows, twins
 from skyqa.v1 import render_pb2
 
 from services.qa_generator.views import measured
@@ -40,19 +43,28 @@ def landmark(instance_id: str, description: str, directions: list[str]) -> Valid
         class_name="building",
         landmark_description=description,
         rgb_views=views,
+        main_view=views[0].view_id,
         valid_view_ids=[v.view_id for v in views],
     )
 
 
-def test_a_shared_description_holds_every_landmark_it_fits() -> None:
+def test_a_shared_description_holds_nothing_and_names_each_landmarks_twins() -> None:
+    """The reference box says which landmark a row means; each twin's rendered id is what its
+    checks look for in the row's media."""
     a = landmark("1_1", "Red tower,  about 20 m tall", RING)
     b = landmark("1_2", "red tower, about 20 m tall", RING)
     c = landmark("1_3", "blue hall", RING)
-    held = held_landmarks([a, b, c], RELEASED)
-    assert held == {
-        "1_1": "description shared with 1 other landmark(s): 'red tower, about 20 m tall'",
-        "1_2": "description shared with 1 other landmark(s): 'red tower, about 20 m tall'",
-    }
+    b.rgb_views = [v.model_copy(update={"rendered_instance_id": 9}) for v in b.rgb_views]
+    assert held_landmarks([a, b, c], RELEASED) == {}
+    assert twins([a, b, c]) == {"1_1": frozenset({9}), "1_2": frozenset({7})}
+
+
+def test_an_image_shows_a_twin_from_a_share_the_sighting_margin_could_call_visible() -> None:
+    instance = np.zeros((100, 100), np.uint32)
+    instance[:1, :14] = 9  # 14 px of 10,000: 0.14 %, above 0.2 % / 1.5
+    assert shows(instance, {9}) and not shows(instance, {8}) and not shows(instance, set())
+    instance[:1, 7:] = 0  # 0.07 %
+    assert not shows(instance, {9})
 
 
 def test_the_image_family_holds_landmarks_it_can_never_plan() -> None:
@@ -87,4 +99,4 @@ def test_measuring_the_views_at_the_shipped_size_changes_nothing() -> None:
             shipped.append(measured(v, result, 640, 480))
         lm.rgb_views = shipped
     assert [v.bbox_2d_image_size for v in lms[0].rgb_views] == [[640, 480]] * 4
-    assert held_landmarks(lms, RELEASED) == before and set(before) == {"3_1", "3_2", "3_3"}
+    assert held_landmarks(lms, RELEASED) == before and set(before) == {"3_1"}

@@ -128,7 +128,9 @@ def test_select_leaves_out_a_landmarks_video_rows_together() -> None:
         ),
         "nav": Checked([Row(sample_id="n1"), Row(sample_id="n2")], uncertain={"n1": "unsure"}),
     }
-    final, alone, counts = select(cast(Any, [Fam(), Other()]), checked, items, {}, {}, {})
+    final, alone, counts = select(
+        cast(Any, [Fam(), Other()]), checked, items, {}, {"video": {}, "nav": {}}, {}
+    )
     assert [r.sample_id for r in final["video"]] == ["b1"] and alone["a2"] == TOGETHER
     assert [r.sample_id for r in final["nav"]] == ["n2"]  # one by one, as before
     assert counts["video_share_dropped"] == 1 and counts["count_margin_dropped"] == 1

@@ -75,18 +75,18 @@ def count_row(shares: list[float], count: int, intervals: list[list[float]]) -> 
 def test_qc_rederives_the_count_from_the_segmentation_frames() -> None:
     shares = frames((SEEN, 10), (UNSEEN, 10), (SEEN, 10))
     right = count_row(shares, 2, [[0.0, 1.0], [2.0, 3.0]])
-    verdict, ambiguous = checks.check_video_rows([right], {"m": shares})
+    verdict, ambiguous = checks.check_video_rows([right], {"m": checks.Shares(shares)})
     assert not verdict.reasons and not ambiguous.reasons
     # the renderer's flags would say the same; the stored frames show one sighting only
     wrong = count_row(shares, 2, [[0.0, 1.0], [2.0, 3.0]])
-    verdict, _ = checks.check_video_rows([wrong], {"m": frames((SEEN, 10), (UNSEEN, 20))})
+    verdict, _ = checks.check_video_rows([wrong], {"m": checks.Shares(frames((SEEN, 10), (UNSEEN, 20)))})
     assert verdict.reasons == {"m_env": "visible count disagrees with the segmentation frames"}
     moved = count_row(shares, 2, [[0.0, 1.0], [2.5, 3.0]])
-    assert checks.check_video_rows([moved], {"m": shares})[0].reasons
+    assert checks.check_video_rows([moved], {"m": checks.Shares(shares)})[0].reasons
     verdict, _ = checks.check_video_rows([right], {})
     assert verdict.reasons == {"m_env": "segmentation frames missing or unreadable"}
     still = right.model_copy(update={"fps": 0.0})
-    assert checks.check_video_rows([still], {"m": shares})[0].reasons == {
+    assert checks.check_video_rows([still], {"m": checks.Shares(shares)})[0].reasons == {
         "m_env": "frame rate must be positive"
     }
 
@@ -95,7 +95,7 @@ def test_qc_sets_aside_a_count_within_the_margin() -> None:
     # a 0.4 s gap: two sightings by the rule, but one at a 1.5x longer bridge
     shares = frames((SEEN, 10), (UNSEEN, 4), (SEEN, 10))
     row = count_row(shares, 1, [[0.0, 2.4]])
-    verdict, ambiguous = checks.check_video_rows([row], {"m": shares})
+    verdict, ambiguous = checks.check_video_rows([row], {"m": checks.Shares(shares)})
     assert not verdict.reasons
     assert ambiguous.reasons == {"m_env": "visible count within the margin of the sighting rule"}
 
@@ -110,7 +110,7 @@ def test_stored_segmentation_frames_that_are_missing_or_corrupt_reject_the_row(t
     instance = np.zeros((10, 10), np.uint32)
     instance[:5, :2] = 7
     store.put(f"{root}/frame_000000.png", media.encode_segmentation(instance * 0, instance), "image/png")
-    assert pixel_shares(store, "run", "m", 1, 7) == [0.1]
+    assert pixel_shares(store, "run", "m", 1, 7) == checks.Shares([0.1], [0.0])
     assert pixel_shares(store, "run", "m", 2, 7) is None  # frame 1 was never stored
     assert pixel_shares(store, "run", "m", 1, None) is None  # no instance id for the mission
     store.put(f"{root}/frame_000001.png", b"\x89PNG not really", "image/png")

@@ -404,7 +404,9 @@ class QCReport(Contract):
     checked_rows: int
     dropped_rows: int
     drop_reasons: dict[str, int]
-    dropped_landmarks: dict[str, str]
+    dropped_landmarks: dict[str, str]  # units no family released, with the first one's reason
+    # units some family released and another left out: "<noun> rows: <why>" per family
+    partly_released: dict[str, str] = Field(default_factory=dict)
     answer_letter_balance: dict[str, dict[str, float]]
     max_option_similarity: float
     duplicate_questions: int

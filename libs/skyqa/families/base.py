@@ -2,8 +2,8 @@
 
 The qa-generator knows no family by name. It asks every registered family for its rows and the
 renders they need (:meth:`TaskFamily.plan`), lets each re-check its rows against what was
-rendered (:meth:`TaskFamily.check`), releases a unit (a landmark, for UAV-DualCog) only when
-every family of that unit kind has its whole share of clean rows for it, runs one blind gate
+rendered (:meth:`TaskFamily.check`), releases a family's rows of a unit (a landmark, for
+UAV-DualCog) only when that family has its whole share of clean rows for it, runs one blind gate
 over every family's rows seen as :class:`Item`, and writes each family's manifest and exports.
 The evaluator asks every row through its family (prompts, media, parse, score, baselines).
 A family's row model is a pydantic contract with a ``sample_id`` unique in the release.

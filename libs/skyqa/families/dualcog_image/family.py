@@ -9,10 +9,13 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from skyqa import keys, media
 from skyqa.answers import Parsed
 from skyqa.contracts import ValidInstance
 from skyqa.contracts.qa import IMAGE_TASKS, Funnel, ImageRow, OverlayRequest, ReasoningStep
+from skyqa.errors import BlobNotFound
 from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered, box4
 from skyqa.families.dualcog_image import evaluation
 from skyqa.families.dualcog_image.checks import check_image_rows, check_reasoning
@@ -28,10 +31,12 @@ from skyqa.families.dualcog_image.tasks import (
     unplannable,
     usable_views,
 )
+from skyqa.families.twins import TWIN_IN_VIEW, shows, twins
 from skyqa.media_policy import MediaPolicy
 from skyqa.scan import stills
 
 STILL_FOV_DEG = 72.0
+UNREADABLE = "the segmentation of a shown image is missing or unreadable"
 
 
 class DualCogImage:
@@ -107,6 +112,7 @@ class DualCogImage:
         out.failed.update(
             check_image_rows(kept, rendered.landmarks, rendered.requests, rendered.masks).reasons
         )
+        out.failed.update(twins_shown([r for r in kept if r.sample_id not in out.failed], rendered))
         return out
 
     def balance(self, rows: list[ImageRow]) -> dict[str, str]:
@@ -209,6 +215,43 @@ direction; straight ahead under 5 degrees). A row is asked only when its answer 
 degrees from every angle boundary and its dominant axis at least 1.95 times the other, and
 gives the same answer when the landmark's centre is taken as the centre of its visible pixels.""",
         )
+
+
+def twins_shown(rows: list[ImageRow], rendered: Rendered) -> dict[str, str]:
+    """The rows whose images other than the reference show a twin of their landmark
+    (:mod:`skyqa.families.twins`), read from the environment observation's mask as rendered or
+    a landmark view's stored segmentation; a shown image whose segmentation cannot be read
+    fails its row, since nothing says the twin is not in it."""
+    of = twins(rendered.landmarks.values())
+    root = keys.run_prefix(rendered.run_id)
+    views: dict[str, NDArray[np.uint32] | None] = {}
+
+    def view_mask(path: str) -> NDArray[np.uint32] | None:
+        if path not in views:
+            try:
+                views[path] = media.decode_segmentation(rendered.store.get(f"{root}/{path}"))[1]
+            except (BlobNotFound, ValueError):
+                views[path] = None
+        return views[path]
+
+    out: dict[str, str] = {}
+    for r in rows:
+        ids = of.get(r.landmark_id)
+        vi = rendered.landmarks.get(r.landmark_id)
+        if not ids or vi is None:
+            continue
+        segs = {v.path: v.segmentation_path for v in vi.rgb_views}
+        for image in r.images:
+            if image == r.reference_image_with_bbox:
+                continue  # its box says which one the row asks about
+            if image == r.target_image and r.task_type.startswith("env"):
+                mask = rendered.masks.get(str(r.metadata.get("env_request_id")))
+            else:
+                mask = view_mask(segs[image]) if image in segs else None
+            if mask is None or shows(mask, ids):
+                out[r.sample_id] = UNREADABLE if mask is None else TWIN_IN_VIEW
+                break
+    return out
 
 
 FAMILY = DualCogImage()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from skyqa import keys
@@ -17,6 +18,7 @@ from skyqa.blob import BlobStore
 from skyqa.contracts.qa import VideoRow
 from skyqa.families.frames import per_frame
 from skyqa.families.structure import Verdict, check_options
+from skyqa.families.twins import TWIN_IN_VIEW, share, sighted
 from skyqa.geometry import visibility as vis
 
 NEVER_SEEN = "the landmark never appears in its mission video (the mission failed)"
@@ -51,13 +53,12 @@ def polygon_laps_agree(label: str) -> bool:
     return stated > 0 and stated == Fraction(int(m.group(2)), _SIDES[m.group(1)])
 
 
-def check_video_rows(
-    rows: list[VideoRow], shares: Mapping[str, list[float] | None]
-) -> tuple[Verdict, Verdict]:
+def check_video_rows(rows: list[VideoRow], shares: Mapping[str, Shares | None]) -> tuple[Verdict, Verdict]:
     """Structure, and each visible count re-derived from its mission's segmentation frames
-    (``shares``: the landmark's instance-pixel share per frame, None when unreadable). The second
-    verdict holds the counts a viewer could fairly answer either way (not robust under the rule's
-    margin)."""
+    (``shares``: the landmark's and its twins' instance-pixel shares per frame, None when
+    unreadable); a count whose video also shows a twin fails, a person could count either. The
+    second verdict holds the counts a viewer could fairly answer either way (not robust under
+    the rule's margin)."""
     v, ambiguous = Verdict(), Verdict()
     for r in rows:
         if not (r.sample_id and r.video_path and r.prompt_text and r.frame_count > 0):
@@ -80,12 +81,16 @@ def check_video_rows(
             # is never asked (the planner skips such a mission's landmark; this holds QC to it)
             v.fail(r.sample_id, NEVER_SEEN)
             continue
-        seen = shares.get(r.mission_id)
+        measured = shares.get(r.mission_id)
         if not r.fps > 0:
             v.fail(r.sample_id, "frame rate must be positive")
             continue
-        if seen is None or len(seen) != r.frame_count:
+        if measured is None or len(measured.landmark) != r.frame_count:
             v.fail(r.sample_id, "segmentation frames missing or unreadable")
+            continue
+        seen = measured.landmark
+        if sighted(measured.twins, r.fps):
+            v.fail(r.sample_id, TWIN_IN_VIEW)
             continue
         expected = [[a / r.fps, (b + 1) / r.fps] for a, b in vis.sightings(seen, r.fps)]
         if not expected:
@@ -110,13 +115,32 @@ def check_video_rows(
     return v, ambiguous
 
 
+@dataclass(frozen=True)
+class Shares:
+    """Per frame of a mission video: the landmark's instance-pixel share and its twins'."""
+
+    landmark: list[float]
+    twins: list[float] = field(default_factory=list)  # none: no twin to look for
+
+
 def pixel_shares(
-    store: BlobStore, run_id: str, mission_id: str, frames: int, iid: int | None
-) -> list[float] | None:
-    """The instance-pixel share of ``iid`` in each stored segmentation frame of a mission, or
-    None when a frame is missing or unreadable (QC then rejects the row)."""
+    store: BlobStore,
+    run_id: str,
+    mission_id: str,
+    frames: int,
+    iid: int | None,
+    twin_ids: Collection[int] = (),
+) -> Shares | None:
+    """The instance-pixel shares of ``iid`` and of ``twin_ids`` in each stored segmentation
+    frame of a mission, read once, or None when a frame is missing or unreadable (QC then
+    rejects the row)."""
     if iid is None:
         return None
     root = keys.final_task(run_id, mission_id)
     frame_keys = [f"{root}/{keys.video_frame('seg', i)}" for i in range(frames)]
-    return per_frame(store, frame_keys, lambda instance: float((instance == iid).mean()))
+    both = per_frame(
+        store, frame_keys, lambda instance: (float((instance == iid).mean()), share(instance, twin_ids))
+    )
+    if both is None:
+        return None
+    return Shares([a for a, _ in both], [b for _, b in both])

@@ -2,7 +2,9 @@
 behavior recognition with temporal localization; landmark visibility counting with intervals).
 
 A landmark one of whose missions never shows it (the renderer counted no sighting) is not
-asked about: that mission failed, and its unit needs the rows of both missions. The mission
+asked about: that mission failed, and its unit needs the rows of both missions. Nor is one
+whose video also shows another reviewed landmark of its description (:mod:`..twins`): a person
+could count either. The mission
 planner re-plans a mission whose camera would never frame its landmark before it is rendered
 (``services.mission_planner.camera_plan``); after the render nothing is planned again (the QA
 stage reads rendered media only), so the failed missions are listed in
@@ -50,6 +52,7 @@ from skyqa.families.dualcog_video.balance import ONE_COUNT, OUTSIDE, SURPLUS, co
 from skyqa.families.dualcog_video.checks import NEVER_SEEN, check_video_rows, pixel_shares
 from skyqa.families.dualcog_video.export import dualcog_manifest
 from skyqa.families.dualcog_video.tasks import joint_row, visibility_row
+from skyqa.families.twins import twins
 from skyqa.families.views import reference_overlay
 from skyqa.media_policy import Frames, MediaPolicy
 from skyqa.vocab.behaviors import element_label, load_library
@@ -177,6 +180,7 @@ class DualCogVideo:
         return out
 
     def check(self, rows: list[VideoRow], rendered: Rendered) -> Checked[VideoRow]:
+        of = twins(rendered.landmarks.values())
         shares = {
             r.mission_id: pixel_shares(
                 rendered.store,
@@ -184,6 +188,7 @@ class DualCogVideo:
                 r.mission_id,
                 r.frame_count,
                 _rendered_instance(rendered, r.mission_id),
+                of.get(r.landmark_id, frozenset()),
             )
             for r in rows
             if r.form == "env_visibility_reasoning"

@@ -51,7 +51,7 @@ from skyqa.families.base import (
     Stored,
     box4,
 )
-from skyqa.families.held import description
+from skyqa.families.twins import description, rendered_id
 from skyqa.families.ultravr.checks import check_rows
 from skyqa.families.ultravr.objects import FAR, NEAR, REGIONS, landmarks_of, norm_box, objects_of
 from skyqa.families.ultravr.templates import (
@@ -123,7 +123,7 @@ def landmark_names(landmarks: Sequence[ValidInstance]) -> dict[int, str]:
     """How a question names each reviewed landmark, by its instance id in rendered segmentation
     (its main view's, else its views' most common: the mission planner's rule): the head of its
     description ("gray residential building") when no other landmark's starts alike, else the
-    whole description; a description another landmark shares names neither (:mod:`.held`)."""
+    whole description; a description another landmark shares names neither (:mod:`.twins`)."""
     full = {vi.instance_id: description(vi) for vi in landmarks}
     shared = Counter(full.values())
     heads = Counter(d.split(",")[0].strip() for d in full.values())
@@ -132,16 +132,7 @@ def landmark_names(landmarks: Sequence[ValidInstance]) -> dict[int, str]:
         d = full[vi.instance_id]
         if shared[d] > 1:
             continue
-        views = {v.view_id: v for v in vi.rgb_views}
-        main = views.get(vi.main_view)
-        ids = [v.rendered_instance_id for v in vi.rgb_views if v.rendered_instance_id]
-        rid = (
-            main.rendered_instance_id
-            if main is not None and main.rendered_instance_id
-            else max(set(ids), key=ids.count)
-            if ids
-            else vi.instance_numeric_id
-        )
+        rid = rendered_id(vi)
         head = d.split(",")[0].strip()
         out[rid] = head if heads[head] == 1 else d
     return out
