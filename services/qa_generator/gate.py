@@ -24,9 +24,9 @@ rows show the habit (BH on their own p at the level scaled by the share of famil
 or, when none does, the one task those solvers point at most (a family that fails never ships
 every task it pooled). A release with no leak withholds nothing with probability at least
 ``1 - ALPHA``. A task too small for its test to see a ``MIN_LEAK`` leak is *unverified*. Units
-whose description another unit shares are withheld as ambiguous references (a construction
-rule, not a test). Nothing else is dropped: the gate never removes rows a solver answers, which
-would leave the rest answerable by avoiding it.
+named in words alone (``Item.description``) that another unit shares are withheld as ambiguous
+references (a construction rule, not a test). Nothing else is dropped: the gate never removes
+rows a solver answers, which would leave the rest answerable by avoiding it.
 """
 
 from __future__ import annotations

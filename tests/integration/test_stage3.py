@@ -646,9 +646,10 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
     for name, data in manifests.items():
         assert s3_store.get(run[name]) == data, name
 
-    # an enforced blind gate: a second landmark planted with the first one's description (a
-    # copy of it under another id) withholds both landmarks' rows, the report says why, and the
-    # rest of the release ships
+    # a second landmark planted with the first one's description (a copy of it under another
+    # id, rendered as the same object): each is in the other's media, so both landmarks' rows
+    # fail their checks (the reference box no longer says which one is meant), the ledger says
+    # why, and the rest of the release ships
     plan = load_json(QAPlan, s3_store.get(keys.qa_plan(run_id)))
     lm = image[0]["landmark_id"]
     valid = load_json(ValidInstancesFile, s3_store.get(plan.valid_instances))
@@ -673,13 +674,11 @@ async def test_qa_lattice_answers_agree_with_geometry_and_refresh_is_identical(
         rows += [twin_of(row) for row in rows if row["landmark_id"] == lm]
     plan.landmarks.append("twin")
     twinned, _ = finish(plan, s3_store, "enforce")
-    twin_gate = twinned.blind_gate
-    assert twin_gate.mode == "enforce" and not twin_gate.passed
-    assert set(twin_gate.withheld_units) == {lm, "twin"}
-    assert (
-        "share the description" in twin_gate.withheld_units["twin"]
-        and "ambiguous reference" in twin_gate.failures[-1]
-    )
+    assert twinned.blind_gate.mode == "enforce"
+    ledger = [QCRow.model_validate_json(x) for x in s3_store.get(f"{root}/qc_rows.jsonl").splitlines()]
+    both = [r for r in ledger if r.unit in (lm, "twin") and r.family == "dualcog_image"]
+    assert {r.unit for r in both} == {lm, "twin"} and all(r.status == "dropped" for r in both)
+    assert {r.reason for r in both} == {TWIN_IN_VIEW}
     left = {r["landmark_id"] for r in rows_of(s3_store, run["image_qa"])}
     assert left == {r["landmark_id"] for r in image} - {lm}
     # (a task withheld for leaking and drawn again, with the rest shipped: the plug-in family's

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nav_blocks import build, mission, seen, world
+from nav_blocks import build, seen, world
 from skyqa import keys, media
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts.navigation import NavigationTask
@@ -30,11 +30,6 @@ from skyqa.families.urbanvideo.questions import (
 )
 
 pytestmark = pytest.mark.unit
-
-
-@pytest.fixture(scope="module")
-def task() -> NavigationTask:
-    return mission(1.0)
 
 
 def without(task: NavigationTask, name: str) -> NavigationTask:

@@ -46,11 +46,6 @@ from skyqa.vocab.directions import similarity
 pytestmark = pytest.mark.unit
 
 
-@pytest.fixture(scope="module")
-def task() -> NavigationTask:
-    return mission(1.0)
-
-
 def varied() -> list[NavigationTask]:
     """Eight missions of different geometry (mirrored, without the hall, the tower or the
     fountain moved): enough answers per stratum for types with the source's five options."""

@@ -48,7 +48,9 @@ class Item:
     options: tuple[tuple[str, str], ...]  # (option id, label); empty for counts
     gold: frozenset[str]  # option ids, or the count as text
     box: tuple[float, ...] = ()
-    description: str = ""  # how the prompt names the unit
+    # how the prompt names the unit where nothing in its media marks it: the gate withholds
+    # units named alike (a question in words alone would not say which one it asks about)
+    description: str = ""
     category: str = ""
     texts: tuple[str, ...] = ()  # option labels that are words (not "Image 2"), for similarity
     family: str = ""  # the family's name; its option ids form one letter alphabet

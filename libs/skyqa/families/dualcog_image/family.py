@@ -130,7 +130,8 @@ class DualCogImage:
             options,
             frozenset([row.answer_option_id]),
             tuple(row.answer_bbox_xyxy_norm),
-            description=row.landmark_description,
+            # no description: the reference image's box marks the landmark, and a row whose media
+            # show another of its description fails its check (skyqa.families.twins)
             category=row.landmark_category,
             family=self.name,
             # self_what's options name candidate images ("Image 2"), not answers
