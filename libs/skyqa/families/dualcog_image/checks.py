@@ -159,12 +159,23 @@ def _recheck_env(
         if bare != r.answer_label:
             v.fail(r.sample_id, "answer changes with the visible centre of the landmark")
     # the rendered box must lie inside the projection of the 3D box (a different code path)
-    proj, inside = project_box(np.array(req.target_aabb[0]), np.array(req.target_aabb[1]), pose, k)
+    proj, inside = project_box(*_standing_box(req, lm), pose, k)
     box = np.array(r.answer_bbox_xyxy_norm) * [wid, hgt, wid, hgt]
-    # the fused box misses the bottom of an object (the ground cut) and unscanned parts
+    # the fused box misses unscanned parts
     slack = np.array([wid, hgt, wid, hgt]) * BOX_SLACK + 2
     if not inside or np.any(box[:2] < proj[:2] - slack[:2]) or np.any(box[2:] > proj[2:] + slack[2:]):
         v.fail(r.sample_id, "landmark box falls outside its projected 3D box")
+
+
+def _standing_box(req: EnvRequest, lm: ValidInstance) -> tuple[np.ndarray, np.ndarray]:
+    """The landmark's 3D box from the ground it stands on: the fused points miss what the LiDAR
+    hardly hits below an object (a tree's trunk under its crown, a billboard's posts, a shelter's
+    legs, and the ground cut), and its rendered mask shows them. The height above the local
+    ground (``Bbox3D.extent``) says where that ground is; sides and top stay as fused."""
+    lo, hi = np.array(req.target_aabb[0], dtype=float), np.array(req.target_aabb[1], dtype=float)
+    if len(lm.bbox_3d.extent) == 3:
+        lo[2] = min(lo[2], hi[2] - lm.bbox_3d.extent[2])
+    return lo, hi
 
 
 def check_reasoning(rows: list[ImageRow]) -> Verdict:
