@@ -159,7 +159,11 @@ def _recheck_env(
         if bare != r.answer_label:
             v.fail(r.sample_id, "answer changes with the visible centre of the landmark")
     # the rendered box must lie inside the projection of the 3D box (a different code path)
-    proj, inside = project_box(*_standing_box(req, lm), pose, k)
+    proj, inside = project_box(np.array(req.target_aabb[0]), np.array(req.target_aabb[1]), pose, k)
+    # its ground may be out of frame or behind the camera: the bottom edge only ever goes down
+    standing, ahead = project_box(*_standing_box(req, lm), pose, k, margin_px=-math.inf)
+    if ahead:
+        proj[3] = max(proj[3], standing[3])
     box = np.array(r.answer_bbox_xyxy_norm) * [wid, hgt, wid, hgt]
     # the fused box misses unscanned parts
     slack = np.array([wid, hgt, wid, hgt]) * BOX_SLACK + 2
@@ -171,7 +175,8 @@ def _standing_box(req: EnvRequest, lm: ValidInstance) -> tuple[np.ndarray, np.nd
     """The landmark's 3D box from the ground it stands on: the fused points miss what the LiDAR
     hardly hits below an object (a tree's trunk under its crown, a billboard's posts, a shelter's
     legs, and the ground cut), and its rendered mask shows them. The height above the local
-    ground (``Bbox3D.extent``) says where that ground is; sides and top stay as fused."""
+    ground (``Bbox3D.extent``) says where that ground is; sides and top stay as fused, and the
+    check takes only the bottom edge of its projection."""
     lo, hi = np.array(req.target_aabb[0], dtype=float), np.array(req.target_aabb[1], dtype=float)
     if len(lm.bbox_3d.extent) == 3:
         lo[2] = min(lo[2], hi[2] - lm.bbox_3d.extent[2])
