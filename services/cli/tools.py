@@ -37,7 +37,8 @@ def refresh(
     data_dir: DataDirOpt = None,
     videos: Annotated[bool, typer.Option(help="also re-render every mission video")] = False,
 ) -> None:
-    """Re-render a run's assets from their recorded camera poses; ids, options and answers stay."""
+    """Re-render a run's assets from their recorded camera poses; ids, options and answers stay
+    (a release made by an older skyqa is released again under this one's checks)."""
     settings = settings_or_exit()
     store = store_for(data_dir, settings)
     with user_errors(f"run {run_id!r} has no QA plan in {store.describe()}; run it to the qa stage first"):

@@ -336,7 +336,7 @@ async function showFunnel() {
   const out = $("gate-outcomes"); out.replaceChildren("Rows by how many blind solvers answered them: ");
   for (const [k, n] of Object.entries(f.outcomes)) out.append(link(`${k}: ${n}`, hashFor("rows", { blind: k })), " ");
   $("gate-tasks").tBodies[0].replaceChildren(...g.tasks.map((t) => row([t.task, t.rows, t.status, t.best_solver, t.score, t.chance, t.p_value, t.detectable, t.box_prior_acc50], { "data-task": t.task, "data-status": t.status })));
-  const lb = head($("dropped-landmarks"), ["landmark", "why no family released it"]);
+  const lb = head($("dropped-landmarks"), ["landmark", "why a family left it out"]);
   for (const [lm, why] of Object.entries(f.dropped_landmarks)) lb.append(row([lm, why]));
   // released by some families and not others (a landmark whose image rows ship without its video rows)
   for (const [lm, why] of Object.entries(f.partly_released || {})) lb.append(row([`${lm} (partly released)`, why]));

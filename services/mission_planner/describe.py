@@ -20,8 +20,8 @@ from skyqa.contracts.missions import (
     RepairStats,
     SetInstance,
 )
-from skyqa.families.twins import rendered_id
 from skyqa.kinematics import LIMITS
+from skyqa.reviewed import rendered_id
 from skyqa.vocab.behaviors import Library, behavior_id, behavior_label
 
 from services.mission_planner.compose import (

@@ -27,9 +27,9 @@ from skyqa.contracts.navigation import (
     NavVideo,
     RejectedNavigation,
 )
-from skyqa.families.twins import rendered_id
 from skyqa.geometry.boxes import norm_xyxy
 from skyqa.protojson import to_json
+from skyqa.reviewed import rendered_id
 from skyqa.v1 import common_pb2, render_pb2
 
 from services.mission_planner.config import MissionConfig

@@ -217,7 +217,8 @@ segmentation frames, and reasoning steps checked against the paired rows (see
 | candidate (class, instance) pairs | {f.candidates} |
 | landmarks with enough valid views | {f.collected} |
 | reviewed (kept and labelled) | {f.reviewed} |
-| released landmarks (full lattice) | {f.released_landmarks} |
+| released landmarks (any family's whole share) | {f.released_landmarks} |
+| of them without another family's rows (`partly_released` in the QC report) | {len(report.partly_released)} |
 {counted}
 | rows withheld by the blind gate | {f.blind_withheld} |
 {dropped}

@@ -117,6 +117,8 @@ def finish(
     # why each row left (the sets are disjoint): the ledger's reasons and the report's counts
     fates = failed | alone | dict.fromkeys(lost, UNIT_INCOMPLETE)
     reasons = Counter(fates.values())
+    shipped = {it.sample_id for it in released_items}
+    why = fates | withheld | replaced  # the ledger's reason for every row not shipped
     # the funnel counts landmarks; units of other kinds (navigation missions) are not landmarks
     landmark_families = {f.name for f in families if f.unit_kind == "landmark"}
     released = {it.unit: it.category for it in released_items if it.family in landmark_families}
@@ -140,7 +142,7 @@ def finish(
         checked_rows=len(items),
         dropped_rows=len(items) - len(released_items) - len(withheld) - len(replaced),
         drop_reasons=dict(sorted(reasons.items())),
-        **dropped_units(families, incomplete, {it.unit for it in released_items}),
+        **dropped_units(families, incomplete, items, shipped, why),
         answer_letter_balance=qc.letter_balance(questions),
         max_option_similarity=max_similarity([it.texts for it in questions]),
         duplicate_questions=sum(1 for x in failed.values() if x == "duplicate question"),
@@ -148,8 +150,7 @@ def finish(
         **shortfall(items, released_items, withheld, scan_of(p).task_quota, families),
     )
     out = release_files(p.run_id, p.scene_id, families)
-    shipped = {it.sample_id for it in released_items}
-    ledger = qc_rows(families, checked, items, fates | withheld | replaced, shipped, blind)
+    ledger = qc_rows(families, checked, items, why, shipped, blind)
     # answers the workbench's audit stored survive a refresh: the report counts them again
     report.audit = audit.summary_of(store, p.run_id, ledger)
     store.put(out["qc_rows"], _jsonl(ledger), "application/x-ndjson")
@@ -302,20 +303,36 @@ def select(
 
 
 def dropped_units(
-    families: Sequence[ReleaseFamily[Any]], incomplete: dict[str, dict[str, str]], released: set[str]
+    families: Sequence[ReleaseFamily[Any]],
+    incomplete: dict[str, dict[str, str]],
+    items: dict[str, Item],
+    shipped: set[str],
+    why: dict[str, str],
 ) -> dict[str, dict[str, str]]:
-    """The units a family left out: those no family released, with the first family's reason
-    (``dropped_landmarks``), and those others released, with each family's reason
-    (``partly_released``: a landmark whose image rows ship without its video rows)."""
-    why: dict[str, dict[str, str]] = {}
+    """The units a family left out, with why: those no family shipped a row of, with the first
+    family's reason (``dropped_landmarks``), and those some family shipped and another that
+    had rows of them or skipped them did not, with each such family's reason
+    (``partly_released``: a landmark whose image rows ship without its video rows). Units are
+    those a family skipped or could not complete, and those of the families that release a
+    unit's rows whole (a landmark whose video rows the count balance took); a family that
+    leaves out some rows of a unit and ships others (a collaboration group) ships it."""
+    noun = {f.name: f.noun for f in families}
+    whole = {f.name for f in families if f.unit_rows is not None}
+    shipped_by: dict[str, set[str]] = {}
+    for s in shipped:
+        shipped_by.setdefault(items[s].unit, set()).add(noun[items[s].family])
+    left: dict[str, dict[str, str]] = {}  # unit -> family noun -> why it shipped none of it
     for f in families:
         for unit, reason in incomplete[f.name].items():
-            why.setdefault(unit, {}).setdefault(f.noun, reason)
-    gone = {u: next(iter(w.values())) for u, w in why.items() if u not in released}
+            left.setdefault(unit, {}).setdefault(f.noun, reason)
+    for s, it in sorted(items.items()):
+        if it.family in whole and s in why and noun[it.family] not in shipped_by.get(it.unit, set()):
+            left.setdefault(it.unit, {}).setdefault(noun[it.family], why[s])
+    gone = {u: next(iter(w.values())) for u, w in left.items() if u not in shipped_by}
     partly = {
-        u: "; ".join(f"{noun} rows: {reason}" for noun, reason in w.items())
-        for u, w in why.items()
-        if u in released
+        u: "; ".join(f"{n} rows: {reason}" for n, reason in w.items())
+        for u, w in left.items()
+        if u in shipped_by
     }
     return {"dropped_landmarks": dict(sorted(gone.items())), "partly_released": dict(sorted(partly.items()))}
 

@@ -1,5 +1,5 @@
 """The rows of a plan checked against what was rendered: each family's verdicts, the rows as the
-release sees them, and the units no family can release. :mod:`services.qa_generator.release`
+release sees them, and per family the units it cannot release. :mod:`services.qa_generator.release`
 builds the release from them; :mod:`services.qa_generator.observations` asks them about the
 first looks.
 """

@@ -60,19 +60,25 @@ def test_a_landmark_whose_video_rows_fail_still_ships_its_image_rows() -> None:
         IMAGE.name: {"lm1": failed["lm1_i3"], "lm4": p.skipped["lm4"]},
         VIDEO.name: {"lm2": TWIN_IN_VIEW, "lm3": NOT_SEEN, "lm4": p.skipped["lm4"]},
     }
-    final, _, counts = select(families, checked, items, failed, out, {})
+    final, alone, counts = select(families, checked, items, failed, out, {})
     assert {r.landmark_id for r in final[IMAGE.name]} == {"lm2", "lm3"}
     assert {r.landmark_id for r in final[VIDEO.name]} <= {"lm1"}
     assert counts["failed_mission_landmarks"] == 1
-    report = dropped_units(families, out, {"lm1", "lm2", "lm3"})
+    shipped = {r.sample_id for rows in final.values() for r in rows}
+    why = failed | alone | {s: "unit incomplete" for s, it in items.items() if it.unit in out[it.family]}
+    report = dropped_units(families, out, items, shipped, why)
+    # lm1's video rows alone carry one visible count: the count balance takes them
+    assert alone["lm1_v1"].startswith("one visible count")
     assert report == {
-        "dropped_landmarks": {"lm4": p.skipped["lm4"]},
-        "partly_released": {
-            "lm1": f"image rows: {failed['lm1_i3']}",
-            "lm2": f"video rows: {TWIN_IN_VIEW}",
-            "lm3": f"video rows: {NOT_SEEN}",
-        },
+        "dropped_landmarks": {"lm1": failed["lm1_i3"], "lm4": p.skipped["lm4"]},
+        "partly_released": {"lm2": f"video rows: {TWIN_IN_VIEW}", "lm3": f"video rows: {NOT_SEEN}"},
     }
+    # had the balance kept them, lm1 would be partly released, with the image rows' reason
+    kept = shipped | {s for s in items if s.startswith("lm1_v")}
+    assert (
+        dropped_units(families, out, items, kept, why)["partly_released"]["lm1"]
+        == f"image rows: {failed['lm1_i3']}"
+    )
 
 
 def test_a_family_short_of_its_share_for_a_unit_drops_only_its_own_rows() -> None:
@@ -194,10 +200,14 @@ def test_a_visibility_count_fails_where_its_video_also_shows_a_twin(tmp_path: Pa
     twin = [0.0] * 20 + [0.0015] * 4 + [0.0] * 6
     verdict, _ = checks.check_video_rows([row], {"m": checks.Shares(shares, twin)})
     assert verdict.reasons == {"m_env": TWIN_IN_VIEW}
-    # a glimpse of two frames, or a share below the lenient threshold, is no sighting
-    for glimpse in ([0.0] * 20 + [0.01] * 2 + [0.0] * 8, [0.0] * 20 + [0.001] * 10):
+    # a glimpse of two frames, or a share below the lenient threshold, is no sighting, nor a
+    # twin smaller than the landmark beside it
+    for glimpse in ([0.0] * 20 + [0.01] * 2 + [0.0] * 8, [0.0] * 20 + [0.001] * 10, [0.009] * 2 + [0.0] * 28):
         verdict, _ = checks.check_video_rows([row], {"m": checks.Shares(shares, glimpse)})
         assert not verdict.reasons
+    # as large as the landmark in a frame that shows it, even for one frame
+    verdict, _ = checks.check_video_rows([row], {"m": checks.Shares(shares, [0.0, 0.011] + [0.0] * 28)})
+    assert verdict.reasons == {"m_env": TWIN_IN_VIEW}
     # one read of each frame gives both shares
     store = LocalBlobStore(tmp_path)
     instance = np.zeros((10, 10), np.uint32)

@@ -61,10 +61,17 @@ def test_a_shared_description_holds_nothing_and_names_each_landmarks_twins() -> 
 
 def test_an_image_shows_a_twin_from_a_share_the_sighting_margin_could_call_visible() -> None:
     instance = np.zeros((100, 100), np.uint32)
+    instance[50:70, 50:70] = 7  # the landmark: 4 %
     instance[:1, :14] = 9  # 14 px of 10,000: 0.14 %, above 0.2 % / 1.5
-    assert shows(instance, {9}) and not shows(instance, {8}) and not shows(instance, set())
+    assert shows(instance, {9}, 7) and not shows(instance, {8}, 7) and not shows(instance, set(), 7)
     instance[:1, 7:] = 0  # 0.07 %
-    assert not shows(instance, {9})
+    assert not shows(instance, {9}, 7)
+    # or as large as the landmark, both small
+    instance[50:70, 50:70] = 0
+    instance[50:52, 50:53] = 7
+    assert shows(instance, {9}, 7)
+    instance[50:52, 50:54] = 7
+    assert not shows(instance, {9}, 7)
 
 
 def test_the_image_family_holds_landmarks_it_can_never_plan() -> None:

@@ -71,3 +71,9 @@ def test_lazy_package_exports_every_listed_name(package: str) -> None:
 def test_camera_maths_do_not_load_the_simulator_until_it_is_asked_for() -> None:
     assert loaded_after("from skyqa.sim import Pose, project_box, CLASSES") == []
     assert "open3d" in loaded_after("from skyqa.sim import BuiltinSimulator")
+
+
+def test_the_mission_planner_loads_the_task_families_only_when_it_plans() -> None:
+    # it asks them which landmarks are held on the first run it plans (missions.py), not at start
+    code = "import services.mission_planner.app\nassert 'skyqa.families' not in sys.modules"
+    assert loaded_after(code) == []

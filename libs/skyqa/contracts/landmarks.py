@@ -33,7 +33,7 @@ class Bbox3D(Contract):
     max: list[float]
     size: list[float]
     yaw_deg: float
-    # skyqa's own: length and width along and across yaw, and height above the local ground
+    # skyqa's own: length and width along and across yaw, and height above the scan's ground
     # (the axis-aligned size of a car parked at 45 degrees is a square)
     extent: list[float] = Field(default_factory=list)
 

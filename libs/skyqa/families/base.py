@@ -208,7 +208,7 @@ class ReleaseFamily(Protocol[R]):
     manifest: str  # the name of its manifest among ``files``
     files: Mapping[str, str]  # release file name -> path under the run, with ``{scene}``
     row_model: type[R]
-    unit_kind: str  # families of one unit kind release a unit together
+    unit_kind: str  # what a row is about (a landmark); each family releases a unit on its own rows
     # rows a released unit has from this family; None: its rows release one by one (a failed
     # row costs only itself)
     unit_rows: int | None

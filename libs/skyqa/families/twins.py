@@ -19,6 +19,9 @@ from numpy.typing import NDArray
 
 from skyqa.contracts import ValidInstance
 from skyqa.geometry import visibility as vis
+from skyqa.reviewed import description, rendered_id
+
+__all__ = ["MIN_SHARE", "TWIN_IN_VIEW", "description", "rendered_id", "share", "shows", "sighted", "twins"]
 
 TWIN_IN_VIEW = "another reviewed landmark of the same description is in view"
 # a twin counts as shown from a share the sighting rule's margin could still call visible:
@@ -26,25 +29,10 @@ TWIN_IN_VIEW = "another reviewed landmark of the same description is in view"
 MIN_SHARE = vis.MIN_VISIBLE_SHARE / vis.RULE_MARGIN
 
 
-def description(vi: ValidInstance) -> str:
-    """How prompts name the landmark, normalised for comparison."""
-    return " ".join((vi.landmark_description or vi.class_name).lower().split())
-
-
-def rendered_id(vi: ValidInstance) -> int:
-    """The instance id the landmark has in rendered segmentation: its main view's, else the
-    most common among its views."""
-    views = {v.view_id: v for v in vi.rgb_views}
-    main = views.get(vi.main_view)
-    if main is not None and main.rendered_instance_id:
-        return main.rendered_instance_id
-    ids = [v.rendered_instance_id for v in vi.rgb_views if v.rendered_instance_id]
-    return max(set(ids), key=ids.count) if ids else vi.instance_numeric_id
-
-
 def twins(landmarks: Iterable[ValidInstance]) -> dict[str, frozenset[int]]:
     """Landmark id -> the rendered instance ids of the other reviewed landmarks of its
-    description, for the landmarks that have any."""
+    description, for the landmarks that have any. One object reviewed under two ids is its own
+    twin (its id is in the set): it is in every image of itself, so both ids' rows fail."""
     by_description: dict[str, list[ValidInstance]] = defaultdict(list)
     for vi in landmarks:
         by_description[description(vi)].append(vi)
@@ -61,11 +49,18 @@ def share(instance: NDArray[np.uint32], ids: Collection[int]) -> float:
     return float(np.isin(instance, np.fromiter(ids, np.int64)).mean()) if ids else 0.0
 
 
-def shows(instance: NDArray[np.uint32], ids: Collection[int]) -> bool:
-    return share(instance, ids) >= MIN_SHARE
+def shows(instance: NDArray[np.uint32], ids: Collection[int], own: int) -> bool:
+    """Whether an image shows a twin (``ids``) of the landmark ``own``: from ``MIN_SHARE``, or
+    as large as the landmark itself (both small, the one asked about no easier to make out)."""
+    twin = share(instance, ids)
+    return twin >= MIN_SHARE or (twin > 0 and twin >= share(instance, (own,)))
 
 
-def sighted(shares: list[float], fps: float) -> bool:
-    """Whether a video shows a twin, from its per-frame pixel shares: a sighting under the
-    sighting rule's lenient end (threshold and duration within its margin)."""
-    return bool(vis.sightings(shares, fps, MIN_SHARE, vis.MIN_SIGHTING_SEC / vis.RULE_MARGIN))
+def sighted(landmark: list[float], twin: list[float], fps: float) -> bool:
+    """Whether a video shows a twin, from per-frame pixel shares: a sighting under the sighting
+    rule's lenient end (threshold and duration within its margin), or the twin as large as the
+    landmark in a frame that shows the landmark."""
+    lenient = vis.sightings(twin, fps, MIN_SHARE, vis.MIN_SIGHTING_SEC / vis.RULE_MARGIN)
+    return bool(lenient) or any(
+        t > 0 and t >= s >= vis.MIN_VISIBLE_SHARE for s, t in zip(landmark, twin, strict=False)
+    )

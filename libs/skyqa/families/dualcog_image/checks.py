@@ -174,9 +174,10 @@ def _recheck_env(
 def _standing_box(req: EnvRequest, lm: ValidInstance) -> tuple[np.ndarray, np.ndarray]:
     """The landmark's 3D box from the ground it stands on: the fused points miss what the LiDAR
     hardly hits below an object (a tree's trunk under its crown, a billboard's posts, a shelter's
-    legs, and the ground cut), and its rendered mask shows them. The height above the local
-    ground (``Bbox3D.extent``) says where that ground is; sides and top stay as fused, and the
-    check takes only the bottom edge of its projection."""
+    legs, and the ground cut), and its rendered mask shows them. The height above the ground
+    (``Bbox3D.extent``: the scan's ground, the street under a landmark on a roof, whose bottom
+    edge is then checked loosely) says where that ground is; sides and top stay as fused, and
+    the check takes only the bottom edge of its projection."""
     lo, hi = np.array(req.target_aabb[0], dtype=float), np.array(req.target_aabb[1], dtype=float)
     if len(lm.bbox_3d.extent) == 3:
         lo[2] = min(lo[2], hi[2] - lm.bbox_3d.extent[2])

@@ -15,7 +15,7 @@ from skyqa import keys, media
 from skyqa.answers import Parsed
 from skyqa.contracts import ValidInstance
 from skyqa.contracts.qa import IMAGE_TASKS, Funnel, ImageRow, OverlayRequest, ReasoningStep
-from skyqa.errors import BlobNotFound
+from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families.base import CardPart, Checked, Item, Mark, MediaRef, PlanInputs, Planned, Rendered, box4
 from skyqa.families.dualcog_image import evaluation
 from skyqa.families.dualcog_image.checks import check_image_rows, check_reasoning
@@ -31,7 +31,7 @@ from skyqa.families.dualcog_image.tasks import (
     unplannable,
     usable_views,
 )
-from skyqa.families.twins import TWIN_IN_VIEW, shows, twins
+from skyqa.families.twins import TWIN_IN_VIEW, rendered_id, shows, twins
 from skyqa.media_policy import MediaPolicy
 from skyqa.scan import stills
 
@@ -225,14 +225,21 @@ def twins_shown(rows: list[ImageRow], rendered: Rendered) -> dict[str, str]:
     fails its row, since nothing says the twin is not in it."""
     of = twins(rendered.landmarks.values())
     root = keys.run_prefix(rendered.run_id)
-    views: dict[str, NDArray[np.uint32] | None] = {}
+    # a view is one landmark's: its verdict is kept, not its decoded mask (50 MB at 4096x3072)
+    views: dict[str, str | None] = {}
 
-    def view_mask(path: str) -> NDArray[np.uint32] | None:
+    def verdict(mask: NDArray[np.uint32] | None, ids: frozenset[int], own: int) -> str | None:
+        if mask is None:
+            return UNREADABLE
+        return TWIN_IN_VIEW if shows(mask, ids, own) else None
+
+    def view(path: str, ids: frozenset[int], own: int) -> str | None:
         if path not in views:
             try:
-                views[path] = media.decode_segmentation(rendered.store.get(f"{root}/{path}"))[1]
-            except (BlobNotFound, ValueError):
-                views[path] = None
+                mask = media.decode_segmentation(rendered.store.get(f"{root}/{path}"))[1]
+            except (BlobNotFound, InvalidInput, ValueError):  # InvalidKey: a stored path unsafe
+                mask = None
+            views[path] = verdict(mask, ids, own)
         return views[path]
 
     out: dict[str, str] = {}
@@ -241,16 +248,19 @@ def twins_shown(rows: list[ImageRow], rendered: Rendered) -> dict[str, str]:
         vi = rendered.landmarks.get(r.landmark_id)
         if not ids or vi is None:
             continue
+        own = rendered_id(vi)
         segs = {v.path: v.segmentation_path for v in vi.rgb_views}
         for image in r.images:
             if image == r.reference_image_with_bbox:
                 continue  # its box says which one the row asks about
             if image == r.target_image and r.task_type.startswith("env"):
-                mask = rendered.masks.get(str(r.metadata.get("env_request_id")))
+                rid = str(r.metadata.get("env_request_id"))
+                req = rendered.requests.get(rid)
+                why = verdict(rendered.masks.get(rid), ids, req.rendered_instance_id if req else own)
             else:
-                mask = view_mask(segs[image]) if image in segs else None
-            if mask is None or shows(mask, ids):
-                out[r.sample_id] = UNREADABLE if mask is None else TWIN_IN_VIEW
+                why = view(segs[image], ids, own) if image in segs else UNREADABLE
+            if why is not None:
+                out[r.sample_id] = why
                 break
     return out
 

@@ -89,7 +89,7 @@ def check_video_rows(rows: list[VideoRow], shares: Mapping[str, Shares | None]) 
             v.fail(r.sample_id, "segmentation frames missing or unreadable")
             continue
         seen = measured.landmark
-        if sighted(measured.twins, r.fps):
+        if measured.twins and sighted(seen, measured.twins, r.fps):
             v.fail(r.sample_id, TWIN_IN_VIEW)
             continue
         expected = [[a / r.fps, (b + 1) / r.fps] for a, b in vis.sightings(seen, r.fps)]

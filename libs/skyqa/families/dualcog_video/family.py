@@ -2,9 +2,9 @@
 behavior recognition with temporal localization; landmark visibility counting with intervals).
 
 A landmark one of whose missions never shows it (the renderer counted no sighting) is not
-asked about: that mission failed, and its unit needs the rows of both missions. Nor is one
-whose video also shows another reviewed landmark of its description (:mod:`..twins`): a person
-could count either. The mission
+asked about: that mission failed, and its unit needs the rows of both missions. A visibility
+row whose video also shows another reviewed landmark of its description (:mod:`..twins`) fails
+its check, which costs the landmark its video rows (a person could count either). The mission
 planner re-plans a mission whose camera would never frame its landmark before it is rendered
 (``services.mission_planner.camera_plan``); after the render nothing is planned again (the QA
 stage reads rendered media only), so the failed missions are listed in

@@ -51,7 +51,6 @@ from skyqa.families.base import (
     Stored,
     box4,
 )
-from skyqa.families.twins import description, rendered_id
 from skyqa.families.ultravr.checks import check_rows
 from skyqa.families.ultravr.objects import FAR, NEAR, REGIONS, landmarks_of, norm_box, objects_of
 from skyqa.families.ultravr.templates import (
@@ -66,6 +65,7 @@ from skyqa.families.ultravr.templates import (
     fact,
 )
 from skyqa.media_policy import MediaPolicy
+from skyqa.reviewed import description, rendered_id
 from skyqa.steps import score_steps
 
 LETTERS = "ABCD"
