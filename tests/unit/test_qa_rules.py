@@ -121,7 +121,7 @@ def test_joint_rows_do_not_tell_composite_golds_apart_by_their_text() -> None:
 
 def planted_env_row(h_deg: float, label: str, task: str = "env_where") -> tuple[structure.Verdict, str]:
     """One environment row whose landmark sits ``h_deg`` left of the optical axis, checked by QC."""
-    from skyqa.contracts import ValidInstance
+    from skyqa.contracts import Bbox3D, ValidInstance
     from skyqa.contracts.qa import EnvRequest, ImageRow
     from skyqa.sim import Intrinsics, project_box
 
@@ -151,7 +151,8 @@ def planted_env_row(h_deg: float, label: str, task: str = "env_where") -> tuple[
         answer_label=label,
         answer_bbox_xyxy_norm=[x0 / 640, y0 / 480, x1 / 640, y1 / 480],
     )
-    lm = partial_model(ValidInstance, valid_view_ids=["view_00_front"])
+    box3d = partial_model(Bbox3D, min=lo.tolist(), max=hi.tolist(), extent=[])  # no ground measured
+    lm = partial_model(ValidInstance, valid_view_ids=["view_00_front"], bbox_3d=box3d)
     v = structure.Verdict()
     checks._recheck_env(row, lm, req, {"req": mask}, v)
     return v, v.reasons.get("row", "")
