@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from partial_models import partial_model
 from skyqa import integrity
 from skyqa.contracts.qa import ImageRow, VideoRow
 
@@ -82,6 +83,49 @@ def video_row(**fields: Any) -> VideoRow:
         "system_prompt": "[TASK] t\n[OUTPUT] one JSON",
     }
     return VideoRow.model_validate(base | fields)
+
+
+def count_row(shares: list[float], count: int, intervals: list[list[float]]) -> VideoRow:
+    """A visibility row of mission "m" (10 fps, one frame per share) with only the fields its
+    QC reads, and the given gold count and intervals."""
+    return partial_model(
+        VideoRow,
+        sample_id="m_env",
+        form="env_visibility_reasoning",
+        mission_id="m",
+        video_path="m.mp4",
+        prompt_text="How many times does this landmark appear?",
+        fps=10.0,
+        frame_count=len(shares),
+        duration_sec=len(shares) / 10,
+        gold_environment_answer={"visible_count": count, "visible_intervals_sec": intervals},
+    )
+
+
+def plan_fields(rows: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    """A QA plan as stored, with nothing planned (``rows`` absent when None: an older plan)."""
+    base: dict[str, Any] = {
+        "run_id": "r",
+        "scene_id": "s",
+        "engine": "builtin",
+        "landmarks": ["lm"],
+        "skipped": {},
+        "requests": {
+            "scene_id": "s",
+            "run_id": "r",
+            "backend": "builtin",
+            "env_requests": [],
+            "overlays": [],
+        },
+        "missions": {},
+        "candidates": 1,
+        "collected": 1,
+        "valid_instances": "runs/r/valid.json",
+        "scan": {},
+    }
+    if rows is not None:
+        base["rows"] = rows
+    return base | fields
 
 
 def release_info(run_id: str = "r1", scene_id: str = "s", **fields: Any) -> integrity.ReleaseInfo:

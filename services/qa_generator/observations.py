@@ -12,7 +12,7 @@ released row shows: only the shipped round and ``skyqa refresh`` render those.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from skyqa import keys
@@ -86,10 +86,13 @@ def as_rendered(p: QAPlan, shipped: Collection[str]) -> list[EnvRequest]:
     return [r if r.landmark_id in shipped else first.get(r.request_id, r) for r in p.requests.env_requests]
 
 
-def showing(p: QAPlan, families: Sequence[ReleaseFamily[Any]]) -> list[ReleaseFamily[Any]]:
-    """The families of ``p`` whose rows show an environment observation."""
-    shown = {r.output_image for r in p.requests.env_requests}
-    return [f for f in p.families(families) if any(m.path in shown for r in p.rows_of(f) for m in f.media(r))]
+def showing(
+    p: QAPlan, families: Sequence[ReleaseFamily[Any]], rows: Mapping[str, Sequence[Any]]
+) -> list[ReleaseFamily[Any]]:
+    """The families whose rows (``rows``, by family name: as planned, or as checked, which
+    show a first look where that is what was rendered) show an environment observation."""
+    shown = {r.output_image for r in (*p.requests.env_requests, *p.requests.first_looks)}
+    return [f for f in families if any(m.path in shown for r in rows.get(f.name, ()) for m in f.media(r))]
 
 
 def observed_units(
@@ -99,7 +102,8 @@ def observed_units(
     the first looks. The other families are checked once, at the release: they release their
     units on their own rows, whatever the observations' (the video checks read every
     segmentation frame, which is worth doing once)."""
-    families = showing(p, families)
+    families = p.families(families)
+    families = showing(p, families, {f.name: p.rows_of(f) for f in families})
     seen = verdicts.rendered(p, store, as_rendered(p, ()))
     checked, items, failed = verdicts.checked(p, seen, families)
     dropped = verdicts.incomplete(p, families, checked, items, failed)

@@ -83,7 +83,7 @@ def finish(
     families = p.families(families)
     checked, items, failed = verdicts.checked(p, seen, families)
     incomplete = verdicts.incomplete(p, families, checked, items, failed)
-    for f in observations.showing(p, families):
+    for f in observations.showing(p, families, {name: c.rows for name, c in checked.items()}):
         for r in p.requests.env_requests:
             if r.landmark_id not in full_size:  # its rows failed on the first looks, as they do here
                 incomplete[f.name].setdefault(r.landmark_id, observations.NOT_SHIPPED)

@@ -93,11 +93,11 @@ def incomplete(
             for r in checked[f.name].rows:
                 by_unit.setdefault(items[r.sample_id].unit, []).append(r.sample_id)
             for unit, rows in by_unit.items():
-                bad = [failed[s] for s in rows if s in failed]
                 if unit in mine:
                     continue
-                if bad:
-                    mine[unit] = bad[0]
+                bad = next((failed[s] for s in rows if s in failed), None)
+                if bad is not None:
+                    mine[unit] = bad
                 elif len(rows) != f.unit_rows:
                     mine[unit] = f"{len(rows)} {f.noun} rows (needs {f.unit_rows})"
         out[f.name] = mine

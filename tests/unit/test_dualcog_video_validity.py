@@ -10,6 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from partial_models import partial_model
+from rows import count_row
 from skyqa.contracts.missions import EnvTrack, MissionIndexRow, TaskData, TaskTracks
 from skyqa.contracts.qa import VideoRow
 from skyqa.families import Checked
@@ -210,27 +211,11 @@ def test_the_release_counts_landmarks_lost_to_a_failed_mission() -> None:
     assert counts["failed_mission_landmarks"] == 2
 
 
-def _zero_count_row(frames: int) -> VideoRow:
-    """A visibility row whose stored gold says the landmark never appears."""
-    return partial_model(
-        VideoRow,
-        sample_id="m_env",
-        form="env_visibility_reasoning",
-        mission_id="m",
-        video_path="m.mp4",
-        prompt_text="How many times does this landmark appear?",
-        fps=10.0,
-        frame_count=frames,
-        duration_sec=4.0,
-        gold_environment_answer={"visible_count": 0, "visible_intervals_sec": []},
-    )
-
-
 def test_qc_fails_a_mission_video_that_never_shows_its_landmark() -> None:
     """A re-derived count of 0 fails the row (which costs its landmark), not passes it as an
     answer: the landmark the question shows is not in the video."""
     shares = [0.0] * 40
-    row = _zero_count_row(len(shares))
+    row = count_row(shares, 0, [])  # a stored gold saying it never appears
     verdict, ambiguous = checks.check_video_rows([row], {"m": checks.Shares(shares)})
     never = "the landmark never appears in its mission video (the mission failed)"
     assert verdict.reasons == {"m_env": never} and not ambiguous.reasons
@@ -240,7 +225,7 @@ def test_qc_refuses_a_gold_count_of_zero_whatever_the_frames_show() -> None:
     """A stored gold of 0 is refused before the frames are read: the row would ask about a
     landmark its video does not show, even where the frames disagree with the gold."""
     shares = [0.0] * 10 + [0.05] * 20 + [0.0] * 10
-    row = _zero_count_row(len(shares))
+    row = count_row(shares, 0, [])  # a stored gold saying it never appears
     verdict, _ = checks.check_video_rows([row], {"m": checks.Shares(shares)})
     assert verdict.reasons == {"m_env": checks.NEVER_SEEN}
     one = row.model_copy(

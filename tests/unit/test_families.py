@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from category_family import LandmarkCategory
-from rows import image_row
+from rows import image_row, plan_fields
 from skyqa.blob import LocalBlobStore
 from skyqa.errors import BlobNotFound, InvalidInput
 from skyqa.families import DUALCOG_IMAGE, DUALCOG_VIDEO, FAMILIES, Item, check_registry, release_files
@@ -120,42 +120,17 @@ def test_units_without_a_description_are_not_ambiguous() -> None:
     assert set(gate.run_gate(named).withheld_units) == {"u0", "u1"}
 
 
-def plan(rows: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "run_id": "r",
-        "scene_id": "s",
-        "engine": "builtin",
-        "landmarks": ["lm"],
-        "skipped": {},
-        "requests": {
-            "scene_id": "s",
-            "run_id": "r",
-            "backend": "builtin",
-            "env_requests": [],
-            "overlays": [],
-        },
-        "missions": {},
-        "candidates": 1,
-        "collected": 1,
-        "valid_instances": "runs/r/valid.json",
-        "scan": {},
-    }
-    if rows is not None:
-        base["rows"] = rows
-    return base | fields
-
-
 def test_a_plan_names_the_families_that_made_it() -> None:
     row = image_row().model_dump(mode="json")
-    old = QAPlan.model_validate(plan(image_rows=[row], video_rows=[], mission_instance_ids={"m": 3}))
+    old = QAPlan.model_validate(plan_fields(image_rows=[row], video_rows=[], mission_instance_ids={"m": 3}))
     assert old.families(FAMILIES) == [DUALCOG_IMAGE, DUALCOG_VIDEO]  # an older plan still refreshes
     assert old.rows_of(DUALCOG_IMAGE) == [image_row()]
-    newer = QAPlan.model_validate(plan({"dualcog_image": [row], "dualcog_video": []}))
+    newer = QAPlan.model_validate(plan_fields({"dualcog_image": [row], "dualcog_video": []}))
     # a family registered after the plan was made has no rows in it and takes no part
     assert newer.families([*FAMILIES, LandmarkCategory(without="")]) == [DUALCOG_IMAGE, DUALCOG_VIDEO]
     with pytest.raises(InvalidInput, match="unregistered task families: gone"):
-        QAPlan.model_validate(plan({"gone": []})).families(FAMILIES)
-    broken = QAPlan.model_validate(plan({"dualcog_image": [{**row, "answer_option_id": 7}]}))
+        QAPlan.model_validate(plan_fields({"gone": []})).families(FAMILIES)
+    broken = QAPlan.model_validate(plan_fields({"dualcog_image": [{**row, "answer_option_id": 7}]}))
     with pytest.raises(InvalidInput, match="qa plan row 0 of dualcog_image is invalid at answer_option_id"):
         broken.rows_of(DUALCOG_IMAGE)
 

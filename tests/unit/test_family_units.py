@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from partial_models import partial_model
-from rows import image_row, video_row
+from rows import count_row, image_row, plan_fields, video_row
 from skyqa import keys, media
 from skyqa.blob import LocalBlobStore
 from skyqa.contracts import RgbView, ValidInstance
@@ -92,28 +92,7 @@ def test_a_family_short_of_its_share_for_a_unit_drops_only_its_own_rows() -> Non
 
 
 def test_a_plan_written_before_families_skipped_on_their_own_skips_for_all() -> None:
-    p = QAPlan.model_validate(
-        {
-            "run_id": "r",
-            "scene_id": "s",
-            "engine": "builtin",
-            "landmarks": ["lm1"],
-            "skipped": {"lm1": NOT_SEEN},
-            "rows": {},
-            "requests": {
-                "scene_id": "s",
-                "run_id": "r",
-                "backend": "builtin",
-                "env_requests": [],
-                "overlays": [],
-            },
-            "missions": {},
-            "candidates": 1,
-            "collected": 1,
-            "valid_instances": "v.json",
-            "scan": {},
-        }
-    )
+    p = QAPlan.model_validate(plan_fields({}, skipped={"lm1": NOT_SEEN}))
     assert p.skipped_by(IMAGE) == p.skipped_by(VIDEO) == {"lm1": NOT_SEEN}
 
 
@@ -184,18 +163,7 @@ def test_an_image_row_fails_where_its_target_shows_a_twin(tmp_path: Path) -> Non
 
 def test_a_visibility_count_fails_where_its_video_also_shows_a_twin(tmp_path: Path) -> None:
     shares = [0.01] * 10 + [0.0] * 20
-    row = partial_model(
-        type(video_row()),
-        sample_id="m_env",
-        form="env_visibility_reasoning",
-        mission_id="m",
-        video_path="m.mp4",
-        prompt_text="How many times does this landmark appear?",
-        fps=10.0,
-        frame_count=30,
-        duration_sec=3.0,
-        gold_environment_answer={"visible_count": 1, "visible_intervals_sec": [[0.0, 1.0]]},
-    )
+    row = count_row(shares, 1, [[0.0, 1.0]])
     # a twin in view for 0.4 s at 0.15 %: the lenient end of the rule could call it a sighting
     twin = [0.0] * 20 + [0.0015] * 4 + [0.0] * 6
     verdict, _ = checks.check_video_rows([row], {"m": checks.Shares(shares, twin)})

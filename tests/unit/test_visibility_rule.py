@@ -7,8 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from partial_models import partial_model
-from skyqa.contracts.qa import VideoRow
+from rows import count_row
 from skyqa.families.dualcog_video import checks
 from skyqa.geometry import visibility as vis
 
@@ -55,21 +54,6 @@ def test_a_clear_count_is_robust() -> None:
 )
 def test_a_count_that_changes_within_the_margin_is_not_robust(shares: list[float]) -> None:
     assert not vis.count_is_robust(shares, 10)
-
-
-def count_row(shares: list[float], count: int, intervals: list[list[float]]) -> VideoRow:
-    return partial_model(
-        VideoRow,
-        sample_id="m_env",
-        form="env_visibility_reasoning",
-        mission_id="m",
-        video_path="m.mp4",
-        prompt_text="How many times does this landmark appear?",
-        fps=10.0,
-        frame_count=len(shares),
-        duration_sec=len(shares) / 10,
-        gold_environment_answer={"visible_count": count, "visible_intervals_sec": intervals},
-    )
 
 
 def test_qc_rederives_the_count_from_the_segmentation_frames() -> None:

@@ -21,8 +21,6 @@ from skyqa.contracts import ValidInstance
 from skyqa.geometry import visibility as vis
 from skyqa.reviewed import description, rendered_id
 
-__all__ = ["MIN_SHARE", "TWIN_IN_VIEW", "description", "rendered_id", "share", "shows", "sighted", "twins"]
-
 TWIN_IN_VIEW = "another reviewed landmark of the same description is in view"
 # a twin counts as shown from a share the sighting rule's margin could still call visible:
 # where a person might make it out, the question might be about it

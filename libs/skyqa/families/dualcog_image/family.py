@@ -31,8 +31,9 @@ from skyqa.families.dualcog_image.tasks import (
     unplannable,
     usable_views,
 )
-from skyqa.families.twins import TWIN_IN_VIEW, rendered_id, shows, twins
+from skyqa.families.twins import TWIN_IN_VIEW, shows, twins
 from skyqa.media_policy import MediaPolicy
+from skyqa.reviewed import rendered_id
 from skyqa.scan import stills
 
 STILL_FOV_DEG = 72.0
