@@ -124,6 +124,8 @@ def test_an_image_row_fails_where_its_target_shows_a_twin(tmp_path: Path) -> Non
     root = keys.run_prefix("run")
     a, b = _landmark("11_1", 1, "fountain, about 3 m tall"), _landmark("11_2", 2, "Fountain, about 3 m tall")
     c = _landmark("11_3", 3, "statue")
+    # a stored view whose segmentation path leaves the run: refused as a key, the row fails
+    b.rgb_views[0] = b.rgb_views[0].model_copy(update={"segmentation_path": "../../etc/passwd"})
     here = np.zeros((100, 100), np.uint32)
     here[40:60, 40:60] = 1
     with_twin = here.copy()
@@ -151,6 +153,9 @@ def test_an_image_row_fails_where_its_target_shows_a_twin(tmp_path: Path) -> Non
         image_row(sample_id="self_unread", task_type="self_where", landmark_id="11_1",
                   reference_image_with_bbox="ref.jpg", target_image="views/11_1_side.jpg",
                   images=["ref.jpg", "views/11_1_side.jpg"]),
+        image_row(sample_id="self_escape", task_type="self_where", landmark_id="11_2",
+                  reference_image_with_bbox="ref.jpg", target_image="views/11_2_front.jpg",
+                  images=["ref.jpg", "views/11_2_front.jpg"]),
         # a landmark without twins is not looked at, whatever else its image shows
         image_row(sample_id="no_twin", landmark_id="11_3", metadata={"env_request_id": "env_twin"}),
     ]  # fmt: skip
@@ -158,6 +163,7 @@ def test_an_image_row_fails_where_its_target_shows_a_twin(tmp_path: Path) -> Non
         "self_twin": TWIN_IN_VIEW,
         "env_twin": TWIN_IN_VIEW,
         "self_unread": UNREADABLE,
+        "self_escape": UNREADABLE,
     }
 
 
