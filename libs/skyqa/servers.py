@@ -295,6 +295,8 @@ class SeaweedS3:
     access_key = "skyqa-test"
     # the credential of a throwaway loopback test server
     secret_key = "skyqa-test-secret-key"  # nosec B105
+    volume_slots = 4000
+    volume_size_mb = 64
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = Path(data_dir)
@@ -340,6 +342,12 @@ class SeaweedS3:
                 f"-s3.config={config}",
                 "-s3.allowDeleteBucketNotEmpty=false",
                 "-s3.autoCreateBucket=false",
+                # each bucket is a collection that takes several volume slots; left to itself
+                # weed counts slots from free disk / volume size, so a session of per-test
+                # buckets ran out after ~26 buckets on a disk with 27 GB free (writes then fail
+                # with HTTP 500). Volumes are sparse files, so a fixed count costs no disk.
+                f"-volume.max={self.volume_slots}",
+                f"-master.volumeSizeLimitMB={self.volume_size_mb}",
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

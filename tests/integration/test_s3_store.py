@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import urllib.request
 
 import pytest
 from minio.error import S3Error
@@ -104,3 +106,12 @@ def test_open_range_tells_a_vanished_object_from_one_that_shrank(s3_store: S3Blo
     for length in (None, 0, 5):
         with pytest.raises(BlobNotFound):
             s3_store.open_range("runs/r/s.txt", 5, length)
+
+
+def test_the_session_server_has_volume_slots_for_a_bucket_per_test(s3_server: SeaweedS3) -> None:
+    # every test takes a bucket and every bucket several volume slots; counted from free disk,
+    # the slots ran out after ~26 buckets on a 27 GB-free disk and later tests got HTTP 500
+    url = f"http://127.0.0.1:{s3_server.ports['master.port']}/dir/status"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        topology = json.load(resp)["Topology"]
+    assert topology["Max"] >= 1000
