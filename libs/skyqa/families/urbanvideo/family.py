@@ -37,6 +37,7 @@ from skyqa.families.urbanvideo.checks import check_rows
 from skyqa.families.urbanvideo.export import urbanvideo_table
 from skyqa.families.urbanvideo.questions import (
     BUILDERS,
+    MIN_OPTIONS,
     OPTIONS,
     VOCABULARY,
     Mission,
@@ -203,7 +204,7 @@ class UrbanVideo:
                 return picks
             for level, labels in short.items():
                 left = vocab[level] - labels
-                vocab[level] = left if len(left) >= OPTIONS[kind] else set()
+                vocab[level] = left if len(left) >= (OPTIONS[kind] or MIN_OPTIONS) else set()
                 for _, _, m in missions:
                     m.allowed[(kind, level)] = frozenset(vocab[level])
             found = self._candidates(inputs, missions, kind)
@@ -405,12 +406,13 @@ def _level(q: Question, missions: Missions, n: int) -> str:
 
 
 def _vocabularies(
-    found: list[list[Question]], missions: Missions, labels: Sequence[str], per_type: int, least: int
+    found: list[list[Question]], missions: Missions, labels: Sequence[str], per_type: int, options: int
 ) -> dict[str, set[str]]:
     """Per stratum (:meth:`Mission.stratum`), the labels of a fixed vocabulary to offer: the
     ``j`` that most missions can give as answers, ``j`` making the most rows that balance over
     them (``j`` times the fewest missions offering one, at most the rows the missions can
-    have), ``least`` at least (the type's options; a stratum with fewer asks nothing). A label few
+    have; where a row offers every label, ``options`` 0, weighed by what a guesser gets
+    wrong), ``options`` at least (the type's; a stratum with fewer asks nothing). A label few
     missions can answer with would otherwise be offered everywhere and seldom be right (ruled
     out without looking, as would one answering only in some stratum). Decided from every
     mission's candidates together, never from a row's gold."""
@@ -426,10 +428,13 @@ def _vocabularies(
         most *= per_type
         best, size = len(ranked), -1.0
         # at least the type's options (the source's count): fewer would leave rows short
-        for j in range(least, len(ranked) + 1):
+        for j in range(options or MIN_OPTIONS, len(ranked) + 1):
             rows = float(min(most, j * offered[ranked[j - 1]] * per_type))
-            if rows >= size:  # ties: more labels, a lower chance level
-                best, size = j, rows
+            # what a guesser gets wrong: a row offering every label (options 0) is worth more
+            # the more labels it offers (two steps of a route are a coin toss)
+            value = rows * (1 - 1 / (options or j))
+            if value >= size:  # ties: more labels, a lower chance level
+                best, size = j, value
         out[level] = set(ranked[:best])
     return out
 
