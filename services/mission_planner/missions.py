@@ -38,10 +38,10 @@ from skyqa.geometry.pcd import decode_cloud
 from skyqa.protojson import to_dict, to_json
 from skyqa.sim import Intrinsics
 from skyqa.v1 import common_pb2, landmark_pb2, mission_pb2, render_pb2, scan_pb2
-from skyqa.vocab.behaviors import load_library
+from skyqa.vocab.behaviors import SetSpec, load_library
 
 from services.mission_planner import group_missions, nav_missions, surveys, trajectories
-from services.mission_planner.camera_plan import CountBalance
+from services.mission_planner.camera_plan import CountBalance, draws
 from services.mission_planner.config import MissionConfig
 from services.mission_planner.describe import describe, mission_id, target_of
 from services.mission_planner.final_task import build_final_task, write_final_task
@@ -95,6 +95,12 @@ class MissionPlanFile(Contract):
         )
 
 
+def draw_labels(kind: str, spec: SetSpec) -> list[str]:
+    """The seed labels of a mission's parameter draws: the kind's own first (the plan a run made
+    before it drew more), then one per further draw (:func:`camera_plan.draws`)."""
+    return [kind, *(f"{kind}/{j}" for j in range(1, draws(len(spec.steps))))]
+
+
 def _seed(base: int, instance_id: str, kind: str) -> int:
     return int(hashlib.sha256(f"{base}:{instance_id}:{kind}".encode()).hexdigest()[:8], 16)
 
@@ -135,11 +141,19 @@ def plan_run(
         for kind, sets in (("atomic", atomic), ("composite", composite)):
             traj_id = mission_id(scene_id, vi.instance_id, kind, i)
             set_name = sets[i % len(sets)]
-            planned = plan_mission(
-                lib, set_name, t, obstacles, _seed(scan.seed, vi.instance_id, kind), cfg.acceptance
-            )
-            if planned.accepted:
-                counts.choose(planned.trajectory, t, vi.instance_id, kind, lens, cfg.video_fps)
+            plans = [
+                plan_mission(
+                    lib, set_name, t, obstacles, _seed(scan.seed, vi.instance_id, label), cfg.acceptance
+                )
+                for label in draw_labels(kind, lib.sets[set_name])
+            ]
+            accepted = [p for p in plans if p.accepted]
+            planned = plans[0]
+            if accepted:
+                n, _ = counts.choose(
+                    [p.trajectory for p in accepted], t, vi.instance_id, kind, lens, cfg.video_fps
+                )
+                planned = accepted[n]
             # the flight as timed within the kinematic limits: what is written, rendered, checked
             flown = fly(planned.trajectory, t)
             clear = obstacles.check(flown.waypoints)
