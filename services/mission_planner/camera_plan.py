@@ -155,9 +155,13 @@ class CountBalance:
 
     def _deficit(self, kind: str, count: int) -> int:
         """How many more missions of another kind than of ``kind`` show ``count``: a count keeps
-        rows only as often as every kind shows it (``count_surplus``), so a kind catches up."""
+        rows only as often as every kind shows it (``count_surplus``), so a kind catches up. A
+        count no other kind shows is a surplus from its first mission on."""
         others = [self._by_kind[(o, count)] for o in self._kinds - {kind}]
-        return max(others, default=0) - self._by_kind[(kind, count)]
+        mine = self._by_kind[(kind, count)]
+        if not others:
+            return 0
+        return max(others) - mine if max(others) else -mine - 1
 
     @staticmethod
     def _apply(traj: Trajectory, modes: tuple[str, ...]) -> None:
