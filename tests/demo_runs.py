@@ -23,7 +23,9 @@ ARGS = [
     "--video",
     "160x120",
     "--navigation",
-    "2,1",
+    # two questions per type and mission: one route mission asks Progress Evaluation only with
+    # two rows of one stratum (its steps balanced per route and clip length)
+    "2,1,2",
     "--reasoning",
     "1,1",
     "--surveys",
