@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nats.errors
 from skyqa.blob import BlobStore, LocalBlobStore
 from skyqa.bus import Bus, JsonKV, topology
 from skyqa.contracts import RunState
@@ -18,6 +20,8 @@ from skyqa.settings import BusSettings
 from skyqa.v1 import scan_pb2
 
 from services.registry import SERVICES
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -115,17 +119,29 @@ async def wait_for_run(
     timeout_s: float,
     on_state: Callable[[RunState], None] | None = None,
 ) -> RunState:
-    """Poll the run state in KV until ``final_stage`` completes or the run fails."""
+    """Poll the run state in KV until ``final_stage`` completes or the run fails. A lost
+    connection (a stale ping on a loaded machine, a restarted server) ends one client, not the
+    wait: the run goes on in the services, so the follower connects again until the deadline
+    (a 40-landmark demo stopped following after its QA stage on one dropped connection)."""
     deadline = time.monotonic() + timeout_s
-    async with client_bus(nats_url) as bus:
-        runs = await bus.kv(topology.RUNS_BUCKET)
-        while time.monotonic() < deadline:
-            state = await _read(runs, run_id)
-            if state is not None:
-                if on_state is not None:
-                    on_state(state)
-                stage = state.stages.get(final_stage)
-                if state.status == "failed" or (stage is not None and stage.status == "completed"):
-                    return state
-            await asyncio.sleep(0.25)
+    followed = False  # a server never reached is a wrong address: that fails at once
+    while time.monotonic() < deadline:
+        try:
+            async with client_bus(nats_url) as bus:
+                runs = await bus.kv(topology.RUNS_BUCKET)
+                followed = True
+                while time.monotonic() < deadline:
+                    state = await _read(runs, run_id)
+                    if state is not None:
+                        if on_state is not None:
+                            on_state(state)
+                        stage = state.stages.get(final_stage)
+                        if state.status == "failed" or (stage is not None and stage.status == "completed"):
+                            return state
+                    await asyncio.sleep(0.25)
+        except (nats.errors.Error, ConnectionError) as exc:
+            if not followed:
+                raise
+            log.warning("lost NATS while following run %s (%s); connecting again", run_id, exc)
+            await asyncio.sleep(1.0)
     raise TimeoutError(f"run {run_id} did not finish within {timeout_s:.0f} s")

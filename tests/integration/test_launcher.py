@@ -9,6 +9,7 @@ so a failing test leaks nothing.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -19,8 +20,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from skyqa.bus import topology
 from skyqa.runtime import Service, Settings
 from skyqa.servers import NatsServer, free_port
+
+from services.embedded import client_bus, wait_for_run
 
 READY_S = 90.0  # imports alone take ~5 s; generous for a loaded 2-core machine
 EXIT_S = 30.0  # services drain, then nats-server gets up to 10 s before SIGKILL
@@ -276,3 +280,34 @@ def test_sigterm_while_the_services_start_stops_everything(
     code, _ = launcher.wait()
     assert code == 128 + signal.SIGTERM, launcher.stderr
     assert not wait_until_gone(tmp_path, 10)
+
+
+async def test_following_a_run_outlasts_a_restarted_nats_server(tmp_path: Path) -> None:
+    """A 40-landmark demo stopped following its run (the services went on) when its one client
+    connection dropped on a loaded machine: the follower connects again until its deadline."""
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        running = {"run_id": "r1", "status": "running", "stages": {"qa": {"status": "running"}}}
+        async with client_bus(server.url) as bus:
+            await (await bus.kv(topology.RUNS_BUCKET)).put("r1", running)
+        seen: list[str] = []
+        follow = asyncio.create_task(
+            wait_for_run(server.url, "r1", "qa", 60, on_state=lambda s: seen.append(s.stages["qa"].status))
+        )
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(server.stop)  # the follower's connection closes for good
+        await asyncio.sleep(1.5)
+        assert not follow.done()
+        await asyncio.to_thread(server.start)
+        done = {**running, "status": "completed", "stages": {"qa": {"status": "completed"}}}
+        async with client_bus(server.url) as bus:
+            await (await bus.kv(topology.RUNS_BUCKET)).put("r1", done)
+        state = await asyncio.wait_for(follow, 30)
+        assert state.stages["qa"].status == "completed" and seen[0] == "running"
+    finally:
+        server.stop()
+    # a server never reached is a wrong address, not a blip: that fails at once
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match="cannot connect to NATS"):
+        await wait_for_run(f"nats://127.0.0.1:{free_port()}", "r1", "qa", 60)
+    assert time.monotonic() - started < 30
