@@ -26,6 +26,9 @@ def small_scan(run_id: str, **changes: float) -> scan_pb2.ScanRequest:
     req.landmark_count = 3
     req.video.width, req.video.height = 160, 120
     req.navigation.goals, req.navigation.routes = 1, 1
+    # its one route mission asks Progress Evaluation only with two rows of one stratum (the
+    # steps are balanced per route and clip length)
+    req.navigation.per_type = 2
     req.reasoning.per_split, req.reasoning.random_walks = 1, 1
     req.reasoning.width, req.reasoning.height = 96, 64
     # one survey of tiny_town at a size that renders in a second, its cars still ~40 px long
