@@ -112,6 +112,26 @@ async def read_run(nats_url: str, run_id: str) -> RunState | None:
         return await _read(await bus.kv(topology.RUNS_BUCKET), run_id)
 
 
+async def _poll(
+    runs: JsonKV,
+    run_id: str,
+    final_stage: str,
+    deadline: float,
+    on_state: Callable[[RunState], None] | None,
+) -> RunState | None:
+    """The run's state once ``final_stage`` completed or the run failed; None at the deadline."""
+    while time.monotonic() < deadline:
+        state = await _read(runs, run_id)
+        if state is not None:
+            if on_state is not None:
+                on_state(state)
+            stage = state.stages.get(final_stage)
+            if state.status == "failed" or (stage is not None and stage.status == "completed"):
+                return state
+        await asyncio.sleep(0.25)
+    return None
+
+
 async def wait_for_run(
     nats_url: str,
     run_id: str,
@@ -130,15 +150,9 @@ async def wait_for_run(
             async with client_bus(nats_url) as bus:
                 runs = await bus.kv(topology.RUNS_BUCKET)
                 followed = True
-                while time.monotonic() < deadline:
-                    state = await _read(runs, run_id)
-                    if state is not None:
-                        if on_state is not None:
-                            on_state(state)
-                        stage = state.stages.get(final_stage)
-                        if state.status == "failed" or (stage is not None and stage.status == "completed"):
-                            return state
-                    await asyncio.sleep(0.25)
+                state = await _poll(runs, run_id, final_stage, deadline, on_state)
+                if state is not None:
+                    return state
         except (nats.errors.Error, ConnectionError) as exc:
             if not followed:
                 raise
