@@ -37,13 +37,13 @@ from skyqa.families.urbanvideo.checks import check_rows
 from skyqa.families.urbanvideo.export import urbanvideo_table
 from skyqa.families.urbanvideo.questions import (
     BUILDERS,
-    MIN_OPTIONS,
     OPTIONS,
     VOCABULARY,
     Mission,
     Question,
     alike,
     difficulty,
+    fewest_options,
     lone_hint,
     mentions,
     scene_boxes,
@@ -123,7 +123,7 @@ class UrbanVideo:
         for kind in asked:
             found[kind] = _fillable(self._candidates(inputs, missions, kind))
             if kind in VOCABULARY:
-                vocab[kind] = _vocabularies(found[kind], missions, VOCABULARY[kind], per_type, OPTIONS[kind])
+                vocab[kind] = _vocabularies(found[kind], missions, kind, per_type)
                 for level, kept in vocab[kind].items():
                     for _, _, m in missions:
                         m.allowed[(kind, level)] = frozenset(kept)
@@ -204,7 +204,7 @@ class UrbanVideo:
                 return picks
             for level, labels in short.items():
                 left = vocab[level] - labels
-                vocab[level] = left if len(left) >= (OPTIONS[kind] or MIN_OPTIONS) else set()
+                vocab[level] = left if len(left) >= fewest_options(kind) else set()
                 for _, _, m in missions:
                     m.allowed[(kind, level)] = frozenset(vocab[level])
             found = self._candidates(inputs, missions, kind)
@@ -406,17 +406,17 @@ def _level(q: Question, missions: Missions, n: int) -> str:
 
 
 def _vocabularies(
-    found: list[list[Question]], missions: Missions, labels: Sequence[str], per_type: int, options: int
+    found: list[list[Question]], missions: Missions, kind: NavTask, per_type: int
 ) -> dict[str, set[str]]:
     """Per stratum (:meth:`Mission.stratum`), the labels of a fixed vocabulary to offer: the
     ``j`` that most missions can give as answers, ``j`` making the most rows that balance over
     them (``j`` times the fewest missions offering one, at most the rows the missions can
-    have; where a row offers every label, ``options`` 0, weighed by what a guesser gets
-    wrong), ``options`` at least (the type's; a stratum with fewer asks nothing). A label few
+    have; where a row offers every label, :data:`OPTIONS` 0, weighed by what a guesser gets
+    wrong), :func:`fewest_options` at least (a stratum with fewer asks nothing). A label few
     missions can answer with would otherwise be offered everywhere and seldom be right (ruled
     out without looking, as would one answering only in some stratum). Decided from every
     mission's candidates together, never from a row's gold."""
-    out = {}
+    out, labels, options = {}, VOCABULARY[kind], OPTIONS[kind]
     for level in sorted({_level(q, missions, n) for n, order in enumerate(found) for q in order}):
         offered = Counter(
             key
@@ -428,7 +428,7 @@ def _vocabularies(
         most *= per_type
         best, size = len(ranked), -1.0
         # at least the type's options (the source's count): fewer would leave rows short
-        for j in range(options or MIN_OPTIONS, len(ranked) + 1):
+        for j in range(fewest_options(kind), len(ranked) + 1):
             rows = float(min(most, j * offered[ranked[j - 1]] * per_type))
             # what a guesser gets wrong: a row offering every label (options 0) is worth more
             # the more labels it offers (two steps of a route are a coin toss)

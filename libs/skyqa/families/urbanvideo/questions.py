@@ -284,12 +284,16 @@ class Mission:
 MIN_OPTIONS = 2  # a type of no fixed count (OPTIONS 0) offers at least this many
 
 
+def fewest_options(task: str) -> int:
+    """The fewest options a row of ``task`` has: its fixed count, else ``MIN_OPTIONS``."""
+    return OPTIONS[task] or MIN_OPTIONS
+
+
 def option_counts(task: str, instruction: str) -> range:
     """The option counts a row of ``task`` may have (:data:`OPTIONS`; Progress Evaluation: from
     two to every step of the route its question quotes)."""
-    if OPTIONS[task]:
-        return range(OPTIONS[task], OPTIONS[task] + 1)
-    return range(MIN_OPTIONS, len(progress_steps(instruction)) + 1)
+    most = OPTIONS[task] or len(progress_steps(instruction))
+    return range(fewest_options(task), most + 1)
 
 
 def difficulty(end_frame: int, fps: float) -> str:
@@ -1057,14 +1061,15 @@ def progress_evaluation(m: Mission, rng: np.random.Generator) -> Iterator[Questi
         return
     listed = "; ".join(f"{step_label(k)}: {x}" for k, x in enumerate(steps))
     q = f'The drone follows this route: "{m.task.instruction}" Its steps: {listed}. Which step is it on now?'
-    words = f"{len(steps)} steps"
+    words, every = f"{len(steps)} steps", [step_label(k) for k in range(len(steps))]
     for s in m.cuts():
         t, nxt = s.end_frame + 1, m.task.segments[s.index + 1]
         if nxt.leg != s.leg:
             continue  # between two steps: either answer would be fair
         gold = step_label(len(m.task.route) if nxt.action == "hover" else s.leg)
-        labels = m.labels("progress_evaluation", [step_label(k) for k in range(len(steps))], t, words)
-        options = from_vocabulary(gold, labels, rng, len(labels)) if len(labels) >= MIN_OPTIONS else None
+        labels = m.labels("progress_evaluation", every, t, words)
+        asked = len(labels) >= fewest_options("progress_evaluation")
+        options = from_vocabulary(gold, labels, rng, len(labels)) if asked else None
         if options is not None:
             yield Question(
                 "progress_evaluation",
